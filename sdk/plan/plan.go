@@ -1,0 +1,247 @@
+// Package plan holds what the three plugin kinds produce: Routes (routing
+// engines), LIDPlan (LID assigners) and VLPlan (VL assigners), and the one
+// function that turns routes and LIDs into linear forwarding tables. Host,
+// verifier and plugins all realise tables through Realize so they agree.
+package plan
+
+import (
+	"fmt"
+
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// NoPort marks "no route" in a plane or LFT (the LFT's unused value, 0xFF).
+const NoPort uint8 = 0xFF
+
+// Plane is one forwarding tree toward a destination: Plane[switchIndex] is
+// the out-port that switch uses (0 on the destination switch itself for its
+// own port-0 LID), NoPort when the switch has no route.
+type Plane []uint8
+
+// DestPlanes are the forwarding trees toward one destination endpoint.
+// Several planes give multipath: LID base+i of the destination realises
+// plane i mod len(Planes).
+type DestPlanes struct {
+	Planes []Plane
+}
+
+// Hop is one switch traversal of an explicit path. In is the input port
+// (0 at the source switch of a switch-originated path); Out the output port.
+type Hop struct {
+	Switch int32 // node index
+	In     uint8
+	Out    uint8
+}
+
+// Path is an explicit route from endpoint Src to endpoint Dst (indices into
+// Topology.Endpoints()). Several paths may exist for one pair.
+type Path struct {
+	Src, Dst int32
+	Hops     []Hop
+}
+
+// Routes is a routing engine's answer, in one of two forms: Planes (indexed
+// like Topology.Endpoints(); destination-based engines) or Paths (explicit
+// per-pair hop lists, for path-based engines and LID assigners).
+type Routes struct {
+	Planes []DestPlanes
+	Paths  []Path
+}
+
+// IsPlanes reports whether the routes are destination-based planes.
+func (r *Routes) IsPlanes() bool { return r.Planes != nil }
+
+// PortLID is the base LID and LMC of one endpoint.
+type PortLID struct {
+	Base uint16
+	LMC  uint8
+}
+
+// Count is the number of LIDs of the range (2^LMC).
+func (p PortLID) Count() int { return 1 << p.LMC }
+
+// Contains reports whether lid is in the port's range.
+func (p PortLID) Contains(lid uint16) bool {
+	return p.Base != 0 && lid >= p.Base && int(lid) < int(p.Base)+p.Count()
+}
+
+// DLIDRule is the default choice of DLID offset (0..2^LMC-1) a source uses
+// toward a destination.
+type DLIDRule uint8
+
+const (
+	// DLIDBase: every source uses the destination's base LID.
+	DLIDBase DLIDRule = iota
+	// DLIDSpread: source endpoint index s uses offset s mod 2^LMC.
+	DLIDSpread
+)
+
+// DLIDOverride is a sparse exception to the DLID rule.
+type DLIDOverride struct {
+	Src, Dst int32 // endpoint indices
+	Offset   uint8
+}
+
+// LIDPlan is a LID assigner's answer.
+type LIDPlan struct {
+	// Ports is indexed like Topology.Endpoints().
+	Ports []PortLID
+	// Planes, when non-nil, replaces Routes.Planes (paths-form routes
+	// partitioned into per-LID trees): indexed like Endpoints(), with
+	// exactly 2^LMC planes each, plane i realised by LID base+i.
+	Planes    []DestPlanes
+	Rule      DLIDRule
+	Overrides []DLIDOverride
+}
+
+// SLOverride is a sparse exception to VLPlan.SLByDLID.
+type SLOverride struct {
+	Src  int32 // endpoint index
+	DLID uint16
+	SL   uint8
+}
+
+// SL2VLEntry is the SL-to-VL table of one (node, in-port, out-port). For a
+// CA port (or a switch's port 0) In and Out are both that port.
+type SL2VLEntry struct {
+	Node    int32
+	In, Out uint8
+	VL      [16]uint8
+}
+
+// VLPlan is a VL assigner's answer.
+type VLPlan struct {
+	// SLByDLID[lid] is the SL sources use toward lid; nil means SL 0.
+	SLByDLID  []uint8
+	Overrides []SLOverride
+	// Default is the SL2VL table of every port pair not listed in SL2VL.
+	Default [16]uint8
+	SL2VL   []SL2VLEntry
+	// VLs is the number of data VLs the plan uses (for reports).
+	VLs int
+}
+
+// SL returns the SL that endpoint src uses toward dlid (overrides are few;
+// callers on hot paths should index overrides themselves).
+func (v *VLPlan) SL(src int32, dlid uint16) uint8 {
+	for _, o := range v.Overrides {
+		if o.Src == src && o.DLID == dlid {
+			return o.SL
+		}
+	}
+	if int(dlid) < len(v.SLByDLID) {
+		return v.SLByDLID[dlid]
+	}
+	return 0
+}
+
+// MaxUnicastLID is the top of the unicast LID space.
+const MaxUnicastLID = 0xBFFF
+
+// Realized is the routing as the fabric will hold it.
+type Realized struct {
+	Topo *topology.Topology
+	// LFT[switchIndex][lid] = out-port, NoPort if unrouted. Every table is
+	// TopLID+1 long.
+	LFT    [][]uint8
+	TopLID uint16
+	// LIDOwner[lid] = endpoint index + 1 (0: unassigned).
+	LIDOwner []int32
+	LIDs     *LIDPlan
+}
+
+// PlanesOf returns the planes that realise endpoint e's LIDs.
+func PlanesOf(r *Routes, l *LIDPlan, e int) []Plane {
+	if l.Planes != nil {
+		return l.Planes[e].Planes
+	}
+	if r != nil && r.Planes != nil {
+		return r.Planes[e].Planes
+	}
+	return nil
+}
+
+// Realize turns routes and a LID plan into per-switch linear forwarding
+// tables. It checks only what it needs to index safely (LID ranges and plane
+// shapes); semantic checks (ports up, no loops) are the verifier's.
+func Realize(t *topology.Topology, r *Routes, l *LIDPlan) (*Realized, error) {
+	eps := t.Endpoints()
+	if len(l.Ports) != len(eps) {
+		return nil, fmt.Errorf("LID plan has %d ports, topology has %d endpoints", len(l.Ports), len(eps))
+	}
+	if l.Planes == nil && (r == nil || !r.IsPlanes()) {
+		return nil, fmt.Errorf("routes are explicit paths but the LID plan carries no planes")
+	}
+	var top uint16
+	for i, p := range l.Ports {
+		if p.LMC > 7 {
+			return nil, fmt.Errorf("endpoint %d: LMC %d > 7", i, p.LMC)
+		}
+		if p.Base == 0 {
+			return nil, fmt.Errorf("endpoint %d (node 0x%016x port %d) has no LID", i, t.Nodes[eps[i].Node].GUID, eps[i].Port)
+		}
+		if int(p.Base)+p.Count()-1 > MaxUnicastLID {
+			return nil, fmt.Errorf("endpoint %d: LIDs %d..%d exceed 0x%X", i, p.Base, int(p.Base)+p.Count()-1, MaxUnicastLID)
+		}
+		if p.Base&uint16(p.Count()-1) != 0 {
+			return nil, fmt.Errorf("endpoint %d: base LID %d not aligned to 2^LMC=%d", i, p.Base, p.Count())
+		}
+		if end := p.Base + uint16(p.Count()) - 1; end > top {
+			top = end
+		}
+	}
+	owner := make([]int32, int(top)+1)
+	for i, p := range l.Ports {
+		for k := 0; k < p.Count(); k++ {
+			lid := int(p.Base) + k
+			if owner[lid] != 0 {
+				return nil, fmt.Errorf("LID %d assigned to endpoints %d and %d", lid, owner[lid]-1, i)
+			}
+			owner[lid] = int32(i) + 1
+		}
+	}
+	if r != nil && r.Planes != nil && len(r.Planes) != len(eps) && l.Planes == nil {
+		return nil, fmt.Errorf("routes have %d destinations, topology has %d endpoints", len(r.Planes), len(eps))
+	}
+	if l.Planes != nil && len(l.Planes) != len(eps) {
+		return nil, fmt.Errorf("LID plan has planes for %d destinations, topology has %d endpoints", len(l.Planes), len(eps))
+	}
+	sw := t.Switches()
+	lft := make([][]uint8, len(sw))
+	back := make([]uint8, len(sw)*(int(top)+1))
+	for s := range lft {
+		lft[s] = back[s*(int(top)+1) : (s+1)*(int(top)+1)]
+	}
+	for i := range back {
+		back[i] = NoPort
+	}
+	for e, p := range l.Ports {
+		planes := PlanesOf(r, l, e)
+		if len(planes) == 0 {
+			return nil, fmt.Errorf("destination endpoint %d has no plane", e)
+		}
+		for k := 0; k < p.Count(); k++ {
+			pl := planes[k%len(planes)]
+			if len(pl) != len(sw) {
+				return nil, fmt.Errorf("destination endpoint %d plane %d has %d entries, want one per switch (%d)", e, k%len(planes), len(pl), len(sw))
+			}
+			lid := int(p.Base) + k
+			for s, out := range pl {
+				lft[s][lid] = out
+			}
+		}
+	}
+	return &Realized{Topo: t, LFT: lft, TopLID: top, LIDOwner: owner, LIDs: l}, nil
+}
+
+// DLID returns the DLID endpoint src uses toward endpoint dst under the
+// plan's rule (overrides are applied by callers that hold an index of them).
+func (l *LIDPlan) DLID(src, dst int32) uint16 {
+	p := l.Ports[dst]
+	switch l.Rule {
+	case DLIDSpread:
+		return p.Base + uint16(int(src)%p.Count())
+	default:
+		return p.Base
+	}
+}

@@ -1,0 +1,193 @@
+// Package topology holds the immutable fabric snapshot that the host hands to
+// every plugin. Nodes are stored sorted by node GUID so that indices, and the
+// canonical hash, do not depend on the order in which discovery found them.
+package topology
+
+import (
+	"fmt"
+	"sort"
+)
+
+// NodeType is the NodeInfo NodeType field.
+type NodeType uint8
+
+const (
+	CA     NodeType = 1
+	Switch NodeType = 2
+	Router NodeType = 3
+)
+
+func (t NodeType) String() string {
+	switch t {
+	case CA:
+		return "CA"
+	case Switch:
+		return "Switch"
+	case Router:
+		return "Router"
+	}
+	return fmt.Sprintf("NodeType(%d)", uint8(t))
+}
+
+// PortState is the PortInfo PortState field.
+type PortState uint8
+
+const (
+	StateNoChange PortState = 0
+	StateDown     PortState = 1
+	StateInit     PortState = 2
+	StateArmed    PortState = 3
+	StateActive   PortState = 4
+)
+
+// NoNode marks an unconnected PortRef.
+const NoNode int32 = -1
+
+// PortRef names a port by node index (into Topology.Nodes) and port number.
+type PortRef struct {
+	Node int32
+	Port uint8
+}
+
+// Connected reports whether r names a port.
+func (r PortRef) Connected() bool { return r.Node >= 0 }
+
+// Port is one physical port (or, at index 0 of a switch, its management port).
+type Port struct {
+	GUID  uint64
+	State PortState
+	// Width and Speed are PortInfo LinkWidthActive / LinkSpeedActive encodings.
+	Width uint8
+	Speed uint8
+	// VLCap is the number of data VLs the port supports (1, 2, 4, 8 or 15).
+	VLCap uint8
+	// Peer is the port at the other end of the link; Node == NoNode if none.
+	Peer PortRef
+}
+
+// Node is one switch, CA or router.
+type Node struct {
+	GUID uint64
+	Type NodeType
+	Desc string
+	// Ports is indexed by port number; Ports[0] is a switch's management
+	// port and is unused (zero) for CAs.
+	Ports []Port
+}
+
+// NumPorts is the number of external ports (NodeInfo NumPorts).
+func (n *Node) NumPorts() int { return len(n.Ports) - 1 }
+
+// Topology is an immutable, canonically ordered fabric snapshot. Build one
+// with a Builder; do not mutate it afterwards.
+type Topology struct {
+	Nodes []Node
+	// SM is the port through which the SM reaches the fabric.
+	SM PortRef
+
+	switches  []int32 // node indices of switches, ascending
+	switchIdx []int32 // node index -> switch index, -1 for non-switches
+	endpoints []PortRef
+	epIdx     map[PortRef]int32
+}
+
+// Switches returns the node indices of all switches in ascending order. The
+// position of a node in this slice is its switch index, used by plane tables.
+func (t *Topology) Switches() []int32 { return t.switches }
+
+// SwitchIndex maps a node index to its switch index, or -1.
+func (t *Topology) SwitchIndex(node int32) int32 { return t.switchIdx[node] }
+
+// Endpoints lists every port that gets a LID: each switch's port 0 and each
+// connected CA/router port, ordered by (node index, port).
+func (t *Topology) Endpoints() []PortRef { return t.endpoints }
+
+// EndpointIndex returns the position of p in Endpoints(), or -1.
+func (t *Topology) EndpointIndex(p PortRef) int32 {
+	if i, ok := t.epIdx[p]; ok {
+		return i
+	}
+	return -1
+}
+
+// Port returns the port r names.
+func (t *Topology) Port(r PortRef) *Port { return &t.Nodes[r.Node].Ports[r.Port] }
+
+// NodeByGUID finds a node by GUID with a binary search.
+func (t *Topology) NodeByGUID(guid uint64) int32 {
+	i := sort.Search(len(t.Nodes), func(i int) bool { return t.Nodes[i].GUID >= guid })
+	if i < len(t.Nodes) && t.Nodes[i].GUID == guid {
+		return int32(i)
+	}
+	return NoNode
+}
+
+// IsLinkUp reports whether the port has a peer and both ends are at least Init
+// (a link that trained; the SM may still have to arm and activate it).
+func (t *Topology) IsLinkUp(r PortRef) bool {
+	p := t.Port(r)
+	if !p.Peer.Connected() || p.State < StateInit {
+		return false
+	}
+	return t.Port(p.Peer).State >= StateInit
+}
+
+// index (re)builds the derived lookups. Called by the builder and decoders.
+func (t *Topology) index() {
+	t.switches = t.switches[:0]
+	t.switchIdx = make([]int32, len(t.Nodes))
+	t.endpoints = t.endpoints[:0]
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		t.switchIdx[i] = -1
+		if n.Type == Switch {
+			t.switchIdx[i] = int32(len(t.switches))
+			t.switches = append(t.switches, int32(i))
+			t.endpoints = append(t.endpoints, PortRef{int32(i), 0})
+			continue
+		}
+		for p := 1; p < len(n.Ports); p++ {
+			if n.Ports[p].Peer.Connected() {
+				t.endpoints = append(t.endpoints, PortRef{int32(i), uint8(p)})
+			}
+		}
+	}
+	t.epIdx = make(map[PortRef]int32, len(t.endpoints))
+	for i, e := range t.endpoints {
+		t.epIdx[e] = int32(i)
+	}
+}
+
+// Validate checks structural invariants: sorted unique GUIDs, symmetric links,
+// port numbers in range. Decoders of untrusted input call it.
+func (t *Topology) Validate() error {
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		if i > 0 && t.Nodes[i-1].GUID >= n.GUID {
+			return fmt.Errorf("topology: nodes not sorted by unique GUID at index %d (0x%016x)", i, n.GUID)
+		}
+		if len(n.Ports) < 2 || len(n.Ports) > 255 {
+			return fmt.Errorf("topology: node 0x%016x has %d ports, want 1..254", n.GUID, len(n.Ports)-1)
+		}
+		for p := range n.Ports {
+			peer := n.Ports[p].Peer
+			if !peer.Connected() {
+				continue
+			}
+			if p == 0 {
+				return fmt.Errorf("topology: node 0x%016x port 0 has a link", n.GUID)
+			}
+			if int(peer.Node) >= len(t.Nodes) || int(peer.Port) >= len(t.Nodes[peer.Node].Ports) || peer.Port == 0 {
+				return fmt.Errorf("topology: node 0x%016x port %d links to a missing port", n.GUID, p)
+			}
+			back := t.Nodes[peer.Node].Ports[peer.Port].Peer
+			if back.Node != int32(i) || int(back.Port) != p {
+				return fmt.Errorf("topology: link 0x%016x/%d is not symmetric", n.GUID, p)
+			}
+		}
+	}
+	if len(t.Nodes) > 0 && t.SM.Connected() && int(t.SM.Node) >= len(t.Nodes) {
+		return fmt.Errorf("topology: SM port names node %d of %d", t.SM.Node, len(t.Nodes))
+	}
+	return nil
+}
