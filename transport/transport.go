@@ -1,0 +1,63 @@
+// Package transport moves MADs between the SM and a fabric. A Conn is a raw
+// attachment (embedded simulator, ibsim socket, umad device); a Transport
+// wraps a Conn with TID matching, a window of outstanding requests, per-MAD
+// timeouts and retries. Codecs live in transport/smp.
+package transport
+
+import (
+	"context"
+	"errors"
+)
+
+// Packet is one MAD with the addressing that travels outside it (the LRH and
+// BTH/DETH fields). Directed-route SMPs carry their route inside the MAD and
+// use DLID 0xFFFF (permissive).
+type Packet struct {
+	DLID uint16
+	SLID uint16
+	SL   uint8
+	// QP is the destination QP on send and the source QP on receive
+	// (0 for SMPs, 1 for GMPs such as SA).
+	QP uint32
+	// MAD is the 256-byte management datagram.
+	MAD []byte
+}
+
+// Conn is a raw MAD attachment. Send must not block for long; Recv blocks
+// until a packet arrives, ctx is done or the Conn is closed.
+type Conn interface {
+	Send(p Packet) error
+	Recv(ctx context.Context) (Packet, error)
+	Close() error
+}
+
+// Stats counts what a Transport did. Gets and Sets count distinct requests
+// by method (a retry is counted in Retries, not again in Gets/Sets).
+type Stats struct {
+	Gets, Sets, Others uint64
+	Sent, Received     uint64
+	Retries, Timeouts  uint64
+	Unmatched          uint64
+}
+
+// Transport sends requests and matches their responses.
+type Transport interface {
+	// Do sends req, assigning it a fresh TID, and returns the response with
+	// the same TID, retrying on timeout. At most the configured window of
+	// requests is outstanding; further callers wait for a slot.
+	Do(ctx context.Context, req Packet) (Packet, error)
+	// Unsolicited delivers packets that answer no request: traps and
+	// requests from other agents (SA queries, SMInfo from other SMs).
+	Unsolicited() <-chan Packet
+	// Send transmits a packet without waiting for an answer (responses to
+	// unsolicited requests, TrapRepress).
+	Send(p Packet) error
+	Stats() Stats
+	Close() error
+}
+
+// ErrTimeout is returned (wrapped) when a request exhausted its retries.
+var ErrTimeout = errors.New("MAD timed out")
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("transport closed")
