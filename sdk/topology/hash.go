@@ -9,7 +9,9 @@ import (
 // Hash is the canonical xxhash64 of everything routing may depend on: nodes,
 // ports, links, port states, widths, speeds and VLCap. Node order is already
 // canonical (sorted by GUID), so the hash is independent of discovery order.
-// Node descriptions are excluded: renaming a host must not re-route.
+// Node descriptions are excluded: renaming a host must not re-route. Of the
+// port state only "link up" (Init or better) counts: the SM moving ports
+// through Armed to Active must not make the next sweep look like a change.
 func (t *Topology) Hash() uint64 {
 	h := xxhash.New()
 	var buf [32]byte
@@ -29,7 +31,10 @@ func (t *Topology) Hash() uint64 {
 			binary.LittleEndian.PutUint64(buf[0:], pt.GUID)
 			binary.LittleEndian.PutUint64(buf[8:], peerGUID)
 			buf[16] = pt.Peer.Port
-			buf[17] = byte(pt.State)
+			buf[17] = 0
+			if pt.State >= StateInit {
+				buf[17] = 1
+			}
 			buf[18] = pt.Width
 			buf[19] = pt.Speed
 			buf[20] = pt.VLCap

@@ -1,0 +1,253 @@
+// Package pipeline runs routing → LID assignment → VL assignment through
+// plugins, verifies every result before it may be programmed, falls back to
+// the next configured engine when a result is rejected, and skips any stage
+// whose inputs are unchanged (content-addressed cache).
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// Identity is what a stage's cache key knows of a plugin: a changed binary,
+// version or config invalidates its results.
+type Identity struct {
+	Name       string
+	SHA256     string
+	Version    string
+	ConfigHash uint64
+}
+
+// Engine is a routing engine with its identity.
+type Engine struct {
+	Identity
+	Impl sdk.RoutingEngine
+}
+
+// LIDStage is the LID assigner with its identity.
+type LIDStage struct {
+	Identity
+	Impl sdk.LIDAssigner
+}
+
+// VLStage is the VL assigner with its identity.
+type VLStage struct {
+	Identity
+	Impl sdk.VLAssigner
+}
+
+// Verifier checks a complete plan before it may reach the fabric.
+type Verifier func(t *topology.Topology, r *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error
+
+// Runner holds the configured stages.
+type Runner struct {
+	Engines []Engine // primary first, then fallbacks in order
+	LID     LIDStage
+	VL      VLStage
+	Cache   *Cache
+	Verify  Verifier
+	Log     hclog.Logger
+
+	calls atomic.Int64
+}
+
+// Input is what one pipeline run depends on besides the plugins.
+type Input struct {
+	Topo *topology.Topology
+	LMC  uint8
+	// Previous maps port GUID to its persisted base LID.
+	Previous map[uint64]uint16
+}
+
+// Attempt records how one engine fared.
+type Attempt struct {
+	Engine string
+	Err    error
+}
+
+// Result is a verified plan.
+type Result struct {
+	Engine   string
+	Routes   *plan.Routes
+	LIDs     *plan.LIDPlan
+	VLs      *plan.VLPlan
+	Realized *plan.Realized
+	// Key identifies the whole plan (routing, LID and VL keys together).
+	Key Key
+	// Calls is the number of plugin calls this run made (0 when every
+	// stage came from the cache).
+	Calls    int
+	Attempts []Attempt
+	Timings  Timings
+}
+
+// Timings are wall-clock times per stage (plugin calls included).
+type Timings struct {
+	Routing, LIDs, VLs, Verify time.Duration
+}
+
+// Calls is the total number of plugin calls made by this runner.
+func (r *Runner) Calls() int64 { return r.calls.Load() }
+
+// Run tries each engine in order and returns the first plan that passes
+// verification. If none passes, the error names every engine's failure and
+// nothing should be programmed.
+func (r *Runner) Run(ctx context.Context, in Input) (*Result, error) {
+	if len(r.Engines) == 0 {
+		return nil, errors.New("no routing engine configured")
+	}
+	log := r.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	var attempts []Attempt
+	for _, e := range r.Engines {
+		res, err := r.runEngine(ctx, e, in)
+		attempts = append(attempts, Attempt{Engine: e.Name, Err: err})
+		if err == nil {
+			res.Attempts = attempts
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		log.Error("plan rejected", "engine", e.Name, "error", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "every routing engine failed; the fabric keeps its last good plan:")
+	for _, a := range attempts {
+		fmt.Fprintf(&b, "\n  %s: %v", a.Engine, a.Err)
+	}
+	return nil, &PlanError{Attempts: attempts, msg: b.String()}
+}
+
+// PlanError is returned when no engine produced an acceptable plan.
+type PlanError struct {
+	Attempts []Attempt
+	msg      string
+}
+
+func (e *PlanError) Error() string { return e.msg }
+
+func (r *Runner) runEngine(ctx context.Context, e Engine, in Input) (*Result, error) {
+	res := &Result{Engine: e.Name}
+	topoHash := in.Topo.Hash()
+
+	t0 := time.Now()
+	rk := keyOf("routing", e.Name, e.SHA256, e.Version, e.ConfigHash, topoHash, in.LMC)
+	routes, ok := Get[plan.Routes](r.Cache, "routing", rk)
+	if !ok {
+		var err error
+		routes, err = call(r, res, func() (*plan.Routes, error) {
+			return e.Impl.Route(ctx, sdk.RouteRequest{Topo: in.Topo, LMC: in.LMC})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("routing: %w", err)
+		}
+		if err := Put(r.Cache, "routing", rk, routes); err != nil {
+			return nil, err
+		}
+	}
+	res.Timings.Routing = time.Since(t0)
+
+	t0 = time.Now()
+	lk := keyOf("lid", r.LID.Name, r.LID.SHA256, r.LID.Version, r.LID.ConfigHash, topoHash, rk, in.LMC)
+	lids, ok := Get[plan.LIDPlan](r.Cache, "lid", lk)
+	if ok && !honours(in.Topo, lids, in.Previous) {
+		ok = false // persisted LIDs changed under us (edited file): ask again
+	}
+	if !ok {
+		var err error
+		lids, err = call(r, res, func() (*plan.LIDPlan, error) {
+			return r.LID.Impl.AssignLIDs(ctx, sdk.LIDRequest{Topo: in.Topo, Routes: routes, LMC: in.LMC, Previous: in.Previous})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("LID assigner %s: %w", r.LID.Name, err)
+		}
+		if err := Put(r.Cache, "lid", lk, lids); err != nil {
+			return nil, err
+		}
+	}
+	res.Timings.LIDs = time.Since(t0)
+
+	rz, err := plan.Realize(in.Topo, routes, lids)
+	if err != nil {
+		return nil, fmt.Errorf("LID assigner %s produced an unusable plan: %w", r.LID.Name, err)
+	}
+
+	t0 = time.Now()
+	vk := keyOf("vl", r.VL.Name, r.VL.SHA256, r.VL.Version, r.VL.ConfigHash, topoHash, rk, lk)
+	vls, ok := Get[plan.VLPlan](r.Cache, "vl", vk)
+	if !ok {
+		vls, err = call(r, res, func() (*plan.VLPlan, error) {
+			return r.VL.Impl.AssignVLs(ctx, sdk.VLRequest{Topo: in.Topo, Routes: routes, LIDs: lids, Realized: rz, MaxVLs: minVLCap(in.Topo)})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("VL assigner %s: %w", r.VL.Name, err)
+		}
+		if err := Put(r.Cache, "vl", vk, vls); err != nil {
+			return nil, err
+		}
+	}
+	res.Timings.VLs = time.Since(t0)
+
+	t0 = time.Now()
+	if r.Verify != nil {
+		if err := r.Verify(in.Topo, routes, lids, vls, rz); err != nil {
+			return nil, fmt.Errorf("verification: %w", err)
+		}
+	}
+	res.Timings.Verify = time.Since(t0)
+	res.Routes, res.LIDs, res.VLs, res.Realized = routes, lids, vls, rz
+	res.Key = keyOf("plan", rk, lk, vk)
+	return res, nil
+}
+
+// call runs one plugin call, counting it. A nil result without error is
+// garbage from the plugin and becomes an error.
+func call[T any](r *Runner, res *Result, f func() (*T, error)) (*T, error) {
+	r.calls.Add(1)
+	res.Calls++
+	v, err := f()
+	if err == nil && v == nil {
+		err = errors.New("plugin returned no result")
+	}
+	return v, err
+}
+
+// honours reports whether a cached LID plan agrees with the persisted LIDs
+// for every port of the topology that has one.
+func honours(t *topology.Topology, l *plan.LIDPlan, prev map[uint64]uint16) bool {
+	if len(prev) == 0 {
+		return true
+	}
+	for i, ep := range t.Endpoints() {
+		if base, ok := prev[t.Port(ep).GUID]; ok && i < len(l.Ports) && l.Ports[i].Base != base {
+			return false
+		}
+	}
+	return true
+}
+
+// minVLCap is the smallest data-VL count over ports with a live link.
+func minVLCap(t *topology.Topology) int {
+	m := 15
+	for i := range t.Nodes {
+		for p := 1; p < len(t.Nodes[i].Ports); p++ {
+			pt := &t.Nodes[i].Ports[p]
+			if pt.Peer.Connected() && pt.VLCap > 0 && int(pt.VLCap) < m {
+				m = int(pt.VLCap)
+			}
+		}
+	}
+	return m
+}

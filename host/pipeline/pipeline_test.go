@@ -1,0 +1,204 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// line builds CA(0x10) - SW(0x1) - SW(0x2) - CA(0x20).
+func line(t *testing.T) *topology.Topology {
+	b := topology.NewBuilder()
+	port := topology.Port{State: topology.StateActive, VLCap: 8}
+	sw := func(g uint64) topology.Node {
+		return topology.Node{GUID: g, Type: topology.Switch, Ports: []topology.Port{{GUID: g}, port, port}}
+	}
+	ca := func(g uint64) topology.Node {
+		p := port
+		p.GUID = g + 1
+		return topology.Node{GUID: g, Type: topology.CA, Ports: []topology.Port{{}, p}}
+	}
+	for _, n := range []topology.Node{sw(1), sw(2), ca(0x10), ca(0x20)} {
+		if err := b.AddNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Link(1, 1, 0x10, 1)
+	b.Link(2, 1, 0x20, 1)
+	b.Link(1, 2, 2, 2)
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+type base struct{ name string }
+
+func (b base) Info() sdk.Info            { return sdk.Info{Name: b.name} }
+func (b base) Schema() schema.Block      { return schema.Block{} }
+func (b base) Configure(cty.Value) error { return nil }
+
+// lineEngine routes the line topology; broken=true returns a loop.
+type lineEngine struct {
+	base
+	broken bool
+	calls  int
+}
+
+func (e *lineEngine) Route(_ context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	e.calls++
+	t := req.Topo
+	r := &plan.Routes{Planes: make([]plan.DestPlanes, len(t.Endpoints()))}
+	for i, ep := range t.Endpoints() {
+		// switch index 0 = GUID 1, 1 = GUID 2; nodes sorted: 1,2,0x10,0x20
+		var pl plan.Plane
+		switch t.Nodes[ep.Node].GUID {
+		case 1:
+			pl = plan.Plane{0, 2}
+		case 2:
+			pl = plan.Plane{2, 0}
+		case 0x10:
+			pl = plan.Plane{1, 2}
+		case 0x20:
+			pl = plan.Plane{2, 1}
+		}
+		if e.broken {
+			pl = plan.Plane{2, 2}
+		}
+		r.Planes[i] = plan.DestPlanes{Planes: []plan.Plane{pl}}
+	}
+	return r, nil
+}
+
+type seqLIDs struct {
+	base
+	calls int
+}
+
+func (s *seqLIDs) AssignLIDs(_ context.Context, req sdk.LIDRequest) (*plan.LIDPlan, error) {
+	s.calls++
+	l := &plan.LIDPlan{}
+	for i := range req.Topo.Endpoints() {
+		l.Ports = append(l.Ports, plan.PortLID{Base: uint16(i + 1)})
+	}
+	return l, nil
+}
+
+type oneVL struct {
+	base
+	calls int
+}
+
+func (o *oneVL) AssignVLs(context.Context, sdk.VLRequest) (*plan.VLPlan, error) {
+	o.calls++
+	return &plan.VLPlan{VLs: 1}, nil
+}
+
+// loopCheck is a minimal verifier: every LID must be reached from every switch.
+func loopCheck(t *topology.Topology, _ *plan.Routes, _ *plan.LIDPlan, _ *plan.VLPlan, rz *plan.Realized) error {
+	sw := t.Switches()
+	for lid := 1; lid <= int(rz.TopLID); lid++ {
+		for s := range sw {
+			cur := s
+			for hops := 0; ; hops++ {
+				out := rz.LFT[cur][lid]
+				if hops > len(sw) {
+					return errors.New("loop")
+				}
+				peer := t.Nodes[sw[cur]].Ports[out].Peer
+				if out == 0 || t.Nodes[peer.Node].Type != topology.Switch {
+					break
+				}
+				cur = int(t.SwitchIndex(peer.Node))
+			}
+		}
+	}
+	return nil
+}
+
+func TestRunCachesAndFallsBack(t *testing.T) {
+	topo := line(t)
+	bad, good := &lineEngine{base: base{"bad"}, broken: true}, &lineEngine{base: base{"good"}}
+	lids, vls := &seqLIDs{base: base{"seq"}}, &oneVL{base: base{"single"}}
+	dir := t.TempDir()
+	mk := func() *Runner {
+		return &Runner{
+			Engines: []Engine{{Identity{Name: "bad"}, bad}, {Identity{Name: "good"}, good}},
+			LID:     LIDStage{Identity{Name: "seq"}, lids},
+			VL:      VLStage{Identity{Name: "single"}, vls},
+			Cache:   NewCache(dir),
+			Verify:  loopCheck,
+		}
+	}
+	r := mk()
+	res, err := r.Run(context.Background(), Input{Topo: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Engine != "good" || len(res.Attempts) != 2 || res.Attempts[0].Err == nil {
+		t.Fatalf("engine %s attempts %+v", res.Engine, res.Attempts)
+	}
+	if !strings.Contains(res.Attempts[0].Err.Error(), "loop") {
+		t.Fatalf("bad engine rejected for %v, want loop", res.Attempts[0].Err)
+	}
+	first := r.Calls()
+	// Same runner, same input: the bad engine is re-verified (and rejected)
+	// from cache, the good plan comes from cache: no plugin calls.
+	res2, err := r.Run(context.Background(), Input{Topo: topo})
+	if err != nil || res2.Key != res.Key || r.Calls() != first {
+		t.Fatalf("re-run: err %v key %v/%v calls %d→%d", err, res2.Key, res.Key, first, r.Calls())
+	}
+	// A fresh runner on the same state directory (a restart): no calls.
+	r2 := mk()
+	res3, err := r2.Run(context.Background(), Input{Topo: topo})
+	if err != nil || r2.Calls() != 0 || res3.Key != res.Key {
+		t.Fatalf("restart: err %v calls %d", err, r2.Calls())
+	}
+	if good.calls != 1 || bad.calls != 1 || lids.calls != 2 || vls.calls != 2 {
+		t.Fatalf("plugin calls good=%d bad=%d lids=%d vls=%d", good.calls, bad.calls, lids.calls, vls.calls)
+	}
+	// A changed topology (a link down) misses the cache.
+	topo2 := line(t)
+	topo2.Nodes[2].Ports[1].State = topology.StateDown
+	if topo2.Hash() == topo.Hash() {
+		t.Fatal("hash ignores a link going down")
+	}
+}
+
+func TestRunAllFail(t *testing.T) {
+	bad := &lineEngine{base: base{"bad"}, broken: true}
+	r := &Runner{
+		Engines: []Engine{{Identity{Name: "bad"}, bad}},
+		LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{}},
+		VL:      VLStage{Identity{Name: "single"}, &oneVL{}},
+		Cache:   NewCache(""),
+		Verify:  loopCheck,
+	}
+	_, err := r.Run(context.Background(), Input{Topo: line(t)})
+	var pe *PlanError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "last good plan") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestHashIgnoresArmedActive(t *testing.T) {
+	a, b := line(t), line(t)
+	for i := range b.Nodes {
+		for p := range b.Nodes[i].Ports {
+			if b.Nodes[i].Ports[p].State == topology.StateActive {
+				b.Nodes[i].Ports[p].State = topology.StateInit
+			}
+		}
+	}
+	if a.Hash() != b.Hash() {
+		t.Fatal("Init vs Active changed the topology hash")
+	}
+}
