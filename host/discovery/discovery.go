@@ -1,0 +1,313 @@
+// Package discovery finds the fabric with directed-route SMPs: a breadth-first
+// walk from the SM's own port with many SMPs in flight, producing a Fabric
+// (what the SM knows of every node and port, including each node's DR path)
+// from which the immutable topology snapshot is cut.
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// Port is what discovery learnt of one port.
+type Port struct {
+	// Info is the last PortInfo read; Valid is false when it could not be read.
+	Info  smp.PortInfo
+	Valid bool
+	GUID  uint64
+	// Peer is the node GUID and port at the other end (GUID 0: none).
+	PeerGUID uint64
+	PeerPort uint8
+}
+
+// Node is what discovery learnt of one node.
+type Node struct {
+	Info smp.NodeInfo
+	Desc string
+	// Path is a directed route from the SM to this node.
+	Path mad.Path
+	// Switch is the SwitchInfo of a switch (nil for CAs).
+	Switch *smp.SwitchInfo
+	Ports  []Port // index = port number
+
+	mu sync.Mutex
+}
+
+// Fabric is the result of one discovery.
+type Fabric struct {
+	Nodes map[uint64]*Node
+	// SMGUID/SMPort name the node and port the SM is attached through.
+	SMGUID uint64
+	SMPort uint8
+	// Warnings are SMPs that failed without stopping discovery (a lost MAD
+	// after all retries, a port that did not answer).
+	Warnings []string
+	// SMPs is the number of SMP requests discovery made.
+	SMPs int64
+}
+
+// Discoverer walks a fabric.
+type Discoverer struct {
+	C   *mad.Client
+	Log hclog.Logger
+	// Parallel bounds the SMP-issuing goroutines (the transport's window
+	// bounds what is actually on the wire).
+	Parallel int
+}
+
+type walk struct {
+	d   *Discoverer
+	ctx context.Context
+	sem chan struct{}
+	wg  sync.WaitGroup
+
+	mu    sync.Mutex
+	f     *Fabric
+	smps  atomic.Int64
+	fatal error
+}
+
+// Run discovers the fabric. It fails only if the SM's own node cannot be
+// read; everything else that fails is recorded in Fabric.Warnings.
+func (d *Discoverer) Run(ctx context.Context) (*Fabric, error) {
+	par := d.Parallel
+	if par <= 0 {
+		par = 256
+	}
+	w := &walk{d: d, ctx: ctx, sem: make(chan struct{}, par), f: &Fabric{Nodes: map[uint64]*Node{}}}
+	var ni smp.NodeInfo
+	w.smps.Add(1)
+	if err := d.C.Get(ctx, nil, smp.AttrNodeInfo, 0, &ni); err != nil {
+		return nil, fmt.Errorf("cannot read the SM's own node (is the fabric attached?): %w", err)
+	}
+	w.f.SMGUID, w.f.SMPort = ni.NodeGUID, ni.LocalPortNum
+	n := w.register(ni, nil)
+	w.explore(n, ni.LocalPortNum)
+	w.wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	w.f.SMPs = w.smps.Load()
+	return w.f, nil
+}
+
+func (w *walk) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	w.mu.Lock()
+	w.f.Warnings = append(w.f.Warnings, msg)
+	w.mu.Unlock()
+	if w.d.Log != nil {
+		w.d.Log.Warn("discovery", "problem", msg)
+	}
+}
+
+// register records a node first seen through path; it returns nil if the
+// node was already known.
+func (w *walk) register(ni smp.NodeInfo, path mad.Path) *Node {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.f.Nodes[ni.NodeGUID]; ok {
+		return nil
+	}
+	n := &Node{Info: ni, Path: path, Ports: make([]Port, int(ni.NumPorts)+1)}
+	w.f.Nodes[ni.NodeGUID] = n
+	return n
+}
+
+// spawn runs f in a goroutine holding a semaphore slot.
+func (w *walk) spawn(f func()) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		select {
+		case w.sem <- struct{}{}:
+		case <-w.ctx.Done():
+			return
+		}
+		defer func() { <-w.sem }()
+		f()
+	}()
+}
+
+func (w *walk) get(path mad.Path, attr uint16, mod uint32, out mad.Attribute) error {
+	w.smps.Add(1)
+	return w.d.C.Get(w.ctx, path, attr, mod, out)
+}
+
+// explore reads a newly found node. via is the port it was reached through
+// (a CA's only known port; ignored for switches, whose ports are all read).
+func (w *walk) explore(n *Node, via uint8) {
+	w.spawn(func() {
+		var nd smp.NodeDescription
+		if err := w.get(n.Path, smp.AttrNodeDescription, 0, &nd); err != nil {
+			w.warn("node 0x%016x: NodeDescription: %v", n.Info.NodeGUID, err)
+		} else {
+			n.mu.Lock()
+			n.Desc = nd.Text
+			n.mu.Unlock()
+		}
+	})
+	if n.Info.NodeType != smp.NodeTypeSwitch {
+		w.readPort(n, via, n.Path, n.Info.PortGUID)
+		return
+	}
+	w.spawn(func() {
+		var si smp.SwitchInfo
+		if err := w.get(n.Path, smp.AttrSwitchInfo, 0, &si); err != nil {
+			w.warn("switch 0x%016x: SwitchInfo: %v", n.Info.NodeGUID, err)
+			return
+		}
+		n.mu.Lock()
+		n.Switch = &si
+		n.mu.Unlock()
+	})
+	for p := 0; p <= int(n.Info.NumPorts); p++ {
+		w.readPort(n, uint8(p), n.Path, n.Info.PortGUID)
+	}
+}
+
+// readPort reads PortInfo of port p of n (through path) and, for a switch
+// port whose link is up, probes the node behind it.
+func (w *walk) readPort(n *Node, p uint8, path mad.Path, guid uint64) {
+	if int(p) >= len(n.Ports) {
+		w.warn("node 0x%016x: port %d beyond NumPorts %d", n.Info.NodeGUID, p, n.Info.NumPorts)
+		return
+	}
+	w.spawn(func() {
+		var pi smp.PortInfo
+		if err := w.get(path, smp.AttrPortInfo, uint32(p), &pi); err != nil {
+			w.warn("node 0x%016x port %d: PortInfo: %v", n.Info.NodeGUID, p, err)
+			return
+		}
+		n.mu.Lock()
+		n.Ports[p].Info, n.Ports[p].Valid, n.Ports[p].GUID = pi, true, guid
+		linked := n.Ports[p].PeerGUID != 0
+		n.mu.Unlock()
+		if p == 0 || linked || pi.PortState < smp.PortStateInit {
+			return
+		}
+		if n.Info.NodeType == smp.NodeTypeSwitch {
+			w.probe(n, p)
+		} else if len(path) == 0 {
+			// The SM's own CA port: its neighbour is one hop out.
+			w.probe(n, p)
+		}
+	})
+}
+
+// probe reads NodeInfo through port p of switch (or the SM's CA) n.
+func (w *walk) probe(n *Node, p uint8) {
+	path := n.Path.Extend(p)
+	var ni smp.NodeInfo
+	if err := w.get(path, smp.AttrNodeInfo, 0, &ni); err != nil {
+		w.warn("node 0x%016x port %d: no answer from the far end: %v", n.Info.NodeGUID, p, err)
+		return
+	}
+	if ni.NodeGUID == 0 || int(ni.LocalPortNum) > int(ni.NumPorts) || ni.LocalPortNum == 0 {
+		w.warn("node 0x%016x port %d: far end sent an invalid NodeInfo (GUID 0x%016x, port %d of %d)", n.Info.NodeGUID, p, ni.NodeGUID, ni.LocalPortNum, ni.NumPorts)
+		return
+	}
+	peer := w.register(ni, path)
+	w.mu.Lock()
+	far := w.f.Nodes[ni.NodeGUID]
+	w.mu.Unlock()
+	if int(ni.LocalPortNum) >= len(far.Ports) {
+		w.warn("node 0x%016x reports port %d, earlier NumPorts %d", ni.NodeGUID, ni.LocalPortNum, len(far.Ports)-1)
+		return
+	}
+	n.mu.Lock()
+	n.Ports[p].PeerGUID, n.Ports[p].PeerPort = ni.NodeGUID, ni.LocalPortNum
+	n.mu.Unlock()
+	far.mu.Lock()
+	far.Ports[ni.LocalPortNum].PeerGUID, far.Ports[ni.LocalPortNum].PeerPort = n.Info.NodeGUID, p
+	if far.Info.NodeType != smp.NodeTypeSwitch && far.Ports[ni.LocalPortNum].GUID == 0 {
+		far.Ports[ni.LocalPortNum].GUID = ni.PortGUID
+	}
+	far.mu.Unlock()
+	if peer != nil {
+		w.explore(peer, ni.LocalPortNum)
+	} else if far.Info.NodeType != smp.NodeTypeSwitch && !far.portValid(ni.LocalPortNum) {
+		// Another port of a known multi-port CA.
+		w.readPort(far, ni.LocalPortNum, path, ni.PortGUID)
+	}
+}
+
+func (n *Node) portValid(p uint8) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.Ports[p].Valid
+}
+
+// vlCapData maps PortInfo VLCap encoding to a number of data VLs.
+func vlCapData(c uint8) uint8 {
+	switch c {
+	case 1:
+		return 1
+	case 2:
+		return 2
+	case 3:
+		return 4
+	case 4:
+		return 8
+	case 5:
+		return 15
+	}
+	return 0
+}
+
+// Topology cuts the immutable snapshot. A link counts only if both ends
+// were read and agree on each other.
+func (f *Fabric) Topology() (*topology.Topology, error) {
+	b := topology.NewBuilder()
+	for guid, n := range f.Nodes {
+		tn := topology.Node{GUID: guid, Type: topology.NodeType(n.Info.NodeType), Desc: n.Desc, Ports: make([]topology.Port, len(n.Ports))}
+		for p := range n.Ports {
+			pt := &n.Ports[p]
+			tp := &tn.Ports[p]
+			tp.GUID = pt.GUID
+			if n.Info.NodeType == smp.NodeTypeSwitch {
+				tp.GUID = n.Info.PortGUID
+			}
+			if !pt.Valid {
+				tp.State = topology.StateDown
+				continue
+			}
+			tp.State = topology.PortState(pt.Info.PortState)
+			tp.Width = pt.Info.LinkWidthActive
+			tp.Speed = pt.Info.LinkSpeedActive
+			tp.VLCap = vlCapData(pt.Info.VLCap)
+		}
+		if err := b.AddNode(tn); err != nil {
+			return nil, err
+		}
+	}
+	for guid, n := range f.Nodes {
+		for p := range n.Ports {
+			pt := &n.Ports[p]
+			if pt.PeerGUID == 0 || !pt.Valid {
+				continue
+			}
+			far, ok := f.Nodes[pt.PeerGUID]
+			if !ok || int(pt.PeerPort) >= len(far.Ports) {
+				continue
+			}
+			fp := &far.Ports[pt.PeerPort]
+			if !fp.Valid || fp.PeerGUID != guid || int(fp.PeerPort) != p {
+				continue
+			}
+			// Record each link once, from its lower (GUID, port) end.
+			if guid < pt.PeerGUID || (guid == pt.PeerGUID && uint8(p) < pt.PeerPort) {
+				b.Link(guid, uint8(p), pt.PeerGUID, pt.PeerPort)
+			}
+		}
+	}
+	b.SetSM(f.SMGUID, f.SMPort)
+	return b.Build()
+}

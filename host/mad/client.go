@@ -1,0 +1,130 @@
+// Package mad is the host's typed view of the fabric: directed-route SMP Get
+// and Set of one attribute, with status checking, over a transport.Transport.
+// Discovery, the programmer and the sweep loop all go through it, so SMP
+// counting and error wording live in one place.
+package mad
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// Attribute is an SMP attribute payload.
+type Attribute interface {
+	MarshalTo(b []byte) error
+	Unmarshal(b []byte) error
+}
+
+// Client sends directed-route SMPs.
+type Client struct {
+	T transport.Transport
+	// MKey is sent in every SMP (0 when M_Key protection is not used).
+	MKey uint64
+}
+
+// Path is a directed route: the out-port at each hop, starting with the
+// SM's own port. An empty path addresses the SM's own node.
+type Path []uint8
+
+func (p Path) String() string {
+	s := "["
+	for i, h := range p {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(h)
+	}
+	return s + "]"
+}
+
+// Extend returns a new path with one more hop.
+func (p Path) Extend(port uint8) Path {
+	q := make(Path, len(p)+1)
+	copy(q, p)
+	q[len(p)] = port
+	return q
+}
+
+// Error is an SMP that came back with a non-zero status.
+type Error struct {
+	Method uint8
+	Attr   uint16
+	Mod    uint32
+	Path   Path
+	Status uint16
+}
+
+func (e *Error) Error() string {
+	what := "status"
+	switch e.Status & smp.StatusCodeMask {
+	case smp.StatusBadVersion:
+		what = "bad version"
+	case smp.StatusUnsupportedMethod:
+		what = "unsupported method"
+	case smp.StatusUnsupportedMethodAttr:
+		what = "unsupported method/attribute"
+	case smp.StatusInvalidField:
+		what = "invalid attribute or modifier"
+	}
+	return fmt.Sprintf("SMP method %#02x attr %#04x mod %d via DR %s: %s (status %#04x)", e.Method, e.Attr, e.Mod, e.Path, what, e.Status)
+}
+
+func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16, mod uint32, a Attribute, out Attribute) error {
+	if len(path) > smp.MaxHops {
+		return fmt.Errorf("DR path %s longer than %d hops", path, smp.MaxHops)
+	}
+	s := smp.SMP{
+		MgmtClass:    smp.ClassSMPDR,
+		ClassVersion: smp.SMPClassVersion,
+		Method:       method,
+		HopCount:     uint8(len(path)),
+		AttrID:       attrID,
+		AttrMod:      mod,
+		MKey:         c.MKey,
+		DrSLID:       smp.PermissiveLID,
+		DrDLID:       smp.PermissiveLID,
+	}
+	copy(s.InitialPath[1:], path)
+	if a != nil {
+		if err := a.MarshalTo(s.Data[:]); err != nil {
+			return err
+		}
+	}
+	buf := make([]byte, smp.MADLen)
+	if err := s.EncodeTo(buf); err != nil {
+		return err
+	}
+	resp, err := c.T.Do(ctx, transport.Packet{DLID: smp.PermissiveLID, MAD: buf})
+	if err != nil {
+		return fmt.Errorf("SMP attr %#04x mod %d via DR %s: %w", attrID, mod, path, err)
+	}
+	var r smp.SMP
+	if err := r.Decode(resp.MAD); err != nil {
+		return fmt.Errorf("SMP attr %#04x via DR %s: malformed response: %w", attrID, path, err)
+	}
+	if r.Status&smp.StatusCodeMask != 0 {
+		return &Error{Method: method, Attr: attrID, Mod: mod, Path: path, Status: r.Status}
+	}
+	if r.AttrID != attrID {
+		return fmt.Errorf("SMP via DR %s: response carries attribute %#04x, asked %#04x", path, r.AttrID, attrID)
+	}
+	if out != nil {
+		if err := out.Unmarshal(r.Data[:]); err != nil {
+			return fmt.Errorf("SMP attr %#04x via DR %s: %w", attrID, path, err)
+		}
+	}
+	return nil
+}
+
+// Get reads attribute attrID (modifier mod) of the node at path into out.
+func (c *Client) Get(ctx context.Context, path Path, attrID uint16, mod uint32, out Attribute) error {
+	return c.do(ctx, smp.MethodGet, path, attrID, mod, nil, out)
+}
+
+// Set writes a and reads the node's answer back into out (may be nil).
+func (c *Client) Set(ctx context.Context, path Path, attrID uint16, mod uint32, a Attribute, out Attribute) error {
+	return c.do(ctx, smp.MethodSet, path, attrID, mod, a, out)
+}
