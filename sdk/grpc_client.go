@@ -1,0 +1,207 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/ibsm/ibsm/sdk/internal/wire"
+	"github.com/ibsm/ibsm/sdk/plan"
+	pb "github.com/ibsm/ibsm/sdk/pluginv1"
+	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/grpc"
+)
+
+// RemoteClient is the host's connection to one plugin process, as returned
+// by go-plugin's Dispense with HostPluginSets. Every answer is decoded with
+// full validation: malformed output from the plugin is an error, never a
+// panic or an out-of-range value. It is safe for concurrent use.
+type RemoteClient struct {
+	base    pb.PluginClient
+	routing pb.RoutingEngineClient
+	lids    pb.LIDAssignerClient
+	vls     pb.VLAssignerClient
+	// gone is cancelled by go-plugin when the plugin process exits.
+	gone context.Context
+}
+
+func newRemoteClient(gone context.Context, cc *grpc.ClientConn) *RemoteClient {
+	return &RemoteClient{
+		base:    pb.NewPluginClient(cc),
+		routing: pb.NewRoutingEngineClient(cc),
+		lids:    pb.NewLIDAssignerClient(cc),
+		vls:     pb.NewVLAssignerClient(cc),
+		gone:    gone,
+	}
+}
+
+// Gone is closed when the plugin process has exited.
+func (c *RemoteClient) Gone() <-chan struct{} { return c.gone.Done() }
+
+// GetInfo asks the plugin who it is.
+func (c *RemoteClient) GetInfo(ctx context.Context) (Info, error) {
+	r, err := c.base.GetInfo(ctx, &pb.GetInfoRequest{})
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Name: r.Name, Version: r.Version, Kind: Kind(r.Kind), Capabilities: r.Capabilities}, nil
+}
+
+// GetSchema fetches the plugin's config schema.
+func (c *RemoteClient) GetSchema(ctx context.Context) (schema.Block, error) {
+	r, err := c.base.GetSchema(ctx, &pb.GetSchemaRequest{})
+	if err != nil {
+		return schema.Block{}, err
+	}
+	return wire.SchemaFromProto(r)
+}
+
+// Configure sends a decoded config block.
+func (c *RemoteClient) Configure(ctx context.Context, cfg cty.Value) error {
+	req, err := wire.ConfigToProto(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = c.base.Configure(ctx, req)
+	return err
+}
+
+// Stop asks the plugin to abandon work before it is killed.
+func (c *RemoteClient) Stop(ctx context.Context) error {
+	_, err := c.base.Stop(ctx, &pb.StopRequest{})
+	return err
+}
+
+// chunkStream is what the three generated bidi stream clients share.
+type chunkStream interface {
+	Send(*pb.Chunk) error
+	Recv() (*pb.Chunk, error)
+	CloseSend() error
+}
+
+// exchange sends the request with write, half-closes, then decodes the
+// answer with read and checks nothing follows. A send failing with io.EOF
+// means the plugin already ended the call; its status is the real error.
+func exchange(stream chunkStream, write func(wire.Send) error, read func(wire.Recv) error) error {
+	if err := write(stream.Send); err != nil {
+		if errors.Is(err, io.EOF) {
+			_, rerr := stream.Recv()
+			if rerr != nil && !errors.Is(rerr, io.EOF) {
+				return rerr
+			}
+		}
+		return err
+	}
+	if err := stream.CloseSend(); err != nil {
+		return err
+	}
+	if err := read(stream.Recv); err != nil {
+		return err
+	}
+	return wire.ExpectEnd(stream.Recv)
+}
+
+// Route runs the plugin's routing engine.
+func (c *RemoteClient) Route(ctx context.Context, req RouteRequest) (*plan.Routes, error) {
+	if req.Topo == nil || req.LMC > 7 {
+		return nil, fmt.Errorf("route request needs a topology and LMC <= 7")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the stream if decoding fails half-way
+	stream, err := c.routing.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out *plan.Routes
+	err = exchange(stream, func(send wire.Send) error {
+		if err := wire.SendStart(send, &pb.Start{Lmc: uint32(req.LMC)}); err != nil {
+			return err
+		}
+		return wire.SendTopology(send, req.Topo)
+	}, func(recv wire.Recv) (err error) {
+		out, err = wire.RecvRoutes(recv, req.Topo, req.LMC)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AssignLIDs runs the plugin's LID assigner. Previous entries with a LID
+// outside the unicast range are not sent.
+func (c *RemoteClient) AssignLIDs(ctx context.Context, req LIDRequest) (*plan.LIDPlan, error) {
+	if req.Topo == nil || req.Routes == nil || req.LMC > 7 {
+		return nil, fmt.Errorf("LID request needs a topology, routes and LMC <= 7")
+	}
+	guids := make([]uint64, 0, len(req.Previous))
+	for g, lid := range req.Previous {
+		if lid != 0 && lid <= plan.MaxUnicastLID {
+			guids = append(guids, g)
+		}
+	}
+	slices.Sort(guids)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.lids.AssignLIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out *plan.LIDPlan
+	err = exchange(stream, func(send wire.Send) error {
+		if err := wire.SendStart(send, &pb.Start{Lmc: uint32(req.LMC), NumPrevious: uint32(len(guids))}); err != nil {
+			return err
+		}
+		if err := wire.SendTopology(send, req.Topo); err != nil {
+			return err
+		}
+		if err := wire.SendRoutes(send, req.Routes); err != nil {
+			return err
+		}
+		return wire.SendPrevious(send, req.Previous, guids)
+	}, func(recv wire.Recv) (err error) {
+		out, err = wire.RecvLIDPlan(recv, req.Topo)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AssignVLs runs the plugin's VL assigner. req.Realized is not sent: the
+// plugin realises the same tables from Routes and LIDs with plan.Realize.
+func (c *RemoteClient) AssignVLs(ctx context.Context, req VLRequest) (*plan.VLPlan, error) {
+	if req.Topo == nil || req.Routes == nil || req.LIDs == nil || req.MaxVLs < 0 || req.MaxVLs > 15 {
+		return nil, fmt.Errorf("VL request needs a topology, routes, a LID plan and MaxVLs in 0..15")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.vls.AssignVLs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out *plan.VLPlan
+	err = exchange(stream, func(send wire.Send) error {
+		if err := wire.SendStart(send, &pb.Start{MaxVls: uint32(req.MaxVLs)}); err != nil {
+			return err
+		}
+		if err := wire.SendTopology(send, req.Topo); err != nil {
+			return err
+		}
+		if err := wire.SendRoutes(send, req.Routes); err != nil {
+			return err
+		}
+		return wire.SendLIDPlan(send, req.LIDs)
+	}, func(recv wire.Recv) (err error) {
+		out, err = wire.RecvVLPlan(recv, req.Topo)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,292 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/ibsm/ibsm/sdk/internal/wire"
+	"github.com/ibsm/ibsm/sdk/plan"
+	pb "github.com/ibsm/ibsm/sdk/pluginv1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Stopper is implemented by plugins that hold resources to release when the
+// host stops them (the Stop RPC). In-flight kind calls see their context
+// cancelled either way.
+type Stopper interface {
+	Stop(ctx context.Context) error
+}
+
+// grpcPlugin is the go-plugin glue for one plugin-set entry. In a plugin
+// binary register is set and GRPCServer registers services; on the host
+// GRPCClient returns a *RemoteClient.
+type grpcPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	register func(*grpc.Server)
+}
+
+func (g *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	if g.register == nil {
+		return errors.New("sdk: host-side plugin set used to serve")
+	}
+	g.register(s)
+	return nil
+}
+
+func (g *grpcPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
+	return newRemoteClient(ctx, cc), nil
+}
+
+// server is the plugin side of every service for one implementation.
+type server struct {
+	pb.UnimplementedPluginServer
+	pb.UnimplementedRoutingEngineServer
+	pb.UnimplementedLIDAssignerServer
+	pb.UnimplementedVLAssignerServer
+
+	impl Plugin
+	log  hclog.Logger
+	// life is cancelled by Stop; every kind call's context derives from it.
+	life    context.Context
+	stop    context.CancelFunc
+	stopped sync.Once
+}
+
+// ServerPluginSet builds the plugin set a binary serves for p: the Plugin
+// service plus one service per kind interface p implements. It fails if p
+// implements no kind or if Info().Kind is not one of them. Serve uses it;
+// sdktest uses it to run an implementation in-process over real gRPC.
+func ServerPluginSet(p Plugin, logger hclog.Logger) (plugin.PluginSet, error) {
+	if p == nil {
+		return nil, errors.New("sdk: nil plugin")
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	life, stop := context.WithCancel(context.Background())
+	s := &server{impl: p, log: logger, life: life, stop: stop}
+	set := plugin.PluginSet{basePluginName: &grpcPlugin{register: func(g *grpc.Server) { pb.RegisterPluginServer(g, s) }}}
+	if _, ok := p.(RoutingEngine); ok {
+		set[string(KindRouting)] = &grpcPlugin{register: func(g *grpc.Server) { pb.RegisterRoutingEngineServer(g, s) }}
+	}
+	if _, ok := p.(LIDAssigner); ok {
+		set[string(KindLIDAssign)] = &grpcPlugin{register: func(g *grpc.Server) { pb.RegisterLIDAssignerServer(g, s) }}
+	}
+	if _, ok := p.(VLAssigner); ok {
+		set[string(KindVLAssign)] = &grpcPlugin{register: func(g *grpc.Server) { pb.RegisterVLAssignerServer(g, s) }}
+	}
+	if len(set) == 1 {
+		return nil, fmt.Errorf("sdk: %T implements no plugin kind; implement sdk.RoutingEngine, sdk.LIDAssigner or sdk.VLAssigner", p)
+	}
+	var info Info
+	if err := s.guard("Info", func() error { info = p.Info(); return nil }); err != nil {
+		return nil, err
+	}
+	if _, ok := set[string(info.Kind)]; !ok {
+		return nil, fmt.Errorf("sdk: Info().Kind is %q but %T does not implement that kind's interface", info.Kind, p)
+	}
+	return set, nil
+}
+
+// guard runs f, turning a panic into an Internal error and logging the stack
+// so that one bad input does not kill a long-lived plugin.
+func (s *server) guard(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("plugin panicked", "call", what, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = status.Errorf(codes.Internal, "plugin panicked in %s: %v (stack trace in the plugin log)", what, r)
+		}
+	}()
+	return f()
+}
+
+// callCtx derives a kind call's context from the RPC's (host deadline and
+// cancellation) and the server's life (Stop).
+func (s *server) callCtx(rpc context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(rpc)
+	undo := context.AfterFunc(s.life, cancel)
+	return ctx, func() { undo(); cancel() }
+}
+
+// implErr wraps an error returned by the implementation; status errors pass
+// through, context errors keep their gRPC meaning.
+func implErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Errorf(codes.DeadlineExceeded, "%s: %v", what, err)
+	case errors.Is(err, context.Canceled):
+		return status.Errorf(codes.Canceled, "%s: %v", what, err)
+	}
+	return status.Errorf(codes.Unknown, "%s: %v", what, err)
+}
+
+func badInput(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Errorf(codes.InvalidArgument, "decoding request: %v", err)
+}
+
+func (s *server) GetInfo(context.Context, *pb.GetInfoRequest) (*pb.Info, error) {
+	var out *pb.Info
+	err := s.guard("Info", func() error {
+		i := s.impl.Info()
+		out = &pb.Info{Name: i.Name, Version: i.Version, Kind: string(i.Kind), Capabilities: i.Capabilities, SdkVersion: SDKVersion}
+		return nil
+	})
+	return out, err
+}
+
+func (s *server) GetSchema(context.Context, *pb.GetSchemaRequest) (*pb.Schema, error) {
+	var out *pb.Schema
+	err := s.guard("Schema", func() error {
+		var err error
+		out, err = wire.SchemaToProto(s.impl.Schema())
+		return implErr("schema", err)
+	})
+	return out, err
+}
+
+func (s *server) Configure(_ context.Context, r *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
+	err := s.guard("Configure", func() error {
+		v, err := wire.ConfigFromProto(r)
+		if err != nil {
+			return badInput(err)
+		}
+		return implErr("configure", s.impl.Configure(v))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.ConfigureResponse{}, nil
+}
+
+func (s *server) Stop(ctx context.Context, _ *pb.StopRequest) (*pb.StopResponse, error) {
+	s.stopped.Do(s.stop)
+	err := s.guard("Stop", func() error {
+		if st, ok := s.impl.(Stopper); ok {
+			return implErr("stop", st.Stop(ctx))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.StopResponse{}, nil
+}
+
+func (s *server) Route(stream pb.RoutingEngine_RouteServer) error {
+	return s.guard("Route", func() error {
+		recv := stream.Recv
+		st, err := wire.RecvStart(recv)
+		if err != nil {
+			return badInput(err)
+		}
+		if st.Lmc > 7 {
+			return status.Errorf(codes.InvalidArgument, "LMC %d > 7", st.Lmc)
+		}
+		topo, err := wire.RecvTopology(recv)
+		if err != nil {
+			return badInput(err)
+		}
+		if err := wire.ExpectEnd(recv); err != nil {
+			return badInput(err)
+		}
+		ctx, done := s.callCtx(stream.Context())
+		defer done()
+		routes, err := s.impl.(RoutingEngine).Route(ctx, RouteRequest{Topo: topo, LMC: uint8(st.Lmc)})
+		if err != nil {
+			return implErr("route", err)
+		}
+		return implErr("sending routes", wire.SendRoutes(stream.Send, routes))
+	})
+}
+
+func (s *server) AssignLIDs(stream pb.LIDAssigner_AssignLIDsServer) error {
+	return s.guard("AssignLIDs", func() error {
+		recv := stream.Recv
+		st, err := wire.RecvStart(recv)
+		if err != nil {
+			return badInput(err)
+		}
+		if st.Lmc > 7 {
+			return status.Errorf(codes.InvalidArgument, "LMC %d > 7", st.Lmc)
+		}
+		topo, err := wire.RecvTopology(recv)
+		if err != nil {
+			return badInput(err)
+		}
+		routes, err := wire.RecvRoutes(recv, topo, uint8(st.Lmc))
+		if err != nil {
+			return badInput(err)
+		}
+		prev, err := wire.RecvPrevious(recv, st.NumPrevious)
+		if err != nil {
+			return badInput(err)
+		}
+		if err := wire.ExpectEnd(recv); err != nil {
+			return badInput(err)
+		}
+		ctx, done := s.callCtx(stream.Context())
+		defer done()
+		lids, err := s.impl.(LIDAssigner).AssignLIDs(ctx, LIDRequest{Topo: topo, Routes: routes, LMC: uint8(st.Lmc), Previous: prev})
+		if err != nil {
+			return implErr("assign LIDs", err)
+		}
+		return implErr("sending LID plan", wire.SendLIDPlan(stream.Send, lids))
+	})
+}
+
+func (s *server) AssignVLs(stream pb.VLAssigner_AssignVLsServer) error {
+	return s.guard("AssignVLs", func() error {
+		recv := stream.Recv
+		st, err := wire.RecvStart(recv)
+		if err != nil {
+			return badInput(err)
+		}
+		if st.MaxVls > 15 {
+			return status.Errorf(codes.InvalidArgument, "max VLs %d > 15", st.MaxVls)
+		}
+		topo, err := wire.RecvTopology(recv)
+		if err != nil {
+			return badInput(err)
+		}
+		routes, err := wire.RecvRoutes(recv, topo, 7)
+		if err != nil {
+			return badInput(err)
+		}
+		lids, err := wire.RecvLIDPlan(recv, topo)
+		if err != nil {
+			return badInput(err)
+		}
+		if err := wire.ExpectEnd(recv); err != nil {
+			return badInput(err)
+		}
+		// The forwarding tables are realised here rather than sent: Realize
+		// is deterministic and shared, so host and plugin agree on them.
+		realized, err := plan.Realize(topo, routes, lids)
+		if err != nil {
+			return status.Errorf(codes.InvalidArgument, "realising forwarding tables: %v", err)
+		}
+		ctx, done := s.callCtx(stream.Context())
+		defer done()
+		vls, err := s.impl.(VLAssigner).AssignVLs(ctx, VLRequest{Topo: topo, Routes: routes, LIDs: lids, Realized: realized, MaxVLs: int(st.MaxVls)})
+		if err != nil {
+			return implErr("assign VLs", err)
+		}
+		return implErr("sending VL plan", wire.SendVLPlan(stream.Send, vls))
+	})
+}

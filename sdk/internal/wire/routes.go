@@ -1,0 +1,261 @@
+package wire
+
+import (
+	"fmt"
+
+	"github.com/ibsm/ibsm/sdk/plan"
+	pb "github.com/ibsm/ibsm/sdk/pluginv1"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// maxPaths bounds a declared path count.
+const maxPaths = 1 << 28
+
+// SendRoutes streams r as a routes header and plane or path batches.
+func SendRoutes(send Send, r *plan.Routes) error {
+	if r == nil {
+		return fmt.Errorf("routes are nil")
+	}
+	h := &pb.RoutesHeader{}
+	if r.IsPlanes() {
+		h.Form = pb.RoutesHeader_FORM_PLANES
+		h.NumDestinations = uint32(len(r.Planes))
+	} else {
+		h.Form = pb.RoutesHeader_FORM_PATHS
+		h.NumPaths = uint32(len(r.Paths))
+	}
+	if err := send(&pb.Chunk{Part: &pb.Chunk_RoutesHeader{RoutesHeader: h}}); err != nil {
+		return err
+	}
+	if r.IsPlanes() {
+		return sendPlanes(send, r.Planes)
+	}
+	batch := &pb.PathBatch{}
+	size := 0
+	for i := range r.Paths {
+		p := &r.Paths[i]
+		m := &pb.Path{Src: p.Src, Dst: p.Dst, HopSwitch: make([]int32, len(p.Hops)), HopIn: make([]byte, len(p.Hops)), HopOut: make([]byte, len(p.Hops))}
+		for k, hp := range p.Hops {
+			m.HopSwitch[k], m.HopIn[k], m.HopOut[k] = hp.Switch, hp.In, hp.Out
+		}
+		batch.Paths = append(batch.Paths, m)
+		size += 16 + 7*len(p.Hops)
+		if size >= BatchBytes {
+			if err := send(&pb.Chunk{Part: &pb.Chunk_Paths{Paths: batch}}); err != nil {
+				return err
+			}
+			batch, size = &pb.PathBatch{}, 0
+		}
+	}
+	if len(batch.Paths) > 0 {
+		return send(&pb.Chunk{Part: &pb.Chunk_Paths{Paths: batch}})
+	}
+	return nil
+}
+
+// sendPlanes streams per-destination planes in ~BatchBytes batches. Plane
+// slices are referenced, not copied.
+func sendPlanes(send Send, dests []plan.DestPlanes) error {
+	batch := &pb.PlaneBatch{}
+	size := 0
+	for i := range dests {
+		d := &pb.DestPlanes{Planes: make([][]byte, len(dests[i].Planes))}
+		for k, pl := range dests[i].Planes {
+			d.Planes[k] = pl
+			size += len(pl) + 4
+		}
+		batch.Dests = append(batch.Dests, d)
+		if size >= BatchBytes {
+			if err := send(&pb.Chunk{Part: &pb.Chunk_Planes{Planes: batch}}); err != nil {
+				return err
+			}
+			batch, size = &pb.PlaneBatch{}, 0
+		}
+	}
+	if len(batch.Dests) > 0 {
+		return send(&pb.Chunk{Part: &pb.Chunk_Planes{Planes: batch}})
+	}
+	return nil
+}
+
+// portLimits returns, per switch index, the highest valid port number.
+func portLimits(t *topology.Topology) []uint8 {
+	sw := t.Switches()
+	lim := make([]uint8, len(sw))
+	for s, n := range sw {
+		lim[s] = uint8(t.Nodes[n].NumPorts())
+	}
+	return lim
+}
+
+// recvPlanes reads n destinations' planes. planeCount(e) gives the allowed
+// number of planes of destination e as [min, max].
+func recvPlanes(recv Recv, t *topology.Topology, n int, planeCount func(e int) (int, int)) ([]plan.DestPlanes, error) {
+	lim := portLimits(t)
+	nsw := len(lim)
+	out := make([]plan.DestPlanes, 0, n)
+	for len(out) < n {
+		c, err := next(recv, fmt.Sprintf("planes (have %d of %d destinations)", len(out), n))
+		if err != nil {
+			return nil, err
+		}
+		b := c.GetPlanes()
+		if b == nil {
+			return nil, unexpected(c, "planes")
+		}
+		if len(out)+len(b.Dests) > n {
+			return nil, fmt.Errorf("routes: planes for more than the %d destinations declared", n)
+		}
+		for _, d := range b.Dests {
+			e := len(out)
+			lo, hi := planeCount(e)
+			if len(d.Planes) < lo || len(d.Planes) > hi {
+				if lo == hi {
+					return nil, fmt.Errorf("routes: destination endpoint %d has %d planes, want %d", e, len(d.Planes), lo)
+				}
+				return nil, fmt.Errorf("routes: destination endpoint %d has %d planes, want %d..%d", e, len(d.Planes), lo, hi)
+			}
+			dp := plan.DestPlanes{Planes: make([]plan.Plane, len(d.Planes))}
+			for k, pl := range d.Planes {
+				if len(pl) != nsw {
+					return nil, fmt.Errorf("routes: destination endpoint %d plane %d has %d entries, want one per switch (%d)", e, k, len(pl), nsw)
+				}
+				for s, port := range pl {
+					if port != plan.NoPort && port > lim[s] {
+						return nil, fmt.Errorf("routes: destination endpoint %d plane %d: switch %d (0x%016x) out-port %d does not exist (switch has %d ports)",
+							e, k, s, t.Nodes[t.Switches()[s]].GUID, port, lim[s])
+					}
+				}
+				dp.Planes[k] = plan.Plane(pl)
+			}
+			out = append(out, dp)
+		}
+	}
+	return out, nil
+}
+
+// RecvRoutes reads and validates routes for topology t: planes need one
+// entry per endpoint with 1..2^lmc planes of one existing out-port (or
+// NoPort) per switch; paths need valid endpoint indices, switch nodes and
+// ports.
+func RecvRoutes(recv Recv, t *topology.Topology, lmc uint8) (*plan.Routes, error) {
+	c, err := next(recv, "routes_header")
+	if err != nil {
+		return nil, err
+	}
+	h := c.GetRoutesHeader()
+	if h == nil {
+		return nil, unexpected(c, "routes_header")
+	}
+	neps := len(t.Endpoints())
+	switch h.Form {
+	case pb.RoutesHeader_FORM_PLANES:
+		if int(h.NumDestinations) != neps {
+			return nil, fmt.Errorf("routes: planes for %d destinations, topology has %d endpoints", h.NumDestinations, neps)
+		}
+		maxPlanes := 1 << lmc
+		planes, err := recvPlanes(recv, t, neps, func(int) (int, int) { return 1, maxPlanes })
+		if err != nil {
+			return nil, err
+		}
+		return &plan.Routes{Planes: planes}, nil
+	case pb.RoutesHeader_FORM_PATHS:
+		if h.NumPaths > maxPaths {
+			return nil, fmt.Errorf("routes: %d paths declared, limit is %d", h.NumPaths, maxPaths)
+		}
+		paths := make([]plan.Path, 0, prealloc(h.NumPaths))
+		for uint32(len(paths)) < h.NumPaths {
+			c, err := next(recv, fmt.Sprintf("paths (have %d of %d)", len(paths), h.NumPaths))
+			if err != nil {
+				return nil, err
+			}
+			b := c.GetPaths()
+			if b == nil {
+				return nil, unexpected(c, "paths")
+			}
+			if uint32(len(paths)+len(b.Paths)) > h.NumPaths {
+				return nil, fmt.Errorf("routes: more paths sent than the %d declared", h.NumPaths)
+			}
+			for _, m := range b.Paths {
+				p, err := pathFromProto(t, len(paths), m)
+				if err != nil {
+					return nil, err
+				}
+				paths = append(paths, p)
+			}
+		}
+		return &plan.Routes{Paths: paths}, nil
+	}
+	return nil, fmt.Errorf("routes: unknown form %v", h.Form)
+}
+
+func pathFromProto(t *topology.Topology, i int, m *pb.Path) (plan.Path, error) {
+	neps := int32(len(t.Endpoints()))
+	if m.Src < 0 || m.Src >= neps || m.Dst < 0 || m.Dst >= neps {
+		return plan.Path{}, fmt.Errorf("routes: path %d: endpoints %d -> %d out of range (%d endpoints)", i, m.Src, m.Dst, neps)
+	}
+	nh := len(m.HopSwitch)
+	if len(m.HopIn) != nh || len(m.HopOut) != nh {
+		return plan.Path{}, fmt.Errorf("routes: path %d: hop fields have different lengths", i)
+	}
+	p := plan.Path{Src: m.Src, Dst: m.Dst, Hops: make([]plan.Hop, nh)}
+	for k := 0; k < nh; k++ {
+		sw := m.HopSwitch[k]
+		if sw < 0 || int(sw) >= len(t.Nodes) || t.Nodes[sw].Type != topology.Switch {
+			return plan.Path{}, fmt.Errorf("routes: path %d hop %d: node %d is not a switch", i, k, sw)
+		}
+		np := uint8(t.Nodes[sw].NumPorts())
+		if m.HopIn[k] > np || m.HopOut[k] > np {
+			return plan.Path{}, fmt.Errorf("routes: path %d hop %d: ports %d -> %d on switch 0x%016x with %d ports", i, k, m.HopIn[k], m.HopOut[k], t.Nodes[sw].GUID, np)
+		}
+		p.Hops[k] = plan.Hop{Switch: sw, In: m.HopIn[k], Out: m.HopOut[k]}
+	}
+	return p, nil
+}
+
+// SendPrevious streams the previous-LID map in batches (sorted by GUID so the
+// stream is deterministic).
+func SendPrevious(send Send, prev map[uint64]uint16, guids []uint64) error {
+	const per = BatchBytes / 12
+	for i := 0; i < len(guids); i += per {
+		j := min(i+per, len(guids))
+		b := &pb.PreviousLIDBatch{PortGuid: guids[i:j], Lid: make([]uint32, j-i)}
+		for k, g := range guids[i:j] {
+			b.Lid[k] = uint32(prev[g])
+		}
+		if err := send(&pb.Chunk{Part: &pb.Chunk_Previous{Previous: b}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RecvPrevious reads n previous-LID entries.
+func RecvPrevious(recv Recv, n uint32) (map[uint64]uint16, error) {
+	if n > maxNodes*255 {
+		return nil, fmt.Errorf("previous LIDs: %d entries declared", n)
+	}
+	prev := make(map[uint64]uint16, prealloc(n))
+	got := uint32(0)
+	for got < n {
+		c, err := next(recv, fmt.Sprintf("previous (have %d of %d)", got, n))
+		if err != nil {
+			return nil, err
+		}
+		b := c.GetPrevious()
+		if b == nil {
+			return nil, unexpected(c, "previous")
+		}
+		if len(b.PortGuid) != len(b.Lid) || got+uint32(len(b.Lid)) > n {
+			return nil, fmt.Errorf("previous LIDs: malformed batch")
+		}
+		for k, g := range b.PortGuid {
+			if b.Lid[k] == 0 || b.Lid[k] > plan.MaxUnicastLID {
+				return nil, fmt.Errorf("previous LIDs: port 0x%016x has LID %d outside 1..0x%X", g, b.Lid[k], plan.MaxUnicastLID)
+			}
+			prev[g] = uint16(b.Lid[k])
+		}
+		got += uint32(len(b.Lid))
+	}
+	return prev, nil
+}
