@@ -1,0 +1,157 @@
+// Package conf loads ibsm's HCL configuration.
+//
+// The host owns the fabric {}, sm {}, plugin "<kind>" "<name>" {} and
+// routing {} blocks and decodes them here; each plugin owns the attributes
+// of its nested config {} block, which are kept as an undecoded hcl.Body and
+// decoded later with the schema the plugin reports (Plugin.DecodeConfig).
+// Every problem is an hcl.Diagnostic whose Subject points at the operator's
+// file, line and column; a configuration with any error yields no Config.
+//
+// Relative paths (fabric.topology, sm.state_dir, plugin paths) are resolved
+// against the directory of the configuration file, not the process's
+// working directory, so a config file and the files it names can move
+// together.
+//
+// The file is plain HCL: no variables and no functions are available, which
+// keeps decoded values, and so their hashes, a pure function of the file.
+package conf
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/ibsm/ibsm/sdk"
+)
+
+// Transport names how the host reaches the fabric.
+type Transport string
+
+const (
+	// TransportSim is the embedded in-process fabric built from a topology file.
+	TransportSim Transport = "sim"
+	// TransportIBSim talks to a running ibsim process over its sockets.
+	TransportIBSim Transport = "ibsim"
+	// TransportUMAD uses real hardware through /dev/infiniband/umadN.
+	TransportUMAD Transport = "umad"
+)
+
+// Defaults applied when an attribute is absent.
+const (
+	DefaultSweepInterval = 10 * time.Second
+	DefaultStateDir      = "/var/lib/ibsm"
+	DefaultMADWindow     = 16
+	DefaultMADTimeout    = 200 * time.Millisecond
+	DefaultMADRetries    = 3
+	DefaultPluginTimeout = 60 * time.Second
+	DefaultPriority      = 15
+	DefaultSMPort        = 1
+	DefaultUMADPort      = 1
+	DefaultIBSimSocket   = "sim"
+)
+
+// Config is a fully validated configuration.
+type Config struct {
+	// File is the configuration file's name as given to Load (used in
+	// diagnostics); Dir is the absolute directory relative paths resolve
+	// against.
+	File string
+	Dir  string
+
+	Fabric  Fabric
+	SM      SM
+	Plugins []*Plugin // in declaration order
+	Routing Routing
+}
+
+// Fabric is the fabric {} block.
+type Fabric struct {
+	Transport Transport
+	// Topology is the absolute path of the topology file (sim only).
+	Topology      string
+	TopologyRange hcl.Range
+	// SMNode is the GUID of the node the SM attaches through (sim and
+	// ibsim); 0 lets the transport choose. SMPort is the port on that node
+	// (default 1; 0 for a switch's management port).
+	SMNode uint64
+	SMPort uint8
+	// Socket is ibsim's socket base name (IBSIM_SOCKNAME, default "sim");
+	// Attach is the ibsim node id or description to attach to ("" = ibsim's
+	// default, the first node).
+	Socket string
+	Attach string
+	// Device and Port select the HCA port for umad.
+	Device string
+	Port   uint8
+
+	DeclRange hcl.Range
+}
+
+// SM is the sm {} block.
+type SM struct {
+	SweepInterval time.Duration // light sweep period
+	LMC           uint8         // 0..7
+	StateDir      string        // absolute
+	MADWindow     int           // outstanding MADs, >= 1
+	MADTimeout    time.Duration
+	MADRetries    int
+	PluginTimeout time.Duration
+	Priority      uint8 // SMInfo priority 0..15
+}
+
+// Plugin is one plugin "<kind>" "<name>" {} block.
+type Plugin struct {
+	Kind sdk.Kind
+	Name string
+	// Path is the absolute path of the plugin binary.
+	Path      string
+	PathRange hcl.Range
+	// SHA256 is an optional pin, 64 lower-case hex digits ("" = unpinned).
+	SHA256      string
+	SHA256Range hcl.Range
+
+	// Body is the plugin's config {} body, undecoded. When the block is
+	// absent Body is an empty body located at the plugin block, so
+	// DecodeConfig reports missing required attributes there.
+	Body      hcl.Body
+	HasConfig bool
+	// DeclRange is the plugin block's header; ConfigRange the config
+	// block's header (DeclRange when absent).
+	DeclRange   hcl.Range
+	ConfigRange hcl.Range
+}
+
+// Routing is the routing {} block. Every name refers to a declared plugin of
+// the matching kind.
+type Routing struct {
+	Engine      string
+	Fallback    []string // tried in order when the engine's plan is rejected
+	LIDAssigner string
+	VLAssigner  string
+	DeclRange   hcl.Range
+}
+
+// Plugin returns the declared plugin of kind and name, or nil.
+func (c *Config) Plugin(kind sdk.Kind, name string) *Plugin {
+	for _, p := range c.Plugins {
+		if p.Kind == kind && p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Engines returns the routing engine followed by its fallbacks, in the
+// order the host tries them.
+func (c *Config) Engines() []*Plugin {
+	out := []*Plugin{c.Plugin(sdk.KindRouting, c.Routing.Engine)}
+	for _, n := range c.Routing.Fallback {
+		out = append(out, c.Plugin(sdk.KindRouting, n))
+	}
+	return out
+}
+
+// LIDAssigner returns the plugin routing.lid_assigner names.
+func (c *Config) LIDAssigner() *Plugin { return c.Plugin(sdk.KindLIDAssign, c.Routing.LIDAssigner) }
+
+// VLAssigner returns the plugin routing.vl_assigner names.
+func (c *Config) VLAssigner() *Plugin { return c.Plugin(sdk.KindVLAssign, c.Routing.VLAssigner) }
