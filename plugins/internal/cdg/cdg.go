@@ -1,0 +1,213 @@
+// Package cdg builds the channel dependency graph of realised forwarding
+// tables on one VL and finds a cycle in it. A cycle means the routing can
+// deadlock on that VL; no cycle means it cannot (Dally & Seitz).
+package cdg
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"strings"
+	"sync"
+
+	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/sdk/plan"
+)
+
+// Channel is a directed switch-to-switch link, named by its sending end.
+type Channel struct {
+	Node int32 // node index of the switch
+	Port uint8 // its out-port
+}
+
+// Graph is a deduplicated CDG over the switch-to-switch channels of a fabric.
+// Channels into or out of CAs are left out: a CA's injection channel has no
+// predecessor and its delivery channel no successor, so neither can be on a
+// cycle.
+type Graph struct {
+	g *route.Graph
+	// base[s] is the id of channel (s, port 0); channel (s,p) = base[s]+p.
+	base []int32
+	// succ[c] is a 256-bit set of out-ports of c's far switch that c's
+	// traffic continues on.
+	succ [][4]uint64
+}
+
+// Build derives the CDG of r's tables. For every LID with an owner and every
+// switch s whose entry leads over a switch link to t, the channel (s→t)
+// depends on t's channel for that LID. Every switch is a source of
+// management traffic toward every LID, so every edge of every destination
+// tree counts. Work is linear in LIDs × switches.
+func Build(ctx context.Context, r *plan.Realized) (*Graph, error) {
+	if r == nil || r.Topo == nil {
+		return nil, fmt.Errorf("no realised forwarding tables to check")
+	}
+	g := route.NewGraph(r.Topo)
+	if len(r.LFT) != g.N {
+		return nil, fmt.Errorf("realised tables cover %d switches, topology has %d", len(r.LFT), g.N)
+	}
+	c := &Graph{g: g, base: make([]int32, g.N+1)}
+	sws := r.Topo.Switches()
+	for s, node := range sws {
+		c.base[s+1] = c.base[s] + int32(len(r.Topo.Nodes[node].Ports))
+	}
+	c.succ = make([][4]uint64, c.base[g.N])
+	w := route.Workers(g.N)
+	errs := make([]error, w)
+	var wg sync.WaitGroup
+	for k := 0; k < w; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			// Channels (s, *) are written only by the worker owning s.
+			for s := int32(k); s < int32(g.N); s += int32(w) {
+				if ctx.Err() != nil {
+					errs[k] = ctx.Err()
+					return
+				}
+				row := r.LFT[s]
+				for lid, out := range row {
+					if out == plan.NoPort || out == 0 || lid >= len(r.LIDOwner) || r.LIDOwner[lid] == 0 {
+						continue
+					}
+					t := g.PeerSwitch(s, out)
+					if t < 0 {
+						continue
+					}
+					if len(r.LFT[t]) <= lid {
+						errs[k] = fmt.Errorf("forwarding table of switch 0x%016x is shorter than LID %d", g.SwitchGUID(t), lid)
+						return
+					}
+					out2 := r.LFT[t][lid]
+					if out2 == plan.NoPort || out2 == 0 || g.PeerSwitch(t, out2) < 0 {
+						continue
+					}
+					set := &c.succ[c.base[s]+int32(out)]
+					set[out2>>6] |= 1 << (out2 & 63)
+				}
+			}
+		}(k)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// channel maps a channel id back to (switch index, port).
+func (c *Graph) channel(id int32) (int32, uint8) {
+	lo, hi := 0, c.g.N
+	for lo+1 < hi {
+		m := (lo + hi) / 2
+		if c.base[m] <= id {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return int32(lo), uint8(id - c.base[lo])
+}
+
+// Edges counts the distinct dependencies.
+func (c *Graph) Edges() int {
+	n := 0
+	for i := range c.succ {
+		for _, w := range c.succ[i] {
+			n += bits.OnesCount64(w)
+		}
+	}
+	return n
+}
+
+// FindCycle returns the channels of one dependency cycle, in dependency
+// order, or nil if the graph is acyclic. It is an iterative DFS, so deep
+// graphs cannot exhaust the stack.
+func (c *Graph) FindCycle() []Channel {
+	const (
+		white = 0
+		grey  = 1
+		black = 2
+	)
+	n := len(c.succ)
+	color := make([]uint8, n)
+	type frame struct {
+		id   int32
+		next int // next out-port to try, 0..256
+	}
+	var stack []frame
+	for root := int32(0); root < int32(n); root++ {
+		if color[root] != white || c.succ[root] == [4]uint64{} {
+			continue
+		}
+		color[root] = grey
+		stack = append(stack[:0], frame{id: root})
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			s, p := c.channel(f.id)
+			t := c.g.PeerSwitch(s, p)
+			set := &c.succ[f.id]
+			pushed := false
+			for f.next < 256 {
+				q := f.next
+				// Skip to the next set bit.
+				word := set[q>>6] >> (q & 63)
+				if word == 0 {
+					f.next = (q | 63) + 1
+					continue
+				}
+				q += bits.TrailingZeros64(word)
+				f.next = q + 1
+				nid := c.base[t] + int32(q)
+				switch color[nid] {
+				case white:
+					color[nid] = grey
+					stack = append(stack, frame{id: nid})
+					pushed = true
+				case grey:
+					// Cycle: nid ... top of stack.
+					var cyc []Channel
+					start := len(stack) - 1
+					for stack[start].id != nid {
+						start--
+					}
+					for _, fr := range stack[start:] {
+						cs, cp := c.channel(fr.id)
+						cyc = append(cyc, Channel{Node: c.g.Topo.Switches()[cs], Port: cp})
+					}
+					return cyc
+				}
+				if pushed {
+					break
+				}
+			}
+			if !pushed {
+				color[f.id] = black
+				stack = stack[:len(stack)-1]
+			}
+		}
+	}
+	return nil
+}
+
+// Format renders a cycle as "0x<guid>/<port> -> ... -> <first again>",
+// printing at most max channels.
+func Format(c *Graph, cyc []Channel, max int) string {
+	var b strings.Builder
+	for i, ch := range cyc {
+		if i == max {
+			fmt.Fprintf(&b, " -> ... (%d channels in all)", len(cyc))
+			return b.String()
+		}
+		if i > 0 {
+			b.WriteString(" -> ")
+		}
+		fmt.Fprintf(&b, "0x%016x/%d", c.g.Topo.Nodes[ch.Node].GUID, ch.Port)
+	}
+	if len(cyc) > 0 {
+		fmt.Fprintf(&b, " -> 0x%016x/%d", c.g.Topo.Nodes[cyc[0].Node].GUID, cyc[0].Port)
+	}
+	return b.String()
+}

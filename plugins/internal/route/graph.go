@@ -1,0 +1,211 @@
+// Package route holds the algorithm code the destination-based routing
+// plugins (minhop, updn) share: the switch graph over links that are up, hop
+// distances, and OpenSM-style balanced port selection over a caller-supplied
+// set of allowed next hops.
+package route
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// Unreachable marks "no path" in a distance row.
+const Unreachable uint8 = 0xFF
+
+// MaxHops is the largest distance a uint8 row can hold.
+const MaxHops = 254
+
+// Link is one switch-to-switch link that is up, seen from its near end.
+type Link struct {
+	Port uint8 // out-port on the near switch
+	Peer int32 // switch index of the far end
+}
+
+// Attach says where an endpoint hangs off the switch graph.
+type Attach struct {
+	// Switch is the switch index the endpoint is reached through, -1 if it
+	// is not attached to any switch by a link that is up.
+	Switch int32
+	// Port is the out-port of Switch that delivers to the endpoint: 0 for
+	// the switch's own management port.
+	Port uint8
+	// IsSwitch marks a switch's port 0.
+	IsSwitch bool
+}
+
+// Graph is the switch graph of a topology restricted to links that are up
+// (both ends at least Init).
+type Graph struct {
+	Topo *topology.Topology
+	// N is the number of switches.
+	N     int
+	links [][]Link
+	// nbr is a CSR of distinct neighbour switches, for BFS.
+	nbrOff []int32
+	nbr    []int32
+	// peer[s][p] is the switch index behind port p of switch s, or -1.
+	peer   [][]int32
+	attach []Attach
+	// groups[s] lists endpoint indices attached to switch s, CAs first (in
+	// endpoint order), then the switch's own port 0.
+	groups [][]int32
+}
+
+// NewGraph indexes t.
+func NewGraph(t *topology.Topology) *Graph {
+	sws := t.Switches()
+	g := &Graph{Topo: t, N: len(sws), links: make([][]Link, len(sws)), peer: make([][]int32, len(sws)), nbrOff: make([]int32, len(sws)+1)}
+	seen := make([]int32, len(sws))
+	for i := range seen {
+		seen[i] = -1
+	}
+	for s, node := range sws {
+		n := &t.Nodes[node]
+		g.peer[s] = make([]int32, len(n.Ports))
+		for p := range n.Ports {
+			g.peer[s][p] = -1
+			if p == 0 {
+				continue
+			}
+			r := topology.PortRef{Node: node, Port: uint8(p)}
+			if !t.IsLinkUp(r) {
+				continue
+			}
+			pr := n.Ports[p].Peer
+			ps := t.SwitchIndex(pr.Node)
+			if ps < 0 || int(ps) == s {
+				continue // CA/router port, or a loopback cable that carries no route
+			}
+			g.peer[s][p] = ps
+			g.links[s] = append(g.links[s], Link{Port: uint8(p), Peer: ps})
+			if seen[ps] != int32(s) {
+				seen[ps] = int32(s)
+				g.nbr = append(g.nbr, ps)
+			}
+		}
+		g.nbrOff[s+1] = int32(len(g.nbr))
+	}
+	eps := t.Endpoints()
+	g.attach = make([]Attach, len(eps))
+	g.groups = make([][]int32, len(sws))
+	for e, ep := range eps {
+		a := Attach{Switch: -1}
+		if s := t.SwitchIndex(ep.Node); s >= 0 {
+			a = Attach{Switch: s, Port: 0, IsSwitch: true}
+		} else if t.IsLinkUp(ep) {
+			pr := t.Port(ep).Peer
+			if s := t.SwitchIndex(pr.Node); s >= 0 {
+				a = Attach{Switch: s, Port: pr.Port}
+			}
+		}
+		g.attach[e] = a
+		if a.Switch >= 0 && !a.IsSwitch {
+			g.groups[a.Switch] = append(g.groups[a.Switch], int32(e))
+		}
+	}
+	for s := range g.groups {
+		g.groups[s] = append(g.groups[s], int32(t.EndpointIndex(topology.PortRef{Node: sws[s], Port: 0})))
+	}
+	return g
+}
+
+// Links returns the up links of switch s in port order.
+func (g *Graph) Links(s int32) []Link { return g.links[s] }
+
+// Neighbors returns the distinct switches adjacent to s.
+func (g *Graph) Neighbors(s int32) []int32 { return g.nbr[g.nbrOff[s]:g.nbrOff[s+1]] }
+
+// PeerSwitch is the switch behind port p of switch s, or -1.
+func (g *Graph) PeerSwitch(s int32, p uint8) int32 {
+	if int(p) >= len(g.peer[s]) {
+		return -1
+	}
+	return g.peer[s][p]
+}
+
+// Attachment tells where endpoint e is attached.
+func (g *Graph) Attachment(e int32) Attach { return g.attach[e] }
+
+// Group lists the endpoints attached to switch s (CAs, then its port 0).
+func (g *Graph) Group(s int32) []int32 { return g.groups[s] }
+
+// SwitchGUID is the node GUID of switch s.
+func (g *Graph) SwitchGUID(s int32) uint64 { return g.Topo.Nodes[g.Topo.Switches()[s]].GUID }
+
+// Workers is how many goroutines to use for n independent work items.
+func Workers(n int) int {
+	w := runtime.GOMAXPROCS(0)
+	if w > n {
+		w = n
+	}
+	if w < 1 {
+		w = 1
+	}
+	return w
+}
+
+// HopMatrix returns the N×N hop distances between switches as one slice:
+// row d (m[d*N:(d+1)*N]) holds every switch's distance to switch d.
+// Links are undirected, so this is also the distance from d. Unreachable
+// pairs hold Unreachable. It fails if the fabric's diameter exceeds MaxHops.
+func (g *Graph) HopMatrix(ctx context.Context) ([]uint8, error) {
+	n := g.N
+	m := make([]uint8, n*n)
+	w := Workers(n)
+	errs := make([]error, w)
+	var wg sync.WaitGroup
+	for k := 0; k < w; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			queue := make([]int32, n)
+			for d := k; d < n; d += w {
+				if d%64 == k && ctx.Err() != nil {
+					errs[k] = ctx.Err()
+					return
+				}
+				if err := g.bfs(int32(d), m[d*n:(d+1)*n], queue); err != nil {
+					errs[k] = err
+					return
+				}
+			}
+		}(k)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// bfs fills row with hop counts from src; queue has room for N entries.
+func (g *Graph) bfs(src int32, row []uint8, queue []int32) error {
+	for i := range row {
+		row[i] = Unreachable
+	}
+	row[src] = 0
+	queue[0] = src
+	head, tail := 0, 1
+	for head < tail {
+		x := queue[head]
+		head++
+		dx := row[x]
+		if dx >= MaxHops {
+			return fmt.Errorf("switch 0x%016x is more than %d hops from switch 0x%016x: the fabric is too deep for hop tables; check for a mis-cabled chain", g.SwitchGUID(x), MaxHops, g.SwitchGUID(src))
+		}
+		for _, y := range g.nbr[g.nbrOff[x]:g.nbrOff[x+1]] {
+			if row[y] == Unreachable {
+				row[y] = dx + 1
+				queue[tail] = y
+				tail++
+			}
+		}
+	}
+	return nil
+}
