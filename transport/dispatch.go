@@ -1,0 +1,372 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Options configures New. Zero values select the defaults.
+type Options struct {
+	// Window is the maximum number of requests outstanding at once
+	// (default 16). Callers beyond it wait in Do for a slot.
+	Window int
+	// Timeout is the per-attempt response timeout (default 200ms).
+	Timeout time.Duration
+	// Retries is how many times a request is re-sent after a timeout
+	// (default 3; negative means 0). A request makes at most Retries+1
+	// attempts.
+	Retries int
+	// UnsolicitedBuffer is the capacity of the Unsolicited channel
+	// (default 1024). When it is full further unsolicited packets are
+	// dropped and counted; the receiver never blocks on a slow consumer.
+	UnsolicitedBuffer int
+	// Logger receives receive errors and drops (default: discard).
+	Logger hclog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Window <= 0 {
+		o.Window = 16
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 200 * time.Millisecond
+	}
+	if o.Retries < 0 {
+		o.Retries = 0
+	} else if o.Retries == 0 {
+		o.Retries = 3
+	}
+	if o.UnsolicitedBuffer <= 0 {
+		o.UnsolicitedBuffer = 1024
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return o
+}
+
+// NoRetries can be assigned to Options.Retries to disable retries (zero
+// selects the default of 3).
+const NoRetries = -1
+
+// Dispatcher is the Transport returned by New. Besides the Transport
+// methods it reports UnsolicitedDropped.
+//
+// TIDs: Do writes a fresh TID into req.MAD[8:16] in place (the caller's
+// buffer is modified and must not be touched until Do returns). The low 32
+// bits are unique among outstanding requests and are all that matching
+// uses, because peers rewrite the upper bits (ibsim puts its client index in
+// bits 63..48, umad stacks an agent id in 47..32). A retry re-sends the same
+// TID, so a slow answer to an earlier attempt still completes the request.
+// A response is accepted only if its R bit is set, its low TID bits match a
+// pending request and its class and attribute ID equal the request's;
+// anything else that carries the R bit is counted in Unmatched and dropped.
+//
+// Stats semantics: Gets/Sets/Others count requests once by method; Sent
+// counts every transmission (attempts and Send); Retries counts re-sends;
+// Timeouts counts requests that failed after exhausting their retries;
+// Received counts every packet read; Unmatched counts responses that
+// matched nothing (late, duplicate or foreign) and short packets.
+type Dispatcher struct {
+	conn  Conn
+	opts  Options
+	log   hclog.Logger
+	sem   chan struct{}
+	unsol chan Packet
+
+	mu      sync.Mutex
+	pending map[uint32]*call
+	nextTID uint32
+
+	pool sync.Pool
+
+	closed    chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	cancel    context.CancelFunc
+	recvDone  chan struct{}
+
+	gets, sets, others atomic.Uint64
+	sent, received     atomic.Uint64
+	retries, timeouts  atomic.Uint64
+	unmatched, dropped atomic.Uint64
+}
+
+// call is one outstanding request. Calls are pooled with their timer and
+// channel so the steady state allocates nothing per MAD.
+type call struct {
+	key   uint32
+	class uint8
+	attr  uint16
+	done  chan Packet // capacity 1; written once under Dispatcher.mu
+	timer *time.Timer
+}
+
+var _ Transport = (*Dispatcher)(nil)
+
+// New starts a Transport over conn and its receive goroutine. Close stops
+// it and closes conn.
+func New(conn Conn, opts Options) Transport {
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Dispatcher{
+		conn:     conn,
+		opts:     opts,
+		log:      opts.Logger,
+		sem:      make(chan struct{}, opts.Window),
+		unsol:    make(chan Packet, opts.UnsolicitedBuffer),
+		pending:  make(map[uint32]*call, opts.Window),
+		closed:   make(chan struct{}),
+		cancel:   cancel,
+		recvDone: make(chan struct{}),
+	}
+	d.pool.New = func() any {
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		return &call{done: make(chan Packet, 1), timer: t}
+	}
+	go d.receive(ctx)
+	return d
+}
+
+// Do implements Transport.
+func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
+	if len(req.MAD) < 24 {
+		return Packet{}, fmt.Errorf("transport: request MAD is %d bytes, need at least the 24-byte header", len(req.MAD))
+	}
+	if req.MAD[3]&0x80 != 0 {
+		return Packet{}, fmt.Errorf("transport: method %#02x is a response; use Send for responses", req.MAD[3])
+	}
+	select {
+	case <-d.closed:
+		return Packet{}, ErrClosed
+	default:
+	}
+	select {
+	case d.sem <- struct{}{}:
+	case <-ctx.Done():
+		return Packet{}, ctx.Err()
+	case <-d.closed:
+		return Packet{}, ErrClosed
+	}
+	defer func() { <-d.sem }()
+
+	switch req.MAD[3] {
+	case 0x01: // Get
+		d.gets.Add(1)
+	case 0x02: // Set
+		d.sets.Add(1)
+	default:
+		d.others.Add(1)
+	}
+
+	c := d.pool.Get().(*call)
+	c.class = req.MAD[1]
+	c.attr = binary.BigEndian.Uint16(req.MAD[16:])
+	d.mu.Lock()
+	for {
+		d.nextTID++
+		if d.nextTID == 0 { // TID 0 is what ibsim's own traps carry
+			continue
+		}
+		if _, busy := d.pending[d.nextTID]; !busy {
+			break
+		}
+	}
+	c.key = d.nextTID
+	d.pending[c.key] = c
+	d.mu.Unlock()
+	binary.BigEndian.PutUint64(req.MAD[8:], uint64(c.key))
+
+	resp, err := d.attempts(ctx, c, req)
+	d.release(c)
+	return resp, err
+}
+
+func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet, error) {
+	for attempt := 0; attempt <= d.opts.Retries; attempt++ {
+		if attempt > 0 {
+			d.retries.Add(1)
+		}
+		d.sent.Add(1)
+		if err := d.conn.Send(req); err != nil {
+			if d.isClosed() {
+				return Packet{}, ErrClosed
+			}
+			return Packet{}, fmt.Errorf("transport: send TID %#x: %w", c.key, err)
+		}
+		c.timer.Reset(d.opts.Timeout)
+		select {
+		case p := <-c.done:
+			c.timer.Stop()
+			return p, nil
+		case <-c.timer.C:
+		case <-ctx.Done():
+			c.timer.Stop()
+			return d.lastChance(c, ctx.Err())
+		case <-d.closed:
+			c.timer.Stop()
+			return Packet{}, ErrClosed
+		}
+	}
+	p, err := d.lastChance(c, nil)
+	if err == nil {
+		return p, nil
+	}
+	d.timeouts.Add(1)
+	return Packet{}, fmt.Errorf("%w: TID %#x class %#02x attribute %#04x, no answer after %d attempts of %v; check that the destination is reachable",
+		ErrTimeout, c.key, c.class, c.attr, d.opts.Retries+1, d.opts.Timeout)
+}
+
+// lastChance unregisters c; if the receiver completed it in the meantime
+// the response wins over the timeout or cancellation.
+func (d *Dispatcher) lastChance(c *call, err error) (Packet, error) {
+	d.mu.Lock()
+	if d.pending[c.key] == c {
+		delete(d.pending, c.key)
+		d.mu.Unlock()
+		if err == nil {
+			err = ErrTimeout
+		}
+		return Packet{}, err
+	}
+	d.mu.Unlock()
+	select {
+	case p := <-c.done:
+		return p, nil
+	default: // unreachable: the receiver sends before releasing the lock
+		if err == nil {
+			err = ErrTimeout
+		}
+		return Packet{}, err
+	}
+}
+
+// release unregisters c (if still pending), drains it and returns it to the pool.
+func (d *Dispatcher) release(c *call) {
+	d.mu.Lock()
+	if d.pending[c.key] == c {
+		delete(d.pending, c.key)
+	}
+	d.mu.Unlock()
+	select {
+	case <-c.done:
+	default:
+	}
+	c.timer.Stop()
+	d.pool.Put(c)
+}
+
+func (d *Dispatcher) receive(ctx context.Context) {
+	defer close(d.recvDone)
+	defer close(d.unsol)
+	backoff := time.Millisecond
+	for {
+		p, err := d.conn.Recv(ctx)
+		if err != nil {
+			if ctx.Err() != nil || d.isClosed() || errors.Is(err, ErrClosed) || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// A transient receive error must not spin the CPU; waiters
+			// time out and retry on their own.
+			d.log.Warn("MAD receive failed", "error", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, 100*time.Millisecond)
+			continue
+		}
+		backoff = time.Millisecond
+		d.received.Add(1)
+		d.dispatch(p)
+	}
+}
+
+func (d *Dispatcher) dispatch(p Packet) {
+	m := p.MAD
+	if len(m) < 24 {
+		d.unmatched.Add(1)
+		d.log.Debug("dropping short packet", "len", len(m), "slid", p.SLID)
+		return
+	}
+	if m[3]&0x80 == 0 {
+		select {
+		case d.unsol <- p:
+		default:
+			if n := d.dropped.Add(1); n&(n-1) == 0 { // log at powers of two
+				d.log.Warn("unsolicited queue full, dropping", "dropped", n, "capacity", cap(d.unsol))
+			}
+		}
+		return
+	}
+	key := uint32(binary.BigEndian.Uint64(m[8:]))
+	attr := binary.BigEndian.Uint16(m[16:])
+	d.mu.Lock()
+	c := d.pending[key]
+	if c == nil || c.class != m[1] || c.attr != attr {
+		d.mu.Unlock()
+		d.unmatched.Add(1)
+		d.log.Trace("unmatched response", "tid", binary.BigEndian.Uint64(m[8:]), "class", m[1], "attr", attr)
+		return
+	}
+	delete(d.pending, key)
+	c.done <- p // capacity 1 and only one delivery per registration
+	d.mu.Unlock()
+}
+
+// Unsolicited implements Transport. The channel is closed after Close.
+func (d *Dispatcher) Unsolicited() <-chan Packet { return d.unsol }
+
+// Send implements Transport.
+func (d *Dispatcher) Send(p Packet) error {
+	if d.isClosed() {
+		return ErrClosed
+	}
+	d.sent.Add(1)
+	return d.conn.Send(p)
+}
+
+// Stats implements Transport.
+func (d *Dispatcher) Stats() Stats {
+	return Stats{
+		Gets: d.gets.Load(), Sets: d.sets.Load(), Others: d.others.Load(),
+		Sent: d.sent.Load(), Received: d.received.Load(),
+		Retries: d.retries.Load(), Timeouts: d.timeouts.Load(),
+		Unmatched: d.unmatched.Load(),
+	}
+}
+
+// UnsolicitedDropped is the number of unsolicited packets dropped because
+// the Unsolicited channel was full.
+func (d *Dispatcher) UnsolicitedDropped() uint64 { return d.dropped.Load() }
+
+// Close stops the receiver, fails every pending and waiting Do with
+// ErrClosed, closes the Unsolicited channel and closes the Conn.
+func (d *Dispatcher) Close() error {
+	d.closeOnce.Do(func() {
+		close(d.closed)
+		d.cancel()
+		d.closeErr = d.conn.Close()
+		<-d.recvDone
+	})
+	return d.closeErr
+}
+
+func (d *Dispatcher) isClosed() bool {
+	select {
+	case <-d.closed:
+		return true
+	default:
+		return false
+	}
+}
