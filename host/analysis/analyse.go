@@ -1,0 +1,764 @@
+package analysis
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ibsm/ibsm/sdk/plan"
+)
+
+// Options tune Analyse. The zero value is usable.
+type Options struct {
+	// Samples caps every list of examples in the report (default 10).
+	Samples int
+	// Workers is the number of goroutines (default GOMAXPROCS).
+	Workers int
+	// AllLIDs treats every LID of every range as used by every source: for
+	// multipath planes (LMC > 0 realised from routing-engine planes) SA may
+	// hand any of them out, so all must arrive and all count in the CDG.
+	AllLIDs bool
+}
+
+// Walk states.
+const (
+	stUnknown uint8 = iota
+	stProgress
+	stArrive
+	stFail
+)
+
+// Failure codes (indices into failNames).
+const (
+	fNone uint8 = iota
+	fNoRoute
+	fNoSuchPort
+	fUnconnected
+	fDown
+	fPort0
+	fWrongPort
+	fLoop
+	fSourceLink
+)
+
+var failNames = [...]string{"", FailNoRoute, FailNoSuchPort, FailUnconnected, FailDown, FailPort0, FailWrongPort, FailLoop, FailSourceLink}
+
+// chunkLIDs LIDs are handled by one worker in a row: the LFTs are stored
+// switch-major, so 64 consecutive LIDs share a cache line per switch.
+const chunkLIDs = 64
+
+// Analyse measures the realised routing r under the VL plan vls (nil: one SL,
+// one VL). It returns an error only when the inputs are malformed (shapes that
+// cannot be indexed); routing defects are reported in the Report.
+func Analyse(r *plan.Realized, vls *plan.VLPlan, opt Options) (*Report, error) {
+	f, err := newFabric(r, vls)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Samples <= 0 {
+		opt.Samples = 10
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	nChunks := (len(f.lidList) + chunkLIDs - 1) / chunkLIDs
+	results := make([]*chunkResult, nChunks)
+	workers := min(opt.Workers, max(nChunks, 1))
+	ws := make([]*worker, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for i := range ws {
+		ws[i] = newWorker(f, opt)
+		wg.Add(1)
+		go func(w *worker) {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= nChunks {
+					return
+				}
+				lo := c * chunkLIDs
+				hi := min(lo+chunkLIDs, len(f.lidList))
+				results[c] = w.runChunk(f.lidList[lo:hi])
+			}
+		}(ws[i])
+	}
+	wg.Wait()
+	return f.merge(ws, results, opt)
+}
+
+// chunkResult holds the order-dependent findings of one chunk of LIDs.
+type chunkResult struct {
+	unreach []Unreachable
+	loops   []Loop
+	bad     []BadEntry
+}
+
+// worker holds per-goroutine scratch (O(switches)) and accumulators.
+type worker struct {
+	f   *fabric
+	opt Options
+
+	st     []uint8
+	code   []uint8
+	at     []int32
+	depth  []uint16
+	next   []int32
+	order  []int32
+	path   []int32
+	wCA    []int32
+	wSW    []int32
+	acc    []int64
+	active []bool
+	slOvSw []bool // switch holds a source with an SL override for this LID
+
+	caPairs, swPairs, caLID, swLID PairStats
+	loopLIDs                       int
+	bad                            int64
+	hops                           []int64
+	load                           []int64
+	arrByClass                     []int32 // nsw*nc: CA-destination LIDs of a class arriving from a switch
+	caAdj                          map[int32]int64
+	selfArr                        []bool // per endpoint: own selected LID arrives (shared slot per worker, merged by OR)
+	orphanOut                      map[int32]int64
+	dep                            [16][]uint64 // per VL: bitset of (switch, in, out) dependencies
+	caOriginSL                     []uint16     // per switch channel: SLs of CA-originated traffic
+	caSLByClass                    []uint16     // per class: SLs CAs use
+	caSLOv                         map[int32]uint16
+	slsUsed                        uint16
+}
+
+func newWorker(f *fabric, opt Options) *worker {
+	n := f.nsw
+	return &worker{
+		f: f, opt: opt,
+		st: make([]uint8, n), code: make([]uint8, n), at: make([]int32, n),
+		depth: make([]uint16, n), next: make([]int32, n), order: make([]int32, 0, n),
+		wCA: make([]int32, n), wSW: make([]int32, n), acc: make([]int64, n),
+		active: make([]bool, n), slOvSw: make([]bool, n),
+		hops:        make([]int64, 8),
+		load:        make([]int64, f.nChan),
+		arrByClass:  make([]int32, n*f.nc),
+		caAdj:       map[int32]int64{},
+		selfArr:     make([]bool, len(f.eps)),
+		orphanOut:   map[int32]int64{},
+		caOriginSL:  make([]uint16, f.nSwPorts),
+		caSLByClass: make([]uint16, f.nc),
+		caSLOv:      map[int32]uint16{},
+	}
+}
+
+func (w *worker) runChunk(lids []uint16) *chunkResult {
+	res := &chunkResult{}
+	for _, d := range lids {
+		w.lid(d, res)
+	}
+	return res
+}
+
+// walk computes, for every switch, whether following the LFTs toward d
+// arrives at endpoint dst, and the forwarding tree (next, depth, order).
+func (w *worker) walk(d uint16, dst int32, res *chunkResult) {
+	f := w.f
+	st, code, at, depth, next := w.st, w.code, w.at, w.depth, w.next
+	clear(st)
+	w.order = w.order[:0]
+	loopFound := false
+	for s0 := int32(0); s0 < int32(f.nsw); s0++ {
+		if st[s0] != stUnknown {
+			continue
+		}
+		path := w.path[:0]
+		cur := s0
+		var rSt, rCode uint8
+		var rAt int32
+		var rDepth uint16
+		for {
+			st[cur] = stProgress
+			path = append(path, cur)
+			next[cur] = -1
+			out := f.r.LFT[cur][d]
+			rSt, rCode, rAt, rDepth = stFail, fNone, cur, 0
+			switch {
+			case out == plan.NoPort:
+				rCode = fNoRoute
+			case out == 0:
+				if f.swEp[cur] == dst {
+					rSt, rDepth = stArrive, 1
+				} else {
+					rCode = fPort0
+				}
+			case out > f.np[cur]:
+				rCode = fNoSuchPort
+			default:
+				fp := int(f.portBase[cur]) + int(out)
+				switch f.pstat[fp] {
+				case portUnconnected:
+					rCode = fUnconnected
+				case portDown:
+					rCode = fDown
+				default:
+					if ps := f.peerSw[fp]; ps >= 0 {
+						next[cur] = ps
+						switch st[ps] {
+						case stUnknown:
+							cur = ps
+							continue
+						case stProgress:
+							rCode, rAt = fLoop, ps
+							if !loopFound {
+								loopFound = true
+								w.loopLIDs++
+								if len(res.loops) < w.opt.Samples {
+									res.loops = append(res.loops, Loop{DLID: d, Switch: f.swName(ps), Port: f.r.LFT[ps][d]})
+								}
+							}
+						case stArrive:
+							rSt, rDepth = stArrive, depth[ps]+1
+						default:
+							rCode, rAt = code[ps], at[ps]
+						}
+					} else if f.peerEp[fp] == dst {
+						rSt, rDepth = stArrive, 1
+					} else {
+						rCode = fWrongPort
+					}
+				}
+			}
+			break
+		}
+		// A local defect (bad port, port 0, wrong endpoint) is a bad entry
+		// whatever the traffic; a missing route only matters if used.
+		if rSt == stFail && rAt == cur && rCode != fNoRoute && rCode != fLoop {
+			w.bad++
+			if len(res.bad) < w.opt.Samples {
+				res.bad = append(res.bad, BadEntry{Switch: f.swName(cur), LID: d, Port: f.r.LFT[cur][d], Code: failNames[rCode]})
+			}
+		}
+		for i := len(path) - 1; i >= 0; i-- {
+			s := path[i]
+			st[s], code[s], at[s] = rSt, rCode, rAt
+			if rSt == stArrive {
+				depth[s] = rDepth + uint16(len(path)-1-i)
+			}
+			w.order = append(w.order, s)
+		}
+		w.path = path
+	}
+}
+
+func (w *worker) lid(d uint16, res *chunkResult) {
+	f := w.f
+	dst := f.r.LIDOwner[d] - 1
+	pl := f.lids.Ports[dst]
+	l := pl.LMC
+	k := uint8(d - pl.Base)
+	c := cls(l, k)
+	dstCA := f.isCA[dst]
+	w.walk(d, dst, res)
+	st := w.st
+
+	// Sources selecting d: CAs by class, switches by their port-0 endpoint,
+	// then DLID overrides, minus the destination itself.
+	for s := 0; s < f.nsw; s++ {
+		w.wCA[s] = f.caClass[s*f.nc+c]
+		w.wSW[s] = 0
+		if f.offset(f.swEp[s], l) == k {
+			w.wSW[s] = 1
+		}
+	}
+	for _, o := range f.dlidOvs[dst] {
+		s := f.epSw[o.src]
+		if s < 0 {
+			continue
+		}
+		delta := int32(0)
+		if f.offset(o.src, l) == k {
+			delta--
+		}
+		if o.off == k {
+			delta++
+		}
+		if f.isCA[o.src] {
+			w.wCA[s] += delta
+		} else {
+			w.wSW[s] += delta
+		}
+		if dstCA && f.isCA[o.src] && delta != 0 && st[s] == stArrive {
+			w.caAdj[o.src] += int64(delta)
+		}
+	}
+	selfSel := f.selected(dst, dst) == k
+	if ds := f.epSw[dst]; ds >= 0 && selfSel {
+		if dstCA {
+			w.wCA[ds]--
+			if st[ds] == stArrive {
+				w.selfArr[dst] = true
+			}
+		} else {
+			w.wSW[ds] = 0
+		}
+	}
+
+	// Reachability, hops and the CA out-port loads.
+	var reached, total, lidReached int64
+	if dstCA {
+		for s := 0; s < f.nsw; s++ {
+			n := int64(w.wCA[s])
+			total += n
+			if st[s] == stArrive {
+				reached += n
+				lidReached += int64(f.caCount[s])
+				h := int(w.depth[s])
+				for h >= len(w.hops) {
+					w.hops = append(w.hops, 0)
+				}
+				w.hops[h] += n
+				w.arrByClass[s*f.nc+c]++
+			}
+		}
+		lidTotal := int64(f.nCA - 1)
+		if ds := f.epSw[dst]; ds >= 0 && st[ds] == stArrive {
+			lidReached-- // the destination itself
+		}
+		for _, o := range f.orphans {
+			if o == dst {
+				continue
+			}
+			if f.selected(o, dst) == k {
+				total++
+			}
+			if p := f.topo.Port(f.eps[o]).Peer; f.topo.EndpointIndex(p) == dst && f.topo.IsLinkUp(f.eps[o]) {
+				lidReached++
+				if f.selected(o, dst) == k {
+					reached++
+					w.hops[0]++
+					w.orphanOut[o]++
+				}
+			}
+		}
+		w.caPairs.Reachable += reached
+		w.caPairs.Total += total
+		w.caLID.Reachable += lidReached
+		w.caLID.Total += lidTotal
+	} else {
+		for s := 0; s < f.nsw; s++ {
+			n := int64(w.wSW[s])
+			total += n
+			if st[s] == stArrive {
+				reached += n
+				lidReached++
+			}
+		}
+		if ds := f.epSw[dst]; st[ds] == stArrive {
+			lidReached--
+		}
+		w.swPairs.Reachable += reached
+		w.swPairs.Total += total
+		w.swLID.Reachable += lidReached
+		w.swLID.Total += int64(f.nsw - 1)
+	}
+	if reached < total {
+		w.sampleUnreachable(d, dst, k, dstCA, res)
+	}
+
+	// Channel load: CA sources accumulated along the tree, leaves first
+	// (reverse resolution order visits a switch before its next hop).
+	order := w.order
+	if dstCA {
+		for s := 0; s < f.nsw; s++ {
+			w.acc[s] = 0
+			if st[s] == stArrive {
+				w.acc[s] = int64(w.wCA[s])
+			}
+		}
+		for i := len(order) - 1; i >= 0; i-- {
+			s := order[i]
+			if st[s] == stArrive && w.next[s] >= 0 {
+				w.acc[w.next[s]] += w.acc[s]
+			}
+		}
+		for s := 0; s < f.nsw; s++ {
+			if st[s] == stArrive && w.acc[s] > 0 {
+				if out := f.r.LFT[s][d]; out != 0 {
+					w.load[int(f.portBase[s])+int(out)] += w.acc[s]
+				}
+			}
+		}
+	}
+
+	// Channel dependencies. A switch carries default-SL traffic for d if a
+	// source there selects d (or AllLIDs) or a switch upstream forwards it.
+	sl := f.sl(d)
+	ovs := f.slOvs[d]
+	for _, o := range ovs {
+		if s := f.epSw[o.src]; s >= 0 {
+			w.slOvSw[s] = true
+		}
+	}
+	anyCA := false
+	for s := 0; s < f.nsw; s++ {
+		a := false
+		if st[s] == stArrive {
+			if w.opt.AllLIDs {
+				a = true
+			} else {
+				a = w.wCA[s] > 0 || w.wSW[s] > 0
+				if w.slOvSw[s] {
+					a = w.defaultSLSources(int32(s), d, dst, k) > 0
+				}
+			}
+		}
+		w.active[s] = a
+	}
+	for i := len(order) - 1; i >= 0; i-- {
+		s := order[i]
+		if w.active[s] && w.next[s] >= 0 {
+			w.active[w.next[s]] = true
+		}
+	}
+	for s := int32(0); s < int32(f.nsw); s++ {
+		if st[s] != stArrive {
+			continue
+		}
+		out := f.r.LFT[s][d]
+		if out == 0 {
+			continue
+		}
+		origin := w.opt.AllLIDs || w.wSW[s] > 0
+		if w.slOvSw[s] {
+			origin = w.opt.AllLIDs || (w.wSW[s] > 0 && !w.hasSLOv(f.swEp[s], d))
+		}
+		if origin {
+			w.setDep(s, 0, out, sl)
+		}
+		if w.wCA[s] > 0 || (w.opt.AllLIDs && f.caCount[s] > 0) {
+			w.caOriginSL[int(f.portBase[s])+int(out)] |= 1 << sl
+			anyCA = true
+		}
+		if t := w.next[s]; w.active[s] && t >= 0 {
+			if tout := f.r.LFT[t][d]; tout != 0 {
+				w.setDep(t, f.peerPort[int(f.portBase[s])+int(out)], tout, sl)
+			}
+		}
+	}
+	if anyCA {
+		w.caSLByClass[c] |= 1 << sl
+		if w.opt.AllLIDs {
+			for _, ll := range f.lmcs {
+				for kk := 0; kk < 1<<ll; kk++ {
+					w.caSLByClass[cls(ll, uint8(kk))] |= 1 << sl
+				}
+			}
+		}
+	}
+	if anyCA || w.opt.AllLIDs {
+		w.slsUsed |= 1 << sl
+	} else {
+		for s := 0; s < f.nsw; s++ {
+			if w.wSW[s] > 0 {
+				w.slsUsed |= 1 << sl
+				break
+			}
+		}
+	}
+	// Sources with their own SL walk their path alone.
+	for _, o := range ovs {
+		s := f.epSw[o.src]
+		if s < 0 {
+			continue
+		}
+		w.slOvSw[s] = false
+		if !w.opt.AllLIDs && f.selected(o.src, dst) != k {
+			continue
+		}
+		if o.src == dst || st[s] != stArrive {
+			continue
+		}
+		w.slsUsed |= 1 << o.sl
+		out := f.r.LFT[s][d]
+		if out == 0 {
+			continue
+		}
+		if f.isCA[o.src] {
+			w.caOriginSL[int(f.portBase[s])+int(out)] |= 1 << o.sl
+			w.caSLOv[o.src] |= 1 << o.sl
+		} else {
+			w.setDep(s, 0, out, o.sl)
+		}
+		for t := w.next[s]; t >= 0; s, t = t, w.next[t] {
+			tout := f.r.LFT[t][d]
+			if tout == 0 {
+				break
+			}
+			w.setDep(t, f.peerPort[int(f.portBase[s])+int(out)], tout, o.sl)
+			out = tout
+		}
+	}
+}
+
+func (w *worker) hasSLOv(src int32, d uint16) bool {
+	_, ok := w.f.slOvAt[slKey{src, d}]
+	return ok
+}
+
+// defaultSLSources counts sources at switch s selecting d without an SL
+// override (only called for the few switches that hold overrides).
+func (w *worker) defaultSLSources(s int32, d uint16, dst int32, k uint8) int {
+	f := w.f
+	n := 0
+	for _, e := range f.caList[f.caStart[s]:f.caStart[s+1]] {
+		if e != dst && f.selected(e, dst) == k && !w.hasSLOv(e, d) {
+			n++
+		}
+	}
+	if e := f.swEp[s]; e != dst && f.selected(e, dst) == k && !w.hasSLOv(e, d) {
+		n++
+	}
+	return n
+}
+
+func (w *worker) setDep(s int32, in, out, sl uint8) {
+	f := w.f
+	vl := f.vl(s, in, out, sl) & 15
+	bs := w.dep[vl]
+	if bs == nil {
+		bs = make([]uint64, (f.nEdges+63)/64)
+		w.dep[vl] = bs
+	}
+	i := f.edgeBase[s] + int(in)*(int(f.np[s])+1) + int(out)
+	bs[i>>6] |= 1 << (i & 63)
+}
+
+func (w *worker) sampleUnreachable(d uint16, dst int32, k uint8, dstCA bool, res *chunkResult) {
+	f := w.f
+	if len(res.unreach) >= w.opt.Samples {
+		return
+	}
+	add := func(src int32, code uint8, at int32) {
+		u := Unreachable{Src: f.epName(src), Dst: f.epName(dst), DLID: d, Code: failNames[code]}
+		var where string
+		switch code {
+		case fSourceLink:
+			where = f.epName(src)
+			u.Message = fmt.Sprintf("%s -> %s DLID %d: source has no up link to a switch", u.Src, u.Dst, d)
+		case fLoop:
+			where = fmt.Sprintf("%s port %d", f.swName(at), f.r.LFT[at][d])
+			u.Message = fmt.Sprintf("%s -> %s: loop at switch %s for DLID %d", u.Src, u.Dst, where, d)
+		case fNoRoute:
+			where = f.swName(at)
+			u.Message = fmt.Sprintf("%s -> %s: switch %s has no route (LFT 0xFF) for DLID %d", u.Src, u.Dst, where, d)
+		case fNoSuchPort:
+			where = fmt.Sprintf("%s port %d", f.swName(at), f.r.LFT[at][d])
+			u.Message = fmt.Sprintf("%s -> %s: switch %s does not exist (%d ports) for DLID %d", u.Src, u.Dst, where, f.np[at], d)
+		case fUnconnected:
+			where = fmt.Sprintf("%s port %d", f.swName(at), f.r.LFT[at][d])
+			u.Message = fmt.Sprintf("%s -> %s: switch %s is not cabled, for DLID %d", u.Src, u.Dst, where, d)
+		case fDown:
+			where = fmt.Sprintf("%s port %d", f.swName(at), f.r.LFT[at][d])
+			u.Message = fmt.Sprintf("%s -> %s: switch %s link is down, for DLID %d", u.Src, u.Dst, where, d)
+		case fPort0:
+			where = fmt.Sprintf("%s port 0", f.swName(at))
+			u.Message = fmt.Sprintf("%s -> %s: switch %s consumes DLID %d it does not own", u.Src, u.Dst, where, d)
+		default:
+			out := f.r.LFT[at][d]
+			where = fmt.Sprintf("%s port %d", f.swName(at), out)
+			u.Message = fmt.Sprintf("%s -> %s: switch %s delivers DLID %d to %s, not the destination", u.Src, u.Dst, where, d, f.epName(f.peerEp[int(f.portBase[at])+int(out)]))
+		}
+		u.Where = where
+		res.unreach = append(res.unreach, u)
+	}
+	for s := int32(0); s < int32(f.nsw) && len(res.unreach) < w.opt.Samples; s++ {
+		if w.st[s] != stFail {
+			continue
+		}
+		if dstCA {
+			if w.wCA[s] <= 0 {
+				continue
+			}
+			for _, e := range f.caList[f.caStart[s]:f.caStart[s+1]] {
+				if e != dst && f.selected(e, dst) == k {
+					add(e, w.code[s], w.at[s])
+					break
+				}
+			}
+		} else if w.wSW[s] > 0 {
+			add(f.swEp[s], w.code[s], w.at[s])
+		}
+	}
+	if dstCA {
+		for _, o := range f.orphans {
+			if len(res.unreach) >= w.opt.Samples {
+				break
+			}
+			if o != dst && f.selected(o, dst) == k && f.topo.EndpointIndex(f.topo.Port(f.eps[o]).Peer) != dst {
+				add(o, fSourceLink, -1)
+			}
+		}
+	}
+}
+
+// merge combines the workers' accumulators and the chunk results in LID
+// order and finishes the report.
+func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Report, error) {
+	rep := &Report{
+		Switches: f.nsw, CAs: f.nCA, Endpoints: len(f.eps),
+		LIDsUsed: len(f.lidList), TopLID: f.r.TopLID, AllLIDs: opt.AllLIDs,
+	}
+	for _, p := range f.lids.Ports {
+		rep.MaxLMC = max(rep.MaxLMC, p.LMC)
+	}
+	for _, c := range results {
+		if c == nil {
+			continue
+		}
+		rep.Unreachable = appendCap(rep.Unreachable, c.unreach, opt.Samples)
+		rep.Loops = appendCap(rep.Loops, c.loops, opt.Samples)
+		rep.BadSamples = appendCap(rep.BadSamples, c.bad, opt.Samples)
+	}
+	load := make([]int64, f.nChan)
+	var dep [16][]uint64
+	caOriginSL := make([]uint16, f.nSwPorts)
+	caSLByClass := make([]uint16, f.nc)
+	arr := make([]int64, f.nsw*f.nc)
+	selfArr := make([]bool, len(f.eps))
+	caAdj := map[int32]int64{}
+	caSLOv := map[int32]uint16{}
+	var slsUsed uint16
+	for _, w := range ws {
+		add := func(a *PairStats, b PairStats) { a.Reachable += b.Reachable; a.Total += b.Total }
+		add(&rep.CAPairs, w.caPairs)
+		add(&rep.SwitchPairs, w.swPairs)
+		add(&rep.CALIDPairs, w.caLID)
+		add(&rep.SwitchLIDPairs, w.swLID)
+		rep.LoopLIDs += w.loopLIDs
+		rep.BadEntries += w.bad
+		for h, n := range w.hops {
+			for h >= len(rep.Hops) {
+				rep.Hops = append(rep.Hops, 0)
+			}
+			rep.Hops[h] += n
+		}
+		for i, v := range w.load {
+			load[i] += v
+		}
+		for vl, bs := range w.dep {
+			if bs == nil {
+				continue
+			}
+			if dep[vl] == nil {
+				dep[vl] = make([]uint64, len(bs))
+			}
+			for i, x := range bs {
+				dep[vl][i] |= x
+			}
+		}
+		for i, v := range w.caOriginSL {
+			caOriginSL[i] |= v
+		}
+		for i, v := range w.caSLByClass {
+			caSLByClass[i] |= v
+		}
+		for i, v := range w.arrByClass {
+			arr[i] += int64(v)
+		}
+		for i, v := range w.selfArr {
+			selfArr[i] = selfArr[i] || v
+		}
+		for e, v := range w.caAdj {
+			caAdj[e] += v
+		}
+		for e, v := range w.orphanOut {
+			caAdj[e] += v
+		}
+		for e, v := range w.caSLOv {
+			caSLOv[e] |= v
+		}
+		slsUsed |= w.slsUsed
+	}
+	for len(rep.Hops) > 1 && rep.Hops[len(rep.Hops)-1] == 0 {
+		rep.Hops = rep.Hops[:len(rep.Hops)-1]
+	}
+	var pairs, sum int64
+	for h, n := range rep.Hops {
+		if n > 0 {
+			rep.MaxHops = h
+		}
+		pairs += n
+		sum += int64(h) * n
+	}
+	if pairs > 0 {
+		rep.AvgHops = float64(sum) / float64(pairs)
+	}
+
+	// CA out-port loads: the destinations each CA reaches with the DLID it
+	// selects, and the SLs it sends with.
+	caSL := make([]uint16, len(f.eps))
+	for e := range f.eps {
+		if !f.isCA[e] {
+			continue
+		}
+		v := caAdj[int32(e)]
+		var m uint16
+		if s := f.epSw[e]; s >= 0 {
+			for _, l := range f.lmcs {
+				c := cls(l, f.offset(int32(e), l))
+				v += arr[int(s)*f.nc+c]
+				m |= caSLByClass[c]
+			}
+			if selfArr[e] {
+				v--
+			}
+		}
+		load[f.caChan[e]] += v
+		caSL[e] = m | caSLOv[int32(e)]
+	}
+	n1 := float64(f.nCA - 1)
+	rep.Load.CAs = f.nCA
+	maxC, maxSW := -1, -1
+	for c, v := range load {
+		if maxC < 0 || v > load[maxC] {
+			maxC = c
+		}
+		if c < f.nSwPorts && f.peerSw[c] >= 0 && (maxSW < 0 || v > load[maxSW]) {
+			maxSW = c
+		}
+	}
+	if maxC >= 0 && load[maxC] > 0 {
+		rep.Load.Max = load[maxC]
+		rep.Load.MaxChannel = f.chanName(maxC)
+	}
+	if maxSW >= 0 && load[maxSW] > 0 {
+		rep.Load.MaxSwitchLink = load[maxSW]
+		rep.Load.MaxSwitchLinkChannel = f.chanName(maxSW)
+	}
+	if n1 > 0 {
+		rep.Load.MaxNormalized = float64(rep.Load.Max) / n1
+		rep.Load.MaxSwitchLinkNormalized = float64(rep.Load.MaxSwitchLink) / n1
+	}
+
+	f.finishVLs(rep, dep, caOriginSL, caSL, slsUsed, opt)
+	return rep, nil
+}
+
+func appendCap[T any](dst, src []T, n int) []T {
+	for _, x := range src {
+		if len(dst) >= n {
+			break
+		}
+		dst = append(dst, x)
+	}
+	return dst
+}
+
+func maskList(m uint32) []int {
+	out := []int{}
+	for m != 0 {
+		b := bits.TrailingZeros32(m)
+		out = append(out, b)
+		m &^= 1 << b
+	}
+	return out
+}

@@ -1,0 +1,378 @@
+// Package analysistest builds small fabrics and simple routings for the
+// tests and benchmarks of the analysis, verify and dump packages. It is a
+// test helper: nothing in the SM's data path imports it.
+package analysistest
+
+import (
+	"fmt"
+
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// GUID prefixes keep switches and CAs apart and readable in messages.
+const (
+	SwitchGUID uint64 = 0x0002c90000000000
+	CAGUID     uint64 = 0x0008f10000000000
+)
+
+func ports(n int, vlcap uint8) []topology.Port {
+	ps := make([]topology.Port, n+1)
+	for i := range ps {
+		ps[i] = topology.Port{State: topology.StateActive, Width: 2, Speed: 1, VLCap: vlcap}
+	}
+	return ps
+}
+
+// Fab accumulates nodes and links and builds a Topology.
+type Fab struct {
+	B      *topology.Builder
+	VLCap  uint8
+	nextSw uint64
+	nextCA uint64
+}
+
+// NewFab returns an empty fabric whose ports carry vlcap data VLs.
+func NewFab(vlcap uint8) *Fab {
+	return &Fab{B: topology.NewBuilder(), VLCap: vlcap}
+}
+
+// Switch adds a switch with n ports and returns its GUID.
+func (f *Fab) Switch(n int) uint64 {
+	f.nextSw++
+	g := SwitchGUID + f.nextSw
+	ps := ports(n, f.VLCap)
+	for i := range ps {
+		ps[i].GUID = g
+	}
+	if err := f.B.AddNode(topology.Node{GUID: g, Type: topology.Switch, Desc: fmt.Sprintf("sw%d", f.nextSw), Ports: ps}); err != nil {
+		panic(err) // GUIDs are generated here and unique
+	}
+	return g
+}
+
+// CA adds a one-port CA cabled to (sw, port) and returns its GUID.
+func (f *Fab) CA(sw uint64, port uint8) uint64 {
+	f.nextCA++
+	g := CAGUID + f.nextCA<<8
+	ps := ports(1, f.VLCap)
+	ps[1].GUID = g + 1
+	if err := f.B.AddNode(topology.Node{GUID: g, Type: topology.CA, Desc: fmt.Sprintf("hca%d", f.nextCA), Ports: ps}); err != nil {
+		panic(err)
+	}
+	f.B.Link(g, 1, sw, port)
+	return g
+}
+
+// Build builds the topology; the SM sits on the first CA if there is one.
+func (f *Fab) Build() (*topology.Topology, error) {
+	if f.nextCA > 0 {
+		f.B.SetSM(CAGUID+1<<8, 1)
+	}
+	return f.B.Build()
+}
+
+// FatTree2 is a two-level folded Clos: leaves with casPerLeaf CAs each and
+// one cable from every leaf to every spine.
+func FatTree2(leaves, spines, casPerLeaf int, vlcap uint8) (*topology.Topology, error) {
+	f := NewFab(vlcap)
+	ls := make([]uint64, leaves)
+	for i := range ls {
+		ls[i] = f.Switch(casPerLeaf + spines)
+	}
+	for j := 0; j < spines; j++ {
+		sp := f.Switch(leaves)
+		for i, l := range ls {
+			f.B.Link(l, uint8(casPerLeaf+1+j), sp, uint8(i+1))
+		}
+	}
+	for _, l := range ls {
+		for p := 1; p <= casPerLeaf; p++ {
+			f.CA(l, uint8(p))
+		}
+	}
+	return f.Build()
+}
+
+// FatTree3 is the three-level k-ary fat tree of k-port switches: k pods of
+// k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 CAs. k = 36
+// gives the reference fabric (1,620 switches, 11,664 CAs).
+func FatTree3(k int, vlcap uint8) (*topology.Topology, error) {
+	if k < 2 || k%2 != 0 || k > 254 {
+		return nil, fmt.Errorf("fat tree arity %d: want an even number 2..254", k)
+	}
+	h := k / 2
+	f := NewFab(vlcap)
+	cores := make([]uint64, h*h)
+	for i := range cores {
+		cores[i] = f.Switch(k)
+	}
+	for pod := 0; pod < k; pod++ {
+		aggs := make([]uint64, h)
+		for a := range aggs {
+			aggs[a] = f.Switch(k)
+			for j := 0; j < h; j++ {
+				f.B.Link(aggs[a], uint8(h+1+j), cores[a*h+j], uint8(pod+1))
+			}
+		}
+		for e := 0; e < h; e++ {
+			edge := f.Switch(k)
+			for a, ag := range aggs {
+				f.B.Link(edge, uint8(h+1+a), ag, uint8(e+1))
+			}
+			for p := 1; p <= h; p++ {
+				f.CA(edge, uint8(p))
+			}
+		}
+	}
+	return f.Build()
+}
+
+// Ring is n switches in a ring (port 1 to the next, port 2 to the previous)
+// with casPerSwitch CAs on ports 3.. of each.
+func Ring(n, casPerSwitch int, vlcap uint8) (*topology.Topology, error) {
+	f := NewFab(vlcap)
+	sw := make([]uint64, n)
+	for i := range sw {
+		sw[i] = f.Switch(2 + casPerSwitch)
+	}
+	for i := range sw {
+		f.B.Link(sw[i], 1, sw[(i+1)%n], 2)
+	}
+	for _, s := range sw {
+		for p := 0; p < casPerSwitch; p++ {
+			f.CA(s, uint8(3+p))
+		}
+	}
+	return f.Build()
+}
+
+// MinHop routes every endpoint along shortest paths over up links, choosing
+// among equal next hops by destination index (a simple spread). On a fat tree
+// shortest paths are up*/down*, so the result is deadlock-free; on a ring of
+// five or more switches it has a credit loop.
+func MinHop(t *topology.Topology) *plan.Routes {
+	sws := t.Switches()
+	n := len(sws)
+	// dist[a*n+b] = switch hops from a to b.
+	dist := make([]int32, n*n)
+	queue := make([]int32, 0, n)
+	for src := 0; src < n; src++ {
+		row := dist[src*n : (src+1)*n]
+		for i := range row {
+			row[i] = -1
+		}
+		row[src] = 0
+		queue = append(queue[:0], int32(src))
+		for qi := 0; qi < len(queue); qi++ {
+			s := queue[qi]
+			node := &t.Nodes[sws[s]]
+			for p := 1; p < len(node.Ports); p++ {
+				ref := topology.PortRef{Node: sws[s], Port: uint8(p)}
+				if !t.IsLinkUp(ref) {
+					continue
+				}
+				if ps := t.SwitchIndex(node.Ports[p].Peer.Node); ps >= 0 && row[ps] < 0 {
+					row[ps] = row[s] + 1
+					queue = append(queue, ps)
+				}
+			}
+		}
+	}
+	// cand[dst switch][switch] = out ports one hop closer, flattened.
+	type span struct{ lo, hi int32 }
+	cands := make([]span, n*n)
+	var ports []uint8
+	for d := 0; d < n; d++ {
+		for s := 0; s < n; s++ {
+			lo := int32(len(ports))
+			ds := dist[s*n+d]
+			node := &t.Nodes[sws[s]]
+			if ds > 0 {
+				for p := 1; p < len(node.Ports); p++ {
+					ref := topology.PortRef{Node: sws[s], Port: uint8(p)}
+					if !t.IsLinkUp(ref) {
+						continue
+					}
+					if ps := t.SwitchIndex(node.Ports[p].Peer.Node); ps >= 0 && dist[int(ps)*n+d] == ds-1 {
+						ports = append(ports, uint8(p))
+					}
+				}
+			}
+			cands[d*n+s] = span{lo, int32(len(ports))}
+		}
+	}
+	eps := t.Endpoints()
+	r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
+	for e, ref := range eps {
+		pl := make(plan.Plane, n)
+		dsw := t.SwitchIndex(ref.Node)
+		last := uint8(0)
+		if dsw < 0 {
+			peer := t.Port(ref).Peer
+			dsw = t.SwitchIndex(peer.Node)
+			last = peer.Port
+		}
+		for s := range pl {
+			pl[s] = plan.NoPort
+			if dsw < 0 {
+				continue
+			}
+			if int32(s) == dsw {
+				pl[s] = last
+				continue
+			}
+			c := cands[int(dsw)*n+s]
+			if c.hi > c.lo {
+				pl[s] = ports[c.lo+int32(e)%(c.hi-c.lo)]
+			}
+		}
+		r.Planes[e] = plan.DestPlanes{Planes: []plan.Plane{pl}}
+	}
+	return r
+}
+
+// UpDown is Up*/Down* routing from one root switch (index into
+// Switches()): links toward the root (lower BFS rank, then lower GUID) are
+// "up". A switch forwards down whenever a down-only path to the destination
+// exists, otherwise up toward the best switch that has one, so every route
+// is up* down* and the routing is deadlock-free for CA and switch traffic.
+func UpDown(t *topology.Topology, root int32) *plan.Routes {
+	sws := t.Switches()
+	n := len(sws)
+	rank := make([]int32, n)
+	for i := range rank {
+		rank[i] = -1
+	}
+	rank[root] = 0
+	order := []int32{root}
+	type link struct {
+		port uint8
+		peer int32
+	}
+	adj := make([][]link, n)
+	for s := range sws {
+		node := &t.Nodes[sws[s]]
+		for p := 1; p < len(node.Ports); p++ {
+			ref := topology.PortRef{Node: sws[s], Port: uint8(p)}
+			if ps := t.SwitchIndex(node.Ports[p].Peer.Node); t.IsLinkUp(ref) && ps >= 0 {
+				adj[s] = append(adj[s], link{uint8(p), ps})
+			}
+		}
+	}
+	for qi := 0; qi < len(order); qi++ {
+		for _, l := range adj[order[qi]] {
+			if rank[l.peer] < 0 {
+				rank[l.peer] = rank[order[qi]] + 1
+				order = append(order, l.peer)
+			}
+		}
+	}
+	up := func(a, b int32) bool { // a -> b goes up
+		return rank[b] < rank[a] || (rank[b] == rank[a] && b < a)
+	}
+	// Switches by increasing (rank, index): every up link points backwards.
+	sorted := append([]int32(nil), order...)
+	for i := 1; i < len(sorted); i++ {
+		for j := i; j > 0 && (rank[sorted[j]] < rank[sorted[j-1]] || (rank[sorted[j]] == rank[sorted[j-1]] && sorted[j] < sorted[j-1])); j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	const inf = int32(1 << 30)
+	eps := t.Endpoints()
+	r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
+	down := make([]int32, n)
+	u := make([]int32, n)
+	cache := map[int32][2][]int32{}
+	for e, ref := range eps {
+		dsw := t.SwitchIndex(ref.Node)
+		last := uint8(0)
+		if dsw < 0 {
+			peer := t.Port(ref).Peer
+			dsw = t.SwitchIndex(peer.Node)
+			last = peer.Port
+		}
+		pl := make(plan.Plane, n)
+		for i := range pl {
+			pl[i] = plan.NoPort
+		}
+		r.Planes[e] = plan.DestPlanes{Planes: []plan.Plane{pl}}
+		if dsw < 0 {
+			continue
+		}
+		if c, ok := cache[dsw]; ok {
+			copy(down, c[0])
+			copy(u, c[1])
+		} else {
+			// down[s]: hops from s to dsw moving down only (reverse BFS
+			// over links s->t with t below s).
+			for i := range down {
+				down[i] = inf
+			}
+			down[dsw] = 0
+			q := []int32{dsw}
+			for qi := 0; qi < len(q); qi++ {
+				t := q[qi]
+				for _, l := range adj[t] {
+					if s := l.peer; down[s] == inf && up(t, s) {
+						down[s] = down[t] + 1
+						q = append(q, s)
+					}
+				}
+			}
+			for _, s := range sorted {
+				u[s] = down[s]
+				if u[s] == inf {
+					for _, l := range adj[s] {
+						if up(s, l.peer) && u[l.peer] < inf {
+							u[s] = min(u[s], u[l.peer]+1)
+						}
+					}
+				}
+			}
+			cache[dsw] = [2][]int32{append([]int32(nil), down...), append([]int32(nil), u...)}
+		}
+		for s := int32(0); s < int32(n); s++ {
+			if s == dsw {
+				pl[s] = last
+				continue
+			}
+			var cands []uint8
+			for _, l := range adj[s] {
+				if down[s] < inf {
+					if !up(s, l.peer) && down[l.peer] == down[s]-1 {
+						cands = append(cands, l.port)
+					}
+				} else if up(s, l.peer) && u[l.peer] == u[s]-1 {
+					cands = append(cands, l.port)
+				}
+			}
+			if len(cands) > 0 {
+				pl[s] = cands[e%len(cands)]
+			}
+		}
+	}
+	return r
+}
+
+// SequentialLIDs gives endpoints consecutive, 2^lmc-aligned LID ranges from 1
+// (2^lmc when lmc > 0) in endpoint order.
+func SequentialLIDs(t *topology.Topology, lmc uint8, rule plan.DLIDRule) *plan.LIDPlan {
+	eps := t.Endpoints()
+	l := &plan.LIDPlan{Ports: make([]plan.PortLID, len(eps)), Rule: rule}
+	next := 1 << lmc
+	if lmc == 0 {
+		next = 1
+	}
+	for i := range eps {
+		l.Ports[i] = plan.PortLID{Base: uint16(next), LMC: lmc}
+		next += 1 << lmc
+	}
+	return l
+}
+
+// Realize assigns sequential LIDs to routes and realises the forwarding
+// tables.
+func Realize(t *topology.Topology, r *plan.Routes, lmc uint8, rule plan.DLIDRule) (*plan.Realized, error) {
+	return plan.Realize(t, r, SequentialLIDs(t, lmc, rule))
+}

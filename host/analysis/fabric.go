@@ -1,0 +1,409 @@
+package analysis
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// Port status of a switch port, precomputed once.
+const (
+	portOK uint8 = iota
+	portUnconnected
+	portDown
+)
+
+type dlidOv struct {
+	src int32
+	off uint8
+}
+
+type slOv struct {
+	src int32
+	sl  uint8
+}
+
+// fabric is the read-only, flattened view of topology, LIDs and VLs that the
+// per-LID workers share.
+type fabric struct {
+	topo *topology.Topology
+	r    *plan.Realized
+	lids *plan.LIDPlan
+	vls  *plan.VLPlan
+
+	nsw    int
+	swNode []int32
+	np     []uint8
+	swEp   []int32 // switch index -> endpoint index of its port 0
+
+	// Per switch port, flattened at portBase[s]+port (port 0..np).
+	portBase []int32
+	pstat    []uint8
+	peerSw   []int32 // switch index of the peer when the link is up, else -1
+	peerEp   []int32 // endpoint index of a non-switch peer when the link is up, else -1
+	peerPort []uint8
+
+	// Channels: switch out-ports are portBase[s]+p; CA out-ports follow.
+	nSwPorts int
+	nChan    int
+	caChan   []int32 // endpoint -> channel of a CA endpoint's out-port, -1 for switches
+	chanEp   []int32 // channel-nSwPorts -> CA endpoint
+
+	// CDG edge index of (switch, in, out): edgeBase[s] + in*(np+1) + out.
+	edgeBase []int
+	nEdges   int
+
+	eps      []topology.PortRef
+	isCA     []bool
+	epSw     []int32 // switch endpoint: its switch; CA: attached switch (link up) or -1
+	epIn     []uint8 // CA: port number at the attached switch
+	nCA      int
+	caCount  []int32 // CAs attached per switch
+	caStart  []int32 // CSR of CA endpoints per switch
+	caList   []int32
+	orphans  []int32 // CA endpoints without an up link to a switch
+	lmcs     []uint8 // distinct LMC values present, ascending
+	nc       int     // number of (LMC, offset) classes: 2^(maxLMC+1)-1
+	caClass  []int32 // nsw*nc: CAs at switch selecting offset k of an LMC-L range
+	spread   bool
+	dlidOvs  map[int32][]dlidOv // by destination endpoint
+	dlidOvAt map[[2]int32]uint8 // (src, dst) -> offset
+	slOvs    map[uint16][]slOv  // by DLID
+	slOvAt   map[slKey]uint8    // (src, dlid) -> SL
+	lidList  []uint16           // assigned LIDs, ascending
+
+	// SL2VL: tables[0] is VLPlan.Default; tabIdx[edge] picks the table of a
+	// switch port pair (nil when the plan lists no switch entries); caTab
+	// maps a CA endpoint to its table.
+	tables []([16]uint8)
+	tabIdx []uint16
+	caTab  map[int32]uint16
+}
+
+type slKey struct {
+	src  int32
+	dlid uint16
+}
+
+func cls(l, k uint8) int { return (1 << l) - 1 + int(k) }
+
+// offset is the DLID offset endpoint src selects toward a range of LMC l
+// under the plan's rule, before overrides.
+func (f *fabric) offset(src int32, l uint8) uint8 {
+	if !f.spread {
+		return 0
+	}
+	return uint8(int(src) % (1 << l))
+}
+
+// selected is the offset src uses toward dst, overrides included.
+func (f *fabric) selected(src, dst int32) uint8 {
+	if o, ok := f.dlidOvAt[[2]int32{src, dst}]; ok {
+		return o
+	}
+	return f.offset(src, f.lids.Ports[dst].LMC)
+}
+
+func (f *fabric) guid(node int32) uint64 { return f.topo.Nodes[node].GUID }
+
+func (f *fabric) epName(e int32) string {
+	p := f.eps[e]
+	return fmt.Sprintf("0x%016x/%d", f.guid(p.Node), p.Port)
+}
+
+func (f *fabric) swName(s int32) string { return fmt.Sprintf("0x%016x", f.guid(f.swNode[s])) }
+
+func (f *fabric) chanName(c int) string {
+	if c < f.nSwPorts {
+		s := sort.Search(f.nsw, func(i int) bool { return int(f.portBase[i+1]) > c }) // portBase has nsw+1 entries
+		return fmt.Sprintf("0x%016x/%d", f.guid(f.swNode[s]), c-int(f.portBase[s]))
+	}
+	return f.epName(f.chanEp[c-f.nSwPorts])
+}
+
+// chanOwner returns the node and port of a channel's out-port.
+func (f *fabric) chanPort(c int) topology.PortRef {
+	if c < f.nSwPorts {
+		s := sort.Search(f.nsw, func(i int) bool { return int(f.portBase[i+1]) > c })
+		return topology.PortRef{Node: f.swNode[s], Port: uint8(c - int(f.portBase[s]))}
+	}
+	return f.eps[f.chanEp[c-f.nSwPorts]]
+}
+
+// newFabric validates the shapes it indexes and flattens the inputs.
+func newFabric(r *plan.Realized, vls *plan.VLPlan) (*fabric, error) {
+	if r == nil || r.Topo == nil || r.LIDs == nil {
+		return nil, fmt.Errorf("analysis: realised plan without topology or LID plan; realise routes with plan.Realize first")
+	}
+	t := r.Topo
+	f := &fabric{topo: t, r: r, lids: r.LIDs, vls: vls, eps: t.Endpoints()}
+	sws := t.Switches()
+	f.nsw = len(sws)
+	f.swNode = sws
+	if len(r.LFT) != f.nsw {
+		return nil, fmt.Errorf("analysis: %d forwarding tables for %d switches", len(r.LFT), f.nsw)
+	}
+	for s, row := range r.LFT {
+		if len(row) != int(r.TopLID)+1 {
+			return nil, fmt.Errorf("analysis: switch 0x%016x LFT has %d entries, want TopLID+1 = %d", t.Nodes[sws[s]].GUID, len(row), int(r.TopLID)+1)
+		}
+	}
+	if len(r.LIDOwner) != int(r.TopLID)+1 {
+		return nil, fmt.Errorf("analysis: LID owner table has %d entries, want TopLID+1 = %d", len(r.LIDOwner), int(r.TopLID)+1)
+	}
+	if len(f.lids.Ports) != len(f.eps) {
+		return nil, fmt.Errorf("analysis: LID plan has %d ports, topology has %d endpoints", len(f.lids.Ports), len(f.eps))
+	}
+	f.spread = f.lids.Rule == plan.DLIDSpread
+
+	// Switch ports.
+	f.np = make([]uint8, f.nsw)
+	f.swEp = make([]int32, f.nsw)
+	f.portBase = make([]int32, f.nsw+1)
+	f.edgeBase = make([]int, f.nsw+1)
+	for s, n := range sws {
+		f.np[s] = uint8(t.Nodes[n].NumPorts())
+		f.portBase[s+1] = f.portBase[s] + int32(f.np[s]) + 1
+		w := int(f.np[s]) + 1
+		f.edgeBase[s+1] = f.edgeBase[s] + w*w
+		f.swEp[s] = t.EndpointIndex(topology.PortRef{Node: n, Port: 0})
+	}
+	f.nEdges = f.edgeBase[f.nsw]
+	f.nSwPorts = int(f.portBase[f.nsw])
+	np := f.nSwPorts
+	f.pstat = make([]uint8, np)
+	f.peerSw = make([]int32, np)
+	f.peerEp = make([]int32, np)
+	f.peerPort = make([]uint8, np)
+	for s, n := range sws {
+		for p := 0; p <= int(f.np[s]); p++ {
+			i := int(f.portBase[s]) + p
+			f.peerSw[i], f.peerEp[i] = -1, -1
+			ref := topology.PortRef{Node: n, Port: uint8(p)}
+			port := t.Port(ref)
+			switch {
+			case p == 0 || !port.Peer.Connected():
+				f.pstat[i] = portUnconnected
+				continue
+			case !t.IsLinkUp(ref):
+				f.pstat[i] = portDown
+			}
+			f.peerPort[i] = port.Peer.Port
+			if f.pstat[i] != portOK {
+				continue
+			}
+			if ps := t.SwitchIndex(port.Peer.Node); ps >= 0 {
+				f.peerSw[i] = ps
+			} else {
+				f.peerEp[i] = t.EndpointIndex(port.Peer)
+			}
+		}
+	}
+
+	// Endpoints.
+	ne := len(f.eps)
+	f.isCA = make([]bool, ne)
+	f.epSw = make([]int32, ne)
+	f.epIn = make([]uint8, ne)
+	f.caChan = make([]int32, ne)
+	f.caCount = make([]int32, f.nsw)
+	nch := np
+	var maxLMC uint8
+	seenLMC := [8]bool{}
+	for e, ref := range f.eps {
+		pl := f.lids.Ports[e]
+		if pl.LMC > 7 {
+			return nil, fmt.Errorf("analysis: endpoint %s has LMC %d > 7", f.epName(int32(e)), pl.LMC)
+		}
+		seenLMC[pl.LMC] = true
+		maxLMC = max(maxLMC, pl.LMC)
+		f.caChan[e] = -1
+		if s := t.SwitchIndex(ref.Node); s >= 0 {
+			f.epSw[e] = s
+			continue
+		}
+		f.isCA[e] = true
+		f.nCA++
+		f.caChan[e] = int32(nch)
+		f.chanEp = append(f.chanEp, int32(e))
+		nch++
+		f.epSw[e] = -1
+		peer := t.Port(ref).Peer
+		if peer.Connected() && t.IsLinkUp(ref) {
+			if s := t.SwitchIndex(peer.Node); s >= 0 {
+				f.epSw[e] = s
+				f.epIn[e] = peer.Port
+				f.caCount[s]++
+				continue
+			}
+		}
+		f.orphans = append(f.orphans, int32(e))
+	}
+	f.nChan = nch
+	for l := range seenLMC {
+		if seenLMC[l] {
+			f.lmcs = append(f.lmcs, uint8(l))
+		}
+	}
+	f.caStart = make([]int32, f.nsw+1)
+	for s := range f.nsw {
+		f.caStart[s+1] = f.caStart[s] + f.caCount[s]
+	}
+	f.caList = make([]int32, f.caStart[f.nsw])
+	fill := append([]int32(nil), f.caStart[:f.nsw]...)
+	for e := range f.eps {
+		if f.isCA[e] && f.epSw[e] >= 0 {
+			s := f.epSw[e]
+			f.caList[fill[s]] = int32(e)
+			fill[s]++
+		}
+	}
+	f.nc = (1 << (maxLMC + 1)) - 1
+	f.caClass = make([]int32, f.nsw*f.nc)
+	for e := range f.eps {
+		if !f.isCA[e] || f.epSw[e] < 0 {
+			continue
+		}
+		for _, l := range f.lmcs {
+			f.caClass[int(f.epSw[e])*f.nc+cls(l, f.offset(int32(e), l))]++
+		}
+	}
+
+	// Assigned LIDs, checked against the plan so a tampered owner table
+	// cannot send a worker out of range.
+	for lid := 1; lid <= int(r.TopLID); lid++ {
+		o := r.LIDOwner[lid]
+		if o == 0 {
+			continue
+		}
+		if int(o) > ne {
+			return nil, fmt.Errorf("analysis: LID %d owned by endpoint %d of %d", lid, o-1, ne)
+		}
+		if !f.lids.Ports[o-1].Contains(uint16(lid)) {
+			return nil, fmt.Errorf("analysis: LID %d owner table names endpoint %s, whose range is %d/%d", lid, f.epName(o-1), f.lids.Ports[o-1].Base, f.lids.Ports[o-1].LMC)
+		}
+		f.lidList = append(f.lidList, uint16(lid))
+	}
+
+	// Overrides.
+	f.dlidOvs = map[int32][]dlidOv{}
+	f.dlidOvAt = map[[2]int32]uint8{}
+	for _, o := range f.lids.Overrides {
+		if o.Src < 0 || int(o.Src) >= ne || o.Dst < 0 || int(o.Dst) >= ne {
+			return nil, fmt.Errorf("analysis: DLID override %d->%d names an endpoint out of range (0..%d)", o.Src, o.Dst, ne-1)
+		}
+		if int(o.Offset) >= f.lids.Ports[o.Dst].Count() {
+			return nil, fmt.Errorf("analysis: DLID override %s->%s offset %d outside LMC %d", f.epName(o.Src), f.epName(o.Dst), o.Offset, f.lids.Ports[o.Dst].LMC)
+		}
+		if o.Src == o.Dst {
+			continue
+		}
+		f.dlidOvAt[[2]int32{o.Src, o.Dst}] = o.Offset // the last override of a pair wins
+	}
+	for k, off := range f.dlidOvAt {
+		f.dlidOvs[k[1]] = append(f.dlidOvs[k[1]], dlidOv{k[0], off})
+	}
+	for _, l := range f.dlidOvs {
+		sort.Slice(l, func(i, j int) bool { return l[i].src < l[j].src })
+	}
+
+	f.tables = [][16]uint8{{}}
+	f.slOvs = map[uint16][]slOv{}
+	f.slOvAt = map[slKey]uint8{}
+	if vls != nil {
+		f.tables[0] = vls.Default
+		for _, o := range vls.Overrides {
+			if o.Src < 0 || int(o.Src) >= ne {
+				return nil, fmt.Errorf("analysis: SL override names endpoint %d of %d", o.Src, ne)
+			}
+			if o.SL > 15 {
+				return nil, fmt.Errorf("analysis: SL override %s DLID %d has SL %d > 15", f.epName(o.Src), o.DLID, o.SL)
+			}
+			f.slOvAt[slKey{o.Src, o.DLID}] = o.SL
+		}
+		for k, sl := range f.slOvAt {
+			f.slOvs[k.dlid] = append(f.slOvs[k.dlid], slOv{k.src, sl})
+		}
+		for _, l := range f.slOvs {
+			sort.Slice(l, func(i, j int) bool { return l[i].src < l[j].src })
+		}
+		for lid, sl := range vls.SLByDLID {
+			if sl > 15 {
+				return nil, fmt.Errorf("analysis: SL %d for DLID %d > 15", sl, lid)
+			}
+		}
+		if err := f.indexSL2VL(); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func (f *fabric) indexSL2VL() error {
+	dedup := map[[16]uint8]uint16{f.tables[0]: 0}
+	idx := func(v [16]uint8) (uint16, error) {
+		if i, ok := dedup[v]; ok {
+			return i, nil
+		}
+		if len(f.tables) >= 0xFFFF {
+			return 0, fmt.Errorf("analysis: more than 65535 distinct SL2VL tables")
+		}
+		i := uint16(len(f.tables))
+		f.tables = append(f.tables, v)
+		dedup[v] = i
+		return i, nil
+	}
+	f.caTab = map[int32]uint16{}
+	for _, en := range f.vls.SL2VL {
+		if en.Node < 0 || int(en.Node) >= len(f.topo.Nodes) {
+			return fmt.Errorf("analysis: SL2VL entry names node %d of %d", en.Node, len(f.topo.Nodes))
+		}
+		n := &f.topo.Nodes[en.Node]
+		if int(en.In) >= len(n.Ports) || int(en.Out) >= len(n.Ports) {
+			return fmt.Errorf("analysis: SL2VL entry 0x%016x in %d out %d: port beyond %d", n.GUID, en.In, en.Out, n.NumPorts())
+		}
+		ti, err := idx(en.VL)
+		if err != nil {
+			return err
+		}
+		s := f.topo.SwitchIndex(en.Node)
+		if s < 0 {
+			e := f.topo.EndpointIndex(topology.PortRef{Node: en.Node, Port: en.Out})
+			if e < 0 || en.In != en.Out {
+				return fmt.Errorf("analysis: SL2VL entry for CA 0x%016x in %d out %d: a CA port has one table, with in = out = a cabled port", n.GUID, en.In, en.Out)
+			}
+			f.caTab[e] = ti
+			continue
+		}
+		if f.tabIdx == nil {
+			f.tabIdx = make([]uint16, f.nEdges)
+		}
+		f.tabIdx[f.edgeBase[s]+int(en.In)*(int(f.np[s])+1)+int(en.Out)] = ti
+	}
+	return nil
+}
+
+// vl is the VL a packet with SL sl gets at switch s from in to out.
+func (f *fabric) vl(s int32, in, out, sl uint8) uint8 {
+	if f.tabIdx == nil {
+		return f.tables[0][sl&15]
+	}
+	return f.tables[f.tabIdx[f.edgeBase[s]+int(in)*(int(f.np[s])+1)+int(out)]][sl&15]
+}
+
+func (f *fabric) caVL(e int32, sl uint8) uint8 {
+	if t, ok := f.caTab[e]; ok {
+		return f.tables[t][sl&15]
+	}
+	return f.tables[0][sl&15]
+}
+
+// sl is the default SL for DLID (overrides are handled per source).
+func (f *fabric) sl(dlid uint16) uint8 {
+	if f.vls != nil && int(dlid) < len(f.vls.SLByDLID) {
+		return f.vls.SLByDLID[dlid]
+	}
+	return 0
+}
