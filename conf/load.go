@@ -627,9 +627,11 @@ func (d *decoder) routing(b *hcl.Block, plugins []*Plugin) Routing {
 				"%q is already routing.engine; a fallback must be a different engine. Remove it from fallback.", name)
 		case dup:
 			d.errorf(rng, "Duplicate fallback", "%q is already listed in fallback at %s. Remove one of them.", name, prev)
-		case d.resolve(plugins, sdk.KindRouting, name, "routing.fallback", rng):
+		default:
 			seen[name] = rng
-			r.Fallback = append(r.Fallback, name)
+			if d.resolve(plugins, sdk.KindRouting, name, "routing.fallback", rng) {
+				r.Fallback = append(r.Fallback, name)
+			}
 		}
 	}
 	return r
