@@ -1,0 +1,277 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Plugin is one configured plugin, backed by a process that the Plugin
+// restarts when it died. *Plugin implements sdk.RoutingEngine,
+// sdk.LIDAssigner and sdk.VLAssigner; use the typed accessors, which check
+// the configured kind.
+type Plugin struct {
+	m   *Manager
+	cfg Config
+	log hclog.Logger
+
+	startMu sync.Mutex
+	mu      sync.Mutex
+	inst    *instance // nil after a death or a kill, until the next call
+	info    sdk.Info
+	schema  schema.Block
+	// config is the last accepted config, re-sent after a restart.
+	config    cty.Value
+	hasConfig bool
+	closed    bool
+
+	calls    atomic.Uint64
+	restarts atomic.Uint64
+}
+
+var (
+	_ sdk.RoutingEngine = (*Plugin)(nil)
+	_ sdk.LIDAssigner   = (*Plugin)(nil)
+	_ sdk.VLAssigner    = (*Plugin)(nil)
+)
+
+// Name is the operator's label.
+func (p *Plugin) Name() string { return p.cfg.Name }
+
+// Kind is the configured kind (checked against the binary's at launch).
+func (p *Plugin) Kind() sdk.Kind { return p.cfg.Kind }
+
+// Info is what the binary reported at its last start.
+func (p *Plugin) Info() sdk.Info {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.info
+}
+
+// Schema is the config schema the binary reported at its last start.
+func (p *Plugin) Schema() schema.Block {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.schema
+}
+
+// Calls counts kind calls (Route, AssignLIDs, AssignVLs) made to the plugin,
+// whether they succeeded or not. Configure and lifecycle RPCs do not count.
+func (p *Plugin) Calls() uint64 { return p.calls.Load() }
+
+// Restarts counts how often the plugin was relaunched after it died or was
+// killed for hanging.
+func (p *Plugin) Restarts() uint64 { return p.restarts.Load() }
+
+// PID is the process id of the running plugin, 0 if none is running.
+func (p *Plugin) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inst == nil {
+		return 0
+	}
+	return p.inst.pid
+}
+
+// RoutingEngine returns the plugin as a routing engine.
+func (p *Plugin) RoutingEngine() (sdk.RoutingEngine, error) { return p, p.wantKind(sdk.KindRouting) }
+
+// LIDAssigner returns the plugin as a LID assigner.
+func (p *Plugin) LIDAssigner() (sdk.LIDAssigner, error) { return p, p.wantKind(sdk.KindLIDAssign) }
+
+// VLAssigner returns the plugin as a VL assigner.
+func (p *Plugin) VLAssigner() (sdk.VLAssigner, error) { return p, p.wantKind(sdk.KindVLAssign) }
+
+func (p *Plugin) wantKind(k sdk.Kind) error {
+	if p.cfg.Kind != k {
+		return fmt.Errorf("plugin %s is a %s, not a %s", p.cfg.Name, p.cfg.Kind, k)
+	}
+	return nil
+}
+
+// Configure sends cfg with the default call deadline; see ConfigureContext.
+func (p *Plugin) Configure(cfg cty.Value) error {
+	return p.ConfigureContext(context.Background(), cfg)
+}
+
+// ConfigureContext sends a decoded config block. The plugin keeps it across
+// restarts: the manager re-sends the last accepted config to a new process.
+func (p *Plugin) ConfigureContext(ctx context.Context, cfg cty.Value) error {
+	err := p.do(ctx, "Configure", false, func(ctx context.Context, in *instance) error {
+		return in.rpc.Configure(ctx, cfg)
+	})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.config, p.hasConfig = cfg, true
+	p.mu.Unlock()
+	return nil
+}
+
+// Route implements sdk.RoutingEngine.
+func (p *Plugin) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	if err := p.wantKind(sdk.KindRouting); err != nil {
+		return nil, err
+	}
+	var out *plan.Routes
+	err := p.do(ctx, "Route", true, func(ctx context.Context, in *instance) (err error) {
+		out, err = in.rpc.Route(ctx, req)
+		return err
+	})
+	return out, err
+}
+
+// AssignLIDs implements sdk.LIDAssigner.
+func (p *Plugin) AssignLIDs(ctx context.Context, req sdk.LIDRequest) (*plan.LIDPlan, error) {
+	if err := p.wantKind(sdk.KindLIDAssign); err != nil {
+		return nil, err
+	}
+	var out *plan.LIDPlan
+	err := p.do(ctx, "AssignLIDs", true, func(ctx context.Context, in *instance) (err error) {
+		out, err = in.rpc.AssignLIDs(ctx, req)
+		return err
+	})
+	return out, err
+}
+
+// AssignVLs implements sdk.VLAssigner.
+func (p *Plugin) AssignVLs(ctx context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
+	if err := p.wantKind(sdk.KindVLAssign); err != nil {
+		return nil, err
+	}
+	var out *plan.VLPlan
+	err := p.do(ctx, "AssignVLs", true, func(ctx context.Context, in *instance) (err error) {
+		out, err = in.rpc.AssignVLs(ctx, req)
+		return err
+	})
+	return out, err
+}
+
+// ensure returns a running instance, relaunching (and re-configuring) the
+// plugin if its process died or was killed. startMu serialises relaunches so
+// concurrent callers share one new process.
+func (p *Plugin) ensure(ctx context.Context) (*instance, error) {
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
+	p.mu.Lock()
+	inst, closed, cfg, hasCfg := p.inst, p.closed, p.config, p.hasConfig
+	p.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("plugin %s is closed", p.cfg.Name)
+	}
+	if inst != nil && inst.alive() {
+		return inst, nil
+	}
+	if inst != nil {
+		p.drop(inst) // reap and clean up after the dead process
+	}
+	inst, err := p.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("restarting: %w", err)
+	}
+	p.restarts.Add(1)
+	if hasCfg {
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+		err := inst.rpc.Configure(cctx, cfg)
+		cancel()
+		if err != nil {
+			inst.kill(false)
+			return nil, fmt.Errorf("plugin %s: re-configuring after restart: %w", p.cfg.Name, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		inst.kill(false)
+		return nil, fmt.Errorf("plugin %s is closed", p.cfg.Name)
+	}
+	p.log.Warn("plugin restarted", "pid", inst.pid, "restarts", p.restarts.Load())
+	p.inst = inst
+	return inst, nil
+}
+
+// do runs one call with the plugin's deadline and turns process death and
+// hangs into clear errors, leaving the plugin ready to restart.
+func (p *Plugin) do(ctx context.Context, what string, count bool, call func(context.Context, *instance) error) error {
+	inst, err := p.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	if count {
+		p.calls.Add(1)
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	start := time.Now()
+	err = call(cctx, inst)
+	if err == nil {
+		return nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		// The caller gave up; the plugin is not at fault.
+		return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, ctx.Err())
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		p.drop(inst)
+		return fmt.Errorf("plugin %s did not answer %s within %v; killed; will restart on next use", p.cfg.Name, what, p.cfg.CallTimeout)
+	}
+	if p.died(inst) {
+		p.drop(inst)
+		return fmt.Errorf("plugin %s (pid %d) exited during %s after %v: %v%s; it will be restarted on the next call",
+			p.cfg.Name, inst.pid, what, time.Since(start).Round(time.Millisecond), err, stderrNote(inst.stderr))
+	}
+	return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
+}
+
+// died waits briefly for go-plugin to notice an exit that caused err: the
+// broken stream is usually seen before the process is reaped.
+func (p *Plugin) died(inst *instance) bool {
+	t := time.NewTimer(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if !inst.alive() {
+			return true
+		}
+		select {
+		case <-inst.rpc.Gone():
+			return true
+		case <-t.C:
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// drop kills inst and forgets it, if it is still the current instance.
+func (p *Plugin) drop(inst *instance) {
+	inst.kill(false)
+	p.mu.Lock()
+	if p.inst == inst {
+		p.inst = nil
+	}
+	p.mu.Unlock()
+}
+
+// Close sends Stop, kills the process and removes the plugin from its
+// Manager.
+func (p *Plugin) Close() error {
+	p.mu.Lock()
+	inst := p.inst
+	p.inst, p.closed = nil, true
+	p.mu.Unlock()
+	if inst != nil {
+		inst.kill(true)
+	}
+	p.m.forget(p)
+	return nil
+}

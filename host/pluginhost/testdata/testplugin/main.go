@@ -1,0 +1,80 @@
+// Command testplugin is a routing engine for pluginhost's tests. Its config
+// attribute "mode" makes it misbehave on Route: normal, crash (exit mid-call),
+// crash_once (exit the first time, marked by the file "marker"), hang (sleep
+// forever, ignoring its context), short_plane, bad_port, error.
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/zclconf/go-cty/cty"
+)
+
+type engine struct {
+	configured bool
+	mode       string
+	marker     string
+}
+
+func (e *engine) Info() sdk.Info {
+	kind := sdk.KindRouting
+	if k := os.Getenv("TESTPLUGIN_CLAIM_KIND"); k != "" {
+		kind = sdk.Kind(k)
+	}
+	return sdk.Info{Name: "testplugin", Version: "0.0.1", Kind: kind}
+}
+
+func (e *engine) Schema() schema.Block {
+	return schema.Object(
+		schema.Attr("mode", cty.String, "misbehaviour on Route").WithDefault(cty.StringVal("normal")),
+		schema.Attr("marker", cty.String, "file marking that crash_once already crashed").WithDefault(cty.StringVal("")),
+	)
+}
+
+func (e *engine) Configure(v cty.Value) error {
+	e.mode, e.marker = "normal", ""
+	if m := v.GetAttr("mode"); !m.IsNull() {
+		e.mode = m.AsString()
+	}
+	if m := v.GetAttr("marker"); !m.IsNull() {
+		e.marker = m.AsString()
+	}
+	e.configured = true
+	return nil
+}
+
+func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	if !e.configured {
+		return nil, errors.New("not configured")
+	}
+	r := sdktest.BFSRoutes(req.Topo)
+	switch e.mode {
+	case "crash":
+		os.Exit(7)
+	case "crash_once":
+		if _, err := os.Stat(e.marker); err != nil {
+			os.WriteFile(e.marker, nil, 0o600)
+			os.Exit(7)
+		}
+	case "hang":
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "short_plane":
+		r.Planes[0].Planes[0] = r.Planes[0].Planes[0][1:]
+	case "bad_port":
+		r.Planes[1].Planes[0][0] = 200
+	case "error":
+		return nil, errors.New("engine refuses: no roots found")
+	}
+	return r, nil
+}
+
+func main() { sdk.Serve(&engine{}) }
