@@ -53,7 +53,10 @@ func newManager(t *testing.T) *Manager {
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func modeCfg(mode, marker string) cty.Value {
 	return cty.ObjectVal(map[string]cty.Value{"mode": cty.StringVal(mode), "marker": cty.StringVal(marker)})
