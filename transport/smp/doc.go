@@ -47,6 +47,21 @@
 // A response reaches the SM with hop pointer 0 and Direction set, exactly as
 // ibsim delivers it. Responses to Get and Set are both GetResp (0x81).
 //
+// # Subnet administration
+//
+// SAMAD frames a class 0x03 MAD (common header, RMPP header, SM_Key,
+// AttributeOffset, ComponentMask, 200 data bytes); NewSAMAD fills in the
+// versions. Records: PathRecord (with PRComp* component-mask bits),
+// NodeRecord, PortInfoRecord, SMInfoRecord; SARecordStride gives the
+// AttributeOffset for GetTableResp. Without RMPP only 200 bytes of records
+// fit one MAD, which is all umad2sim-based tools accept (notes/ibsim-protocol).
+//
+// # Traps
+//
+// Notice decodes the Trap data area (64 bytes in an SMP, 80 with IssuerGID).
+// NewTrap128/Trap128, NewLinkTrap/LinkTrap (129..131) and NewTrap144/Trap144
+// build and read the DataDetails of the traps an SM acts on.
+//
 // # Transport helpers
 //
 // PeekTID, PutTID, PeekMethod, PeekClass and PeekAttrID read and patch raw

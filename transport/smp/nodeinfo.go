@@ -2,6 +2,7 @@ package smp
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -69,6 +70,8 @@ func (n *NodeInfo) Unmarshal(b []byte) error {
 	return nil
 }
 
+var errNotUTF8 = errors.New("not valid UTF-8; fix the name before writing it")
+
 // NodeDescription is the NodeDescription attribute (IBA 14.2.5.2): 64
 // bytes of UTF-8, NUL padded. Text holds the string up to the first NUL.
 type NodeDescription struct {
@@ -85,7 +88,7 @@ func (d *NodeDescription) MarshalTo(b []byte) error {
 		return fmt.Errorf("smp: NodeDescription is %d bytes, at most %d fit; shorten it", len(d.Text), DataLen)
 	}
 	if !utf8.ValidString(d.Text) {
-		return fmt.Errorf("smp: NodeDescription %q is not valid UTF-8", d.Text)
+		return fmt.Errorf("smp: NodeDescription %q: %w", d.Text, errNotUTF8)
 	}
 	for i := 0; i < len(d.Text); i++ {
 		if d.Text[i] == 0 {
