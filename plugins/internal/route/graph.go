@@ -186,18 +186,29 @@ func (g *Graph) HopMatrix(ctx context.Context) ([]uint8, error) {
 
 // bfs fills row with hop counts from src; queue has room for N entries.
 func (g *Graph) bfs(src int32, row []uint8, queue []int32) error {
+	return g.BFS([]int32{src}, row, queue)
+}
+
+// BFS fills row with the hop count from the nearest of srcs to every switch
+// (Unreachable where none reaches); queue needs room for N entries. It fails
+// past MaxHops.
+func (g *Graph) BFS(srcs []int32, row []uint8, queue []int32) error {
 	for i := range row {
 		row[i] = Unreachable
 	}
-	row[src] = 0
-	queue[0] = src
-	head, tail := 0, 1
-	for head < tail {
+	tail := 0
+	for _, s := range srcs {
+		if row[s] != 0 {
+			row[s] = 0
+			queue[tail] = s
+			tail++
+		}
+	}
+	for head := 0; head < tail; head++ {
 		x := queue[head]
-		head++
 		dx := row[x]
 		if dx >= MaxHops {
-			return fmt.Errorf("switch 0x%016x is more than %d hops from switch 0x%016x: the fabric is too deep for hop tables; check for a mis-cabled chain", g.SwitchGUID(x), MaxHops, g.SwitchGUID(src))
+			return fmt.Errorf("switch 0x%016x is more than %d hops from the nearest start switch: the fabric is too deep; check for a mis-cabled chain", g.SwitchGUID(x), MaxHops)
 		}
 		for _, y := range g.nbr[g.nbrOff[x]:g.nbrOff[x+1]] {
 			if row[y] == Unreachable {

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// Cost rows pack a legal-route hop count (7 bits) and the phase a switch is
+// in toward the destination: upPhase set means it must climb first.
+const (
+	upPhase  uint8 = 0x80
+	costMask uint8 = 0x7F
+	maxCost        = 126 // 0x7F|upPhase would collide with route.Unreachable
+)
+
+// result is what upDown reports besides the routes.
+type result struct {
+	roots   []uint64 // chosen root switch GUIDs, ascending
+	how     string   // "configured", "farthest from CAs", "centre", or a mix per component
+	missing []string // configured GUIDs not found as switches
+	rep     *route.Report
+}
+
+// upDown computes Up*/Down* planes for topo.
+func upDown(ctx context.Context, topo *topology.Topology, lmc uint8, cfg config) (*plan.Routes, *result, error) {
+	if topo == nil {
+		return nil, nil, fmt.Errorf("updn: no topology in the request")
+	}
+	g := route.NewGraph(topo)
+	res := &result{}
+	roots, err := chooseRoots(g, cfg.roots, res)
+	if err != nil {
+		return nil, nil, fmt.Errorf("updn: %w", err)
+	}
+	for _, r := range roots {
+		res.roots = append(res.roots, g.SwitchGUID(r))
+	}
+	ord, err := rankOrder(g, roots)
+	if err != nil {
+		return nil, nil, fmt.Errorf("updn: %w", err)
+	}
+	costs, err := costMatrix(ctx, g, ord)
+	if err != nil {
+		return nil, nil, fmt.Errorf("updn: %w", err)
+	}
+	r, rep, err := route.Balance(ctx, g, candidates(g, ord, costs), route.Options{LMC: lmc, CountSwitches: cfg.countSwitches})
+	if err != nil {
+		return nil, nil, fmt.Errorf("updn: %w", err)
+	}
+	res.rep = rep
+	return r, res, nil
+}
+
+// components labels each switch with its connected component (over up
+// links) and returns the members of each component in switch order.
+func components(g *route.Graph) [][]int32 {
+	label := make([]int32, g.N)
+	for i := range label {
+		label[i] = -1
+	}
+	var comps [][]int32
+	queue := make([]int32, 0, g.N)
+	for s := int32(0); s < int32(g.N); s++ {
+		if label[s] >= 0 {
+			continue
+		}
+		id := int32(len(comps))
+		label[s] = id
+		queue = append(queue[:0], s)
+		for h := 0; h < len(queue); h++ {
+			for _, y := range g.Neighbors(queue[h]) {
+				if label[y] < 0 {
+					label[y] = id
+					queue = append(queue, y)
+				}
+			}
+		}
+		members := append([]int32(nil), queue...)
+		sort.Slice(members, func(i, j int) bool { return members[i] < members[j] })
+		comps = append(comps, members)
+	}
+	return comps
+}
+
+// chooseRoots returns root switch indices, at least one per connected
+// component. Configured GUIDs win where present. Elsewhere, automatically:
+// the switches at the greatest hop distance from any CA-attached switch
+// (the spines of a fat tree, however many levels), or, when every switch
+// of the component carries CAs or none does (rings, tori, meshes), the
+// single switch of least eccentricity, lowest GUID on ties.
+func chooseRoots(g *route.Graph, configured []uint64, res *result) ([]int32, error) {
+	isRoot := make([]bool, g.N)
+	for _, guid := range configured {
+		n := g.Topo.NodeByGUID(guid)
+		if n == topology.NoNode || g.Topo.SwitchIndex(n) < 0 {
+			res.missing = append(res.missing, fmt.Sprintf("0x%016x", guid))
+			continue
+		}
+		isRoot[g.Topo.SwitchIndex(n)] = true
+	}
+	hows := map[string]bool{}
+	row := make([]uint8, g.N)
+	queue := make([]int32, g.N)
+	var roots []int32
+	for _, comp := range components(g) {
+		var have []int32
+		for _, s := range comp {
+			if isRoot[s] {
+				have = append(have, s)
+			}
+		}
+		if len(have) > 0 {
+			roots = append(roots, have...)
+			hows["configured"] = true
+			continue
+		}
+		// Height above the CA-carrying switches.
+		var leaves []int32
+		for _, s := range comp {
+			if len(g.Group(s)) > 1 { // more than the switch's own port 0
+				leaves = append(leaves, s)
+			}
+		}
+		var top []int32
+		if len(leaves) > 0 && len(leaves) < len(comp) {
+			if err := g.BFS(leaves, row, queue); err != nil {
+				return nil, err
+			}
+			var h uint8
+			for _, s := range comp {
+				if row[s] > h {
+					h = row[s]
+				}
+			}
+			for _, s := range comp {
+				if row[s] == h {
+					top = append(top, s)
+				}
+			}
+			hows["farthest from CAs"] = true
+		} else {
+			best, bestEcc := comp[0], 256
+			for _, s := range comp {
+				if err := g.BFS([]int32{s}, row, queue); err != nil {
+					return nil, err
+				}
+				ecc := 0
+				for _, x := range comp {
+					ecc = max(ecc, int(row[x]))
+				}
+				if ecc < bestEcc {
+					best, bestEcc = s, ecc
+				}
+			}
+			top = []int32{best}
+			hows["centre"] = true
+		}
+		roots = append(roots, top...)
+	}
+	sort.Slice(roots, func(i, j int) bool { return roots[i] < roots[j] })
+	for _, h := range []string{"configured", "farthest from CAs", "centre"} {
+		if hows[h] {
+			if res.how != "" {
+				res.how += "+"
+			}
+			res.how += h
+		}
+	}
+	return roots, nil
+}
+
+// rankOrder ranks switches by hop distance from the roots and returns each
+// switch's position in the strict order (rank, GUID): an edge s→n climbs
+// ("up") iff ord[n] < ord[s]. Switch indices follow GUID order already.
+func rankOrder(g *route.Graph, roots []int32) ([]int32, error) {
+	rank := make([]uint8, g.N)
+	if g.N > 0 {
+		if err := g.BFS(roots, rank, make([]int32, g.N)); err != nil {
+			return nil, err
+		}
+	}
+	by := make([]int32, g.N)
+	for i := range by {
+		by[i] = int32(i)
+	}
+	sort.SliceStable(by, func(i, j int) bool { return rank[by[i]] < rank[by[j]] })
+	ord := make([]int32, g.N)
+	for pos, s := range by {
+		ord[s] = int32(pos)
+	}
+	return ord, nil
+}
+
+// costMatrix returns, for each destination switch d, row d of N entries:
+// the length of the route every switch uses toward d and its phase.
+// Switches that can reach d by descending only do so (a packet may arrive
+// there already descending, and a destination-based table cannot tell);
+// the others climb to the up-neighbour with the cheapest route. Both sets
+// are exact shortest lengths under that rule. Unreachable: no legal route.
+func costMatrix(ctx context.Context, g *route.Graph, ord []int32) ([]uint8, error) {
+	n := g.N
+	m := make([]uint8, n*n)
+	byOrd := make([]int32, n)
+	for s, o := range ord {
+		byOrd[o] = int32(s)
+	}
+	w := route.Workers(n)
+	errs := make([]error, w)
+	var wg sync.WaitGroup
+	for k := 0; k < w; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			queue := make([]int32, n)
+			for d := k; d < n; d += w {
+				if ctx.Err() != nil {
+					errs[k] = ctx.Err()
+					return
+				}
+				if err := costRow(g, ord, byOrd, int32(d), m[d*n:(d+1)*n], queue); err != nil {
+					errs[k] = err
+					return
+				}
+			}
+		}(k)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func costRow(g *route.Graph, ord, byOrd []int32, d int32, row []uint8, queue []int32) error {
+	for i := range row {
+		row[i] = route.Unreachable
+	}
+	// Descending-only distances: walk down-edges x→y (ord[x] < ord[y])
+	// backwards from d.
+	row[d] = 0
+	queue[0] = d
+	tail := 1
+	for h := 0; h < tail; h++ {
+		y := queue[h]
+		c := row[y] + 1
+		for _, x := range g.Neighbors(y) {
+			if ord[x] < ord[y] && row[x] == route.Unreachable {
+				if c > maxCost {
+					return tooLong(g, x, d)
+				}
+				row[x] = c
+				queue[tail] = x
+				tail++
+			}
+		}
+	}
+	// Climbing switches, in increasing order so every up-neighbour is done.
+	for _, x := range byOrd {
+		if row[x] != route.Unreachable {
+			continue
+		}
+		best := route.Unreachable
+		for _, u := range g.Neighbors(x) {
+			if ord[u] < ord[x] && row[u] != route.Unreachable && row[u]&costMask < best {
+				best = row[u] & costMask
+			}
+		}
+		if best == route.Unreachable {
+			continue
+		}
+		if best+1 > maxCost {
+			return tooLong(g, x, d)
+		}
+		row[x] = (best + 1) | upPhase
+	}
+	return nil
+}
+
+func tooLong(g *route.Graph, s, d int32) error {
+	return fmt.Errorf("the up/down route from switch 0x%016x to switch 0x%016x is longer than %d hops; choose roots nearer the middle of the fabric (root_guids)", g.SwitchGUID(s), g.SwitchGUID(d), maxCost)
+}
+
+// candidates allows, at a descending switch, the down-ports whose peer
+// descends one step closer; at a climbing switch, the up-ports whose peer's
+// route is one step shorter.
+func candidates(g *route.Graph, ord []int32, m []uint8) route.Candidates {
+	n := g.N
+	return func(s, d int32, buf []uint8) []uint8 {
+		row := m[int(d)*n : int(d)*n+n]
+		v := row[s]
+		if v == route.Unreachable || v&costMask == 0 {
+			return buf
+		}
+		want := v&costMask - 1
+		climbing := v&upPhase != 0
+		for _, l := range g.Links(s) {
+			pv := row[l.Peer]
+			if pv == route.Unreachable || pv&costMask != want {
+				continue
+			}
+			if climbing {
+				if ord[l.Peer] < ord[s] {
+					buf = append(buf, l.Port)
+				}
+			} else if ord[l.Peer] > ord[s] && pv&upPhase == 0 {
+				buf = append(buf, l.Port)
+			}
+		}
+		return buf
+	}
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/plugins/internal/cdg"
+	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/plugins/internal/testfab"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func sw(i int) uint64 { return testfab.SwitchGUIDBase + uint64(i) + 1 }
+
+// checkLegal walks every plane from every switch and fails on a missing
+// route, a loop, or a climb after a descent.
+func checkLegal(t *testing.T, name string, topo *topology.Topology, r *plan.Routes, roots []uint64) (unrouted int) {
+	t.Helper()
+	g := route.NewGraph(topo)
+	var rootIdx []int32
+	for _, guid := range roots {
+		rootIdx = append(rootIdx, topo.SwitchIndex(topo.NodeByGUID(guid)))
+	}
+	ord, err := rankOrder(g, rootIdx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sws := topo.Switches()
+	for e := range topo.Endpoints() {
+		for k, pl := range r.Planes[e].Planes {
+			for s0 := range sws {
+				s, descended := int32(s0), false
+				for steps := 0; ; steps++ {
+					if steps > len(sws) {
+						t.Fatalf("%s: loop toward endpoint %d plane %d from switch %d", name, e, k, s0)
+					}
+					out := pl[s]
+					if out == plan.NoPort {
+						unrouted++
+						break
+					}
+					next := g.PeerSwitch(s, out)
+					if next < 0 {
+						break // delivered (Walk checks where)
+					}
+					if ord[next] < ord[s] && descended {
+						t.Fatalf("%s: route to endpoint %d from switch %d climbs after descending at switch %d", name, e, s0, s)
+					}
+					if ord[next] > ord[s] {
+						descended = true
+					}
+					s = next
+				}
+				if pl[s] != plan.NoPort {
+					if _, err := testfab.Walk(topo, pl, int32(s0), int32(e)); err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+				}
+			}
+		}
+	}
+	return unrouted
+}
+
+func acyclic(t *testing.T, topo *topology.Topology, r *plan.Routes, lmc uint8) []cdg.Channel {
+	t.Helper()
+	real, err := testfab.Realize(topo, r, lmc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := cdg.Build(context.Background(), real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.FindCycle()
+}
+
+func TestUpDown(t *testing.T) {
+	tests := []struct {
+		name      string
+		build     func() (*topology.Topology, error)
+		cfg       config
+		lmc       uint8
+		wantRoots []uint64
+		wantHow   string
+		shortest  bool // every route is a shortest path (true on fat trees)
+		// wantNoRoute counts (switch, endpoint) pairs without a legal route.
+		// On a fat tree with the spines as roots, some switch-to-switch pairs
+		// need a valley (down then up) and are left unrouted, as OpenSM's
+		// updn does without connect_roots; CA destinations are all routed.
+		wantNoRoute int64
+	}{
+		{name: "fat tree k=4 picks the cores", build: func() (*topology.Topology, error) { return testfab.FatTree3(4) },
+			wantRoots: []uint64{sw(0), sw(1), sw(2), sw(3)}, wantHow: "farthest from CAs", shortest: true, wantNoRoute: 4*7 + 8*6},
+		{name: "fat tree k=6 lmc 1", build: func() (*topology.Topology, error) { return testfab.FatTree3(6) }, lmc: 1,
+			wantRoots: []uint64{sw(0), sw(1), sw(2), sw(3), sw(4), sw(5), sw(6), sw(7), sw(8)}, wantHow: "farthest from CAs", shortest: true, wantNoRoute: 504},
+		{name: "ring of 6: one centre root", build: func() (*topology.Topology, error) { return testfab.Ring(6, 1) },
+			wantRoots: []uint64{sw(0)}, wantHow: "centre"},
+		{name: "ring with a configured root", build: func() (*topology.Topology, error) { return testfab.Ring(6, 1) },
+			cfg: config{roots: []uint64{sw(3)}}, wantRoots: []uint64{sw(3)}, wantHow: "configured"},
+		{name: "torus 4x4", build: func() (*topology.Topology, error) { return testfab.Torus2D(4, 4, 1) },
+			wantRoots: []uint64{sw(0)}, wantHow: "centre"},
+		{name: "torus 3x5 lmc 2", build: func() (*topology.Topology, error) { return testfab.Torus2D(3, 5, 2) }, lmc: 2,
+			wantRoots: []uint64{sw(0)}, wantHow: "centre"},
+		{name: "line: centre", build: func() (*topology.Topology, error) { return testfab.Line(5, 1) },
+			wantRoots: []uint64{sw(2)}, wantHow: "centre", shortest: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			topo, err := tc.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, res, err := upDown(context.Background(), topo, tc.lmc, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.roots) != len(tc.wantRoots) {
+				t.Fatalf("roots %x, want %x", res.roots, tc.wantRoots)
+			}
+			for i := range res.roots {
+				if res.roots[i] != tc.wantRoots[i] {
+					t.Fatalf("roots %x, want %x", res.roots, tc.wantRoots)
+				}
+			}
+			if res.how != tc.wantHow {
+				t.Errorf("how = %q, want %q", res.how, tc.wantHow)
+			}
+			if res.rep.NoRoute != tc.wantNoRoute {
+				t.Errorf("%d unrouted pairs, want %d: %v", res.rep.NoRoute, tc.wantNoRoute, res.rep.Examples)
+			}
+			if n := checkLegal(t, tc.name, topo, r, res.roots); int64(n) != tc.wantNoRoute<<tc.lmc {
+				t.Errorf("%d unrouted walks, want %d", n, tc.wantNoRoute<<tc.lmc)
+			}
+			for e, ep := range topo.Endpoints() {
+				if topo.Nodes[ep.Node].Type == topology.Switch {
+					continue
+				}
+				for s := range topo.Switches() {
+					for _, pl := range r.Planes[e].Planes {
+						if pl[s] == plan.NoPort {
+							t.Fatalf("CA endpoint %d unrouted from switch %d", e, s)
+						}
+					}
+				}
+			}
+			if cyc := acyclic(t, topo, r, tc.lmc); cyc != nil {
+				t.Errorf("CDG has a cycle of %d channels", len(cyc))
+			}
+			if tc.shortest {
+				dist := testfab.SwitchDistances(topo)
+				for e := range topo.Endpoints() {
+					home := testfab.HomeSwitch(topo, int32(e))
+					for s := range topo.Switches() {
+						if r.Planes[e].Planes[0][s] == plan.NoPort {
+							continue // counted above
+						}
+						hops, err := testfab.Walk(topo, r.Planes[e].Planes[0], int32(s), int32(e))
+						if err != nil || hops != dist[s][home] {
+							t.Fatalf("switch %d -> endpoint %d: %d hops (%v), shortest %d", s, e, hops, err, dist[s][home])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRingCycleFreeUnlikeMinHop is the point of updn: on a ring of 6 the
+// shortest paths alone form a credit loop, up/down's do not.
+func TestRingCycleFree(t *testing.T) {
+	topo, err := testfab.Ring(6, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := upDown(context.Background(), topo, 0, config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cyc := acyclic(t, topo, r, 0); cyc != nil {
+		t.Fatalf("up/down on a 6-ring has a CDG cycle: %v", cyc)
+	}
+	// The same check finds the min-hop loop, so it can fail.
+	g := route.NewGraph(topo)
+	m, err := g.HopMatrix(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mh, _, err := route.Balance(context.Background(), g, g.MinHop(m), route.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acyclic(t, topo, mh, 0) == nil {
+		t.Fatal("min-hop on a 6-ring shows no cycle: the CDG check is blind")
+	}
+}
+
+// TestPartitioned: every component gets its own root; only cross-component
+// pairs stay unrouted, and a configured root missing from the fabric is
+// reported.
+func TestPartitioned(t *testing.T) {
+	topo, err := testfab.Ring(6, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfab.SetLinkState(topo, 0, 1, topology.StateDown) // 0-1
+	testfab.SetLinkState(topo, 2, 1, topology.StateDown) // 2-3: components {1,2}, {3,4,5,0}
+	r, res, err := upDown(context.Background(), topo, 0, config{roots: []uint64{sw(4), 0xdead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(2 * 4 * 2 * 2); res.rep.NoRoute != want {
+		t.Errorf("NoRoute = %d, want %d", res.rep.NoRoute, want)
+	}
+	if len(res.missing) != 1 || !strings.Contains(res.missing[0], "dead") {
+		t.Errorf("missing = %v, want the 0xdead GUID", res.missing)
+	}
+	if res.how != "configured+centre" {
+		t.Errorf("how = %q", res.how)
+	}
+	if len(res.roots) != 2 || res.roots[1] != sw(4) {
+		t.Errorf("roots = %x, want one auto root in {1,2} and 0x..5", res.roots)
+	}
+	checkLegal(t, "partitioned", topo, r, res.roots)
+	if cyc := acyclic(t, topo, r, 0); cyc != nil {
+		t.Errorf("cycle: %v", cyc)
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	e := &engine{log: hclog.NewNullLogger()}
+	list := func(s ...string) cty.Value {
+		var vs []cty.Value
+		for _, x := range s {
+			vs = append(vs, cty.StringVal(x))
+		}
+		return cty.ObjectVal(map[string]cty.Value{"root_guids": cty.ListVal(vs), "count_switch_destinations": cty.False})
+	}
+	tests := []struct {
+		name    string
+		v       cty.Value
+		want    []uint64
+		wantErr string
+	}{
+		{"defaults", e.Schema().Defaults(), nil, ""},
+		{"null", cty.NullVal(e.Schema().ObjectType()), nil, ""},
+		{"two roots, one repeated", list("0x0002c90000000001", " 0X2c90000000002", "0x0002c90000000001"), []uint64{0x0002c90000000001, 0x2c90000000002}, ""},
+		{"no prefix", list("0002c90000000001"), nil, "0x prefix"},
+		{"not hex", list("0xzz"), nil, "not a non-zero"},
+		{"zero", list("0x0"), nil, "not a non-zero"},
+		{"too long", list("0x10002c90000000001"), nil, "not a non-zero"},
+	}
+	for _, tc := range tests {
+		err := e.Configure(tc.v)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if len(e.cfg.roots) != len(tc.want) {
+			t.Errorf("%s: roots %x, want %x", tc.name, e.cfg.roots, tc.want)
+			continue
+		}
+		for i := range tc.want {
+			if e.cfg.roots[i] != tc.want[i] {
+				t.Errorf("%s: roots %x, want %x", tc.name, e.cfg.roots, tc.want)
+			}
+		}
+	}
+	if info := e.Info(); info.Name != "updn" || info.Version != "0.1.0" || info.Kind != "routing_engine" {
+		t.Errorf("Info = %+v", info)
+	}
+}
+
+func BenchmarkFatTree36(b *testing.B) {
+	topo, err := testfab.FatTree3(36)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := upDown(context.Background(), topo, 0, config{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
