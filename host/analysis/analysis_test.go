@@ -242,7 +242,7 @@ func TestAnalyse(t *testing.T) {
 			build: func(t *testing.T) (*plan.Realized, *plan.VLPlan) {
 				topo, err := analysistest.Ring(6, 1, 2)
 				r := mustRealize(t, topo, err, analysistest.MinHop, 0, plan.DLIDBase)
-				return r, ringVLs(r)
+				return r, analysistest.RingVLs(r)
 			},
 			check: func(t *testing.T, rep *analysis.Report) {
 				if !rep.OK() {
@@ -258,7 +258,7 @@ func TestAnalyse(t *testing.T) {
 			build: func(t *testing.T) (*plan.Realized, *plan.VLPlan) {
 				topo, err := analysistest.Ring(6, 1, 1)
 				r := mustRealize(t, topo, err, analysistest.MinHop, 0, plan.DLIDBase)
-				return r, ringVLs(r)
+				return r, analysistest.RingVLs(r)
 			},
 			check: func(t *testing.T, rep *analysis.Report) {
 				if rep.VLProblemCount == 0 || rep.OK() {
@@ -410,27 +410,6 @@ func trim(h []int64) []int64 {
 		h = h[:len(h)-1]
 	}
 	return h
-}
-
-// ringVLs puts destinations on the first half of the ring on SL/VL 0 and the
-// others on SL/VL 1: no VL then holds dependencies all around the ring.
-func ringVLs(r *plan.Realized) *plan.VLPlan {
-	t := r.Topo
-	v := &plan.VLPlan{SLByDLID: make([]uint8, int(r.TopLID)+1), VLs: 2}
-	for i := range v.Default {
-		v.Default[i] = uint8(i % 2)
-	}
-	n := len(t.Switches())
-	for e, p := range t.Endpoints() {
-		node := p.Node
-		if t.SwitchIndex(node) < 0 {
-			node = t.Port(p).Peer.Node
-		}
-		if int(t.SwitchIndex(node)) >= n/2 {
-			v.SLByDLID[r.LIDs.Ports[e].Base] = 1
-		}
-	}
-	return v
 }
 
 func TestAnalyseRejectsMalformed(t *testing.T) {

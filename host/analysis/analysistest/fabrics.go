@@ -376,3 +376,27 @@ func SequentialLIDs(t *topology.Topology, lmc uint8, rule plan.DLIDRule) *plan.L
 func Realize(t *topology.Topology, r *plan.Routes, lmc uint8, rule plan.DLIDRule) (*plan.Realized, error) {
 	return plan.Realize(t, r, SequentialLIDs(t, lmc, rule))
 }
+
+// RingVLs is a VL plan for a Ring: destinations on the first half of the
+// ring use SL/VL 0, the others SL/VL 1, so no VL holds dependencies all the
+// way around (deadlock-free with MinHop on two VLs).
+func RingVLs(r *plan.Realized) *plan.VLPlan {
+	t := r.Topo
+	v := &plan.VLPlan{SLByDLID: make([]uint8, int(r.TopLID)+1), VLs: 2}
+	for i := range v.Default {
+		v.Default[i] = uint8(i % 2)
+	}
+	n := len(t.Switches())
+	for e, p := range t.Endpoints() {
+		node := p.Node
+		if t.SwitchIndex(node) < 0 {
+			node = t.Port(p).Peer.Node
+		}
+		if int(t.SwitchIndex(node)) >= n/2 {
+			for k := 0; k < r.LIDs.Ports[e].Count(); k++ {
+				v.SLByDLID[int(r.LIDs.Ports[e].Base)+k] = 1
+			}
+		}
+	}
+	return v
+}

@@ -1,0 +1,401 @@
+// Package verify decides whether a plugin's plan may be programmed. The host
+// never trusts plugin output: before any Set it checks LIDs, forwarding
+// tables, reachability, loops, per-VL deadlock freedom and VL capabilities,
+// using host/analysis for everything that walks the tables.
+package verify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// Plan is what the pipeline produced for one topology snapshot.
+type Plan struct {
+	Topo   *topology.Topology
+	Routes *plan.Routes  // may be nil when LIDs.Planes carries the trees
+	LIDs   *plan.LIDPlan // required
+	VLs    *plan.VLPlan  // nil: one SL, one VL
+	// Realized are the tables that will be programmed; nil makes Verify
+	// realise Routes and LIDs itself.
+	Realized *plan.Realized
+}
+
+// Options tune Verify. The zero value is usable.
+type Options struct {
+	// MaxProblems caps the problems listed in the error (default 20).
+	MaxProblems int
+	// Workers is passed to the analysis (default GOMAXPROCS).
+	Workers int
+}
+
+// Error lists why a plan was rejected.
+type Error struct {
+	// Summary has one line per kind of problem, with its total count.
+	Summary []string
+	// Problems are the first problems found, each naming what and where.
+	Problems []string
+	// Total is the number of problems found (Problems may be capped).
+	Total int64
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plan rejected: %d problem(s)", e.Total)
+	for _, s := range e.Summary {
+		fmt.Fprintf(&b, "\n  %s", s)
+	}
+	if len(e.Problems) > 0 {
+		fmt.Fprintf(&b, "\nfirst %d:", len(e.Problems))
+		for _, p := range e.Problems {
+			fmt.Fprintf(&b, "\n  - %s", p)
+		}
+	}
+	return b.String()
+}
+
+// collector gathers problems by kind; the error lists samples round-robin
+// over kinds so that one flood (say, unreachable pairs) does not hide the
+// others.
+type collector struct {
+	err     Error
+	max     int
+	samples [][]string
+	single  []string // problems reported one by one (structural checks)
+}
+
+// kind records a category total and its sample messages.
+func (c *collector) kind(total int64, summary string, samples ...string) {
+	if total == 0 {
+		return
+	}
+	c.err.Total += total
+	c.err.Summary = append(c.err.Summary, summary)
+	c.samples = append(c.samples, samples)
+}
+
+func (c *collector) one(format string, args ...any) {
+	c.err.Total++
+	if len(c.single) < c.max {
+		c.single = append(c.single, fmt.Sprintf(format, args...))
+	}
+}
+
+func (c *collector) result() error {
+	if c.err.Total == 0 {
+		return nil
+	}
+	if len(c.err.Summary) == 0 {
+		c.err.Summary = append(c.err.Summary, fmt.Sprintf("%d problem(s) in the plan", c.err.Total))
+	}
+	e := c.err
+	e.Problems = nil
+	lists := append([][]string{c.single}, c.samples...)
+	for i := 0; len(e.Problems) < c.max; i++ {
+		added := false
+		for _, l := range lists {
+			if i < len(l) && len(e.Problems) < c.max {
+				e.Problems = append(e.Problems, l[i])
+				added = true
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	return &e
+}
+
+// Verify checks p and returns the analysis of the realised tables (nil when
+// the plan is too malformed to analyse) and an *Error listing the problems,
+// or nil when the plan may be programmed.
+func Verify(p Plan, opt Options) (*analysis.Report, error) {
+	if opt.MaxProblems <= 0 {
+		opt.MaxProblems = 20
+	}
+	c := &collector{max: opt.MaxProblems}
+	if p.Topo == nil || p.LIDs == nil {
+		return nil, fmt.Errorf("verify: plan without topology or LID plan: run the LID assigner before verifying")
+	}
+	t := p.Topo
+	structural := c.err.Total
+	checkLIDs(c, t, p.LIDs)
+	checkVLPlan(c, t, p.VLs)
+	if c.err.Total > structural {
+		c.err.Summary = append(c.err.Summary, fmt.Sprintf("%d LID/VL plan problem(s)", c.err.Total-structural))
+		return nil, c.result()
+	}
+
+	r := p.Realized
+	if r == nil {
+		var err error
+		if r, err = plan.Realize(t, p.Routes, p.LIDs); err != nil {
+			c.kind(1, "routes cannot be realised", fmt.Sprintf("realising forwarding tables: %v", err))
+			return nil, c.result()
+		}
+	} else if n := checkRealized(c, t, p.LIDs, r); n > 0 {
+		c.err.Summary = append(c.err.Summary, fmt.Sprintf("%d problem(s) in the realised tables", n))
+		return nil, c.result()
+	}
+	if n := checkUnassigned(c, r); n > 0 {
+		c.err.Summary = append(c.err.Summary, fmt.Sprintf("%d LFT entries for unassigned LIDs point at unusable ports", n))
+	}
+
+	var maxLMC uint8
+	for _, pl := range p.LIDs.Ports {
+		maxLMC = max(maxLMC, pl.LMC)
+	}
+	// Planes from the routing engine are whole forwarding trees for every
+	// LID of a range, and SA may hand out any of them: all must work.
+	allLIDs := maxLMC > 0 && p.LIDs.Planes == nil
+	rep, err := analysis.Analyse(r, p.VLs, analysis.Options{Samples: opt.MaxProblems, Workers: opt.Workers, AllLIDs: allLIDs})
+	if err != nil {
+		c.kind(1, "tables cannot be analysed", err.Error())
+		return nil, c.result()
+	}
+
+	unreach := make([]string, 0, len(rep.Unreachable))
+	for _, u := range rep.Unreachable {
+		unreach = append(unreach, u.Message)
+	}
+	ca, sw := rep.CAPairs, rep.SwitchPairs
+	c.kind(ca.Total-ca.Reachable+sw.Total-sw.Reachable,
+		fmt.Sprintf("unreachable: %d of %d CA->CA and %d of %d switch->switch (source, DLID) pairs",
+			ca.Total-ca.Reachable, ca.Total, sw.Total-sw.Reachable, sw.Total), unreach...)
+	if allLIDs {
+		ca, sw = rep.CALIDPairs, rep.SwitchLIDPairs
+		c.kind(ca.Total-ca.Reachable+sw.Total-sw.Reachable,
+			fmt.Sprintf("unreachable with LMC %d: %d of %d CA->CA and %d of %d switch->switch (source, LID) pairs over every LID of each range",
+				maxLMC, ca.Total-ca.Reachable, ca.Total, sw.Total-sw.Reachable, sw.Total))
+	}
+	loops := make([]string, 0, len(rep.Loops))
+	for _, l := range rep.Loops {
+		loops = append(loops, fmt.Sprintf("loop at switch %s port %d for DLID %d", l.Switch, l.Port, l.DLID))
+	}
+	c.kind(int64(rep.LoopLIDs), fmt.Sprintf("forwarding loops toward %d LID(s)", rep.LoopLIDs), loops...)
+	bad := make([]string, 0, len(rep.BadSamples))
+	for _, b := range rep.BadSamples {
+		bad = append(bad, fmt.Sprintf("switch %s LFT[%d] = port %d: %s", b.Switch, b.LID, b.Port, badText(b.Code)))
+	}
+	c.kind(rep.BadEntries, fmt.Sprintf("%d LFT entries point at unusable ports", rep.BadEntries), bad...)
+	for _, v := range rep.VLs {
+		if !v.Acyclic {
+			c.kind(1, fmt.Sprintf("VL%d channel dependency graph is cyclic (credit loop possible)", v.VL),
+				fmt.Sprintf("VL%d dependency cycle: %s -> (back to start); assign these routes to different VLs or use a deadlock-free engine", v.VL, strings.Join(v.Cycle, " -> ")))
+		}
+	}
+	vlp := make([]string, 0, len(rep.VLProblems))
+	for _, v := range rep.VLProblems {
+		vlp = append(vlp, v.Message)
+	}
+	c.kind(int64(rep.VLProblemCount), fmt.Sprintf("%d channel(s) carry VLs their link cannot", rep.VLProblemCount), vlp...)
+	if p.VLs != nil && p.VLs.VLs > 0 && len(rep.VLsUsed) > 0 && rep.VLsUsed[len(rep.VLsUsed)-1] >= p.VLs.VLs {
+		c.kind(1, "VL plan uses more VLs than it declares",
+			fmt.Sprintf("VL plan declares %d VL(s) but traffic uses VLs %v", p.VLs.VLs, rep.VLsUsed))
+	}
+	return rep, c.result()
+}
+
+func badText(code string) string {
+	switch code {
+	case analysis.FailNoSuchPort:
+		return "the switch has no such port"
+	case analysis.FailUnconnected:
+		return "the port is not cabled"
+	case analysis.FailDown:
+		return "the link is not up (PortState below Init at one end)"
+	case analysis.FailPort0:
+		return "port 0 on a switch that does not own the LID"
+	case analysis.FailWrongPort:
+		return "delivers to an endpoint that does not own the LID"
+	}
+	return code
+}
+
+func epName(t *topology.Topology, e int) string {
+	p := t.Endpoints()[e]
+	return fmt.Sprintf("0x%016x/%d", t.Nodes[p.Node].GUID, p.Port)
+}
+
+// checkLIDs: every endpoint has 2^LMC LIDs in 1..0xBFFF, aligned, LMC <= 7,
+// no LID shared; overrides name real endpoints and offsets.
+func checkLIDs(c *collector, t *topology.Topology, l *plan.LIDPlan) {
+	eps := t.Endpoints()
+	if len(l.Ports) != len(eps) {
+		c.one("LID plan has %d ports but the topology has %d endpoints; the LID assigner must answer for every endpoint in Topology.Endpoints() order", len(l.Ports), len(eps))
+		return
+	}
+	owner := make([]int32, plan.MaxUnicastLID+1)
+	for e, p := range l.Ports {
+		switch {
+		case p.LMC > 7:
+			c.one("endpoint %s: LMC %d > 7", epName(t, e), p.LMC)
+			continue
+		case p.Base == 0:
+			c.one("endpoint %s has no LID", epName(t, e))
+			continue
+		case int(p.Base)+p.Count()-1 > plan.MaxUnicastLID:
+			c.one("endpoint %s: LIDs %d..%d leave the unicast range 1..0x%X", epName(t, e), p.Base, int(p.Base)+p.Count()-1, plan.MaxUnicastLID)
+			continue
+		case int(p.Base)%p.Count() != 0:
+			c.one("endpoint %s: base LID %d is not aligned to 2^LMC = %d", epName(t, e), p.Base, p.Count())
+			continue
+		}
+		for k := 0; k < p.Count(); k++ {
+			lid := int(p.Base) + k
+			if o := owner[lid]; o != 0 {
+				c.one("LID %d is assigned to both %s and %s", lid, epName(t, int(o-1)), epName(t, e))
+				continue
+			}
+			owner[lid] = int32(e) + 1
+		}
+	}
+	for _, o := range l.Overrides {
+		if o.Src < 0 || int(o.Src) >= len(eps) || o.Dst < 0 || int(o.Dst) >= len(eps) {
+			c.one("DLID override %d -> %d names an endpoint outside 0..%d", o.Src, o.Dst, len(eps)-1)
+			continue
+		}
+		if int(o.Offset) >= l.Ports[o.Dst].Count() && l.Ports[o.Dst].LMC <= 7 {
+			c.one("DLID override %s -> %s: offset %d outside the destination's %d LIDs", epName(t, int(o.Src)), epName(t, int(o.Dst)), o.Offset, l.Ports[o.Dst].Count())
+		}
+	}
+	if l.Rule != plan.DLIDBase && l.Rule != plan.DLIDSpread {
+		c.one("LID plan has unknown DLID rule %d", l.Rule)
+	}
+}
+
+// checkVLPlan: SLs <= 15, SL2VL entries name real ports and map to a VL the
+// out port carries (or VL15, which drops).
+func checkVLPlan(c *collector, t *topology.Topology, v *plan.VLPlan) {
+	if v == nil {
+		return
+	}
+	for lid, sl := range v.SLByDLID {
+		if sl > 15 {
+			c.one("DLID %d has SL %d > 15", lid, sl)
+		}
+	}
+	ne := len(t.Endpoints())
+	for _, o := range v.Overrides {
+		if o.SL > 15 {
+			c.one("SL override for DLID %d has SL %d > 15", o.DLID, o.SL)
+		}
+		if o.Src < 0 || int(o.Src) >= ne {
+			c.one("SL override for DLID %d names endpoint %d outside 0..%d", o.DLID, o.Src, ne-1)
+		}
+	}
+	for _, en := range v.Default {
+		if en > 15 {
+			c.one("default SL2VL table maps to VL %d > 15", en)
+			break
+		}
+	}
+	for _, en := range v.SL2VL {
+		if en.Node < 0 || int(en.Node) >= len(t.Nodes) {
+			c.one("SL2VL entry names node %d of %d", en.Node, len(t.Nodes))
+			continue
+		}
+		n := &t.Nodes[en.Node]
+		if int(en.In) >= len(n.Ports) || int(en.Out) >= len(n.Ports) {
+			c.one("SL2VL entry for 0x%016x in %d out %d: the node has %d ports", n.GUID, en.In, en.Out, n.NumPorts())
+			continue
+		}
+		if n.Type != topology.Switch && (en.In != en.Out || en.Out == 0) {
+			c.one("SL2VL entry for CA 0x%016x in %d out %d: a CA port has a single table (in = out = port)", n.GUID, en.In, en.Out)
+			continue
+		}
+		out := topology.PortRef{Node: en.Node, Port: en.Out}
+		capv := vlCap(t.Port(out).VLCap)
+		if peer := t.Port(out).Peer; peer.Connected() {
+			capv = min(capv, vlCap(t.Port(peer).VLCap))
+		}
+		for sl, vl := range en.VL {
+			if vl != 15 && int(vl) >= capv {
+				c.one("SL2VL 0x%016x in %d out %d: SL%d -> VL%d but the link carries %d data VL(s); map to a VL below VLCap or to 15 (drop)", n.GUID, en.In, en.Out, sl, vl, capv)
+				break
+			}
+		}
+	}
+}
+
+func vlCap(c uint8) int {
+	if c == 0 {
+		return 1
+	}
+	return int(c)
+}
+
+// checkRealized makes sure supplied tables belong to this topology and LID
+// plan; it returns the number of problems.
+func checkRealized(c *collector, t *topology.Topology, l *plan.LIDPlan, r *plan.Realized) int {
+	before := c.err.Total
+	if r.Topo != t {
+		c.one("realised tables were built for another topology snapshot; realise the plan again")
+		return int(c.err.Total - before)
+	}
+	if r.LIDs != nil && r.LIDs != l {
+		c.one("realised tables were built from another LID plan; realise the plan again")
+	}
+	var top uint16
+	for _, p := range l.Ports {
+		top = max(top, p.Base+uint16(p.Count())-1)
+	}
+	if r.TopLID != top {
+		c.one("realised tables end at LID %d but the LID plan's top LID is %d", r.TopLID, top)
+		return int(c.err.Total - before)
+	}
+	if len(r.LFT) != len(t.Switches()) {
+		c.one("realised tables hold %d switches, topology has %d", len(r.LFT), len(t.Switches()))
+		return int(c.err.Total - before)
+	}
+	for s, row := range r.LFT {
+		if len(row) != int(top)+1 {
+			c.one("switch 0x%016x LFT has %d entries, want %d", t.Nodes[t.Switches()[s]].GUID, len(row), int(top)+1)
+		}
+	}
+	if len(r.LIDOwner) != int(top)+1 {
+		c.one("LID owner table has %d entries, want %d", len(r.LIDOwner), int(top)+1)
+		return int(c.err.Total - before)
+	}
+	want := make([]int32, int(top)+1)
+	for e, p := range l.Ports {
+		for k := 0; k < p.Count(); k++ {
+			want[int(p.Base)+k] = int32(e) + 1
+		}
+	}
+	for lid, o := range r.LIDOwner {
+		if o != want[lid] {
+			c.one("LID %d: realised owner %d, LID plan says %d", lid, o-1, want[lid]-1)
+		}
+	}
+	return int(c.err.Total - before)
+}
+
+// checkUnassigned scans entries of LIDs nobody owns: they are never walked
+// by the analysis, but a switch must not be told to use a port it lacks or
+// whose link is down.
+func checkUnassigned(c *collector, r *plan.Realized) int64 {
+	t := r.Topo
+	var n int64
+	for s, node := range t.Switches() {
+		ports := t.Nodes[node].Ports
+		row := r.LFT[s]
+		for lid := 1; lid < len(row) && lid < len(r.LIDOwner); lid++ {
+			if r.LIDOwner[lid] != 0 {
+				continue
+			}
+			out := row[lid]
+			if out == plan.NoPort || out == 0 {
+				continue
+			}
+			if int(out) >= len(ports) || !t.IsLinkUp(topology.PortRef{Node: node, Port: out}) {
+				n++
+				c.one("switch 0x%016x LFT[%d] (unassigned LID) = port %d, which does not exist or is not up", t.Nodes[node].GUID, lid, out)
+			}
+		}
+	}
+	return n
+}
