@@ -18,7 +18,7 @@ type Generator interface {
 }
 
 // Kinds lists the topology kinds Parse accepts (ft is an alias of fat-tree).
-var Kinds = []string{"fat-tree", "ring", "torus", "mesh", "random", "rrg"}
+func Kinds() []string { return []string{"fat-tree", "ring", "torus", "mesh", "random", "rrg"} }
 
 const usageText = `usage: ibsm topo <kind> [flags] > fabric.net
 
@@ -264,7 +264,7 @@ func newFlags(kind string) (*kindFlags, error) {
 			return t, nil
 		}
 	default:
-		return nil, fmt.Errorf("topo: unknown topology kind %q; use one of %s (ft = fat-tree)", kind, strings.Join(Kinds, ", "))
+		return nil, fmt.Errorf("topo: unknown topology kind %q; use one of %s (ft = fat-tree)", kind, strings.Join(Kinds(), ", "))
 	}
 	return kf, nil
 }

@@ -60,8 +60,8 @@ func (t Torus) graph() (*graph, error) {
 	}
 	total := 1
 	for _, k := range t.Dims {
-		if k < 1 {
-			return nil, fmt.Errorf("topogen: %s: dimension %d; every dimension needs at least 1 switch", kind, k)
+		if k < 1 || k > MaxNodes {
+			return nil, fmt.Errorf("topogen: %s: dimension %d; every dimension needs 1 to %d switches", kind, k, MaxNodes)
 		}
 		total *= k
 		if total > MaxNodes {
@@ -69,8 +69,8 @@ func (t Torus) graph() (*graph, error) {
 		}
 	}
 	h := t.CAsPerSwitch
-	if h < 0 {
-		return nil, fmt.Errorf("topogen: %s: --cas %d; give 0 or more CAs per switch", kind, h)
+	if h < 0 || h > netfile.MaxPorts {
+		return nil, fmt.Errorf("topogen: %s: --cas %d; give 0 to %d CAs per switch", kind, h, netfile.MaxPorts)
 	}
 	need := h + 2*len(t.Dims)
 	ports := t.SwitchPorts

@@ -57,8 +57,8 @@ func (t FatTree) shape() (xgft, error) {
 	if par == 0 {
 		par = 1
 	}
-	if par < 0 {
-		return xgft{}, fmt.Errorf("topogen: fat-tree: --parallel %d; give 1 or more cables per switch pair", t.Parallel)
+	if par < 0 || par > netfile.MaxPorts {
+		return xgft{}, fmt.Errorf("topogen: fat-tree: --parallel %d; give 1 to %d cables per switch pair", t.Parallel, netfile.MaxPorts)
 	}
 	modes := 0
 	for _, set := range []bool{t.Radix != 0, t.Arity != 0, len(t.Children)+len(t.Parents) != 0} {
@@ -104,8 +104,8 @@ func (t FatTree) shape() (xgft, error) {
 		if n < 1 || n > 16 {
 			return xgft{}, fmt.Errorf("topogen: fat-tree: --arity needs --levels between 1 and 16 (got %d)", t.Levels)
 		}
-		if k < 1 {
-			return xgft{}, fmt.Errorf("topogen: fat-tree: --arity %d; give 1 or more", k)
+		if k < 1 || k > netfile.MaxPorts {
+			return xgft{}, fmt.Errorf("topogen: fat-tree: --arity %d; give 1 to %d", k, netfile.MaxPorts)
 		}
 		x.kind = fmt.Sprintf("%d-ary %d-tree", k, n)
 		for i := 0; i < n; i++ {
@@ -128,8 +128,8 @@ func (t FatTree) shape() (xgft, error) {
 		}
 		x.kind = fmt.Sprintf("XGFT(%d; %v; %v)", n, t.Children, t.Parents)
 		for i := 0; i < n; i++ {
-			if t.Children[i] < 1 || t.Parents[i] < 1 {
-				return xgft{}, fmt.Errorf("topogen: fat-tree: level %d has %d children and %d parents; both must be at least 1", i+1, t.Children[i], t.Parents[i])
+			if t.Children[i] < 1 || t.Parents[i] < 1 || t.Children[i] > netfile.MaxPorts || t.Parents[i] > netfile.MaxPorts {
+				return xgft{}, fmt.Errorf("topogen: fat-tree: level %d has %d children and %d parents; both must be 1 to %d", i+1, t.Children[i], t.Parents[i], netfile.MaxPorts)
 			}
 			p := par
 			if i == 0 {

@@ -191,8 +191,8 @@ func (t RRG) graph() (*graph, error) {
 	if r == 1 && n > 2 {
 		return nil, fmt.Errorf("topogen: rrg: one network port per switch cannot connect %d switches; give --ports 2 or more", n)
 	}
-	if h < 0 {
-		return nil, fmt.Errorf("topogen: rrg: --cas %d; give 0 or more CAs per switch", h)
+	if h < 0 || h > netfile.MaxPorts {
+		return nil, fmt.Errorf("topogen: rrg: --cas %d; give 0 to %d CAs per switch", h, netfile.MaxPorts)
 	}
 	if err := checkSize(n, n*h, h+r); err != nil {
 		return nil, err
@@ -384,8 +384,8 @@ func (j *jelly) rewire() bool {
 	return true
 }
 
-// pickEdge returns a uniformly random cable satisfying ok: random probes
-// first, then a scan from a random start.
+// pickEdge returns a random cable satisfying ok: random probes first, then
+// a scan from a random start, so it fails only if no cable qualifies.
 func (j *jelly) pickEdge(ok func(x, y int32) bool) ([2]int32, bool) {
 	if len(j.edges) == 0 {
 		return [2]int32{}, false

@@ -398,13 +398,13 @@ func TestErrors(t *testing.T) {
 		{[]string{"ft", "--radix", "36", "extra"}, "unexpected argument"},
 		{[]string{"ft", "--bogus", "1"}, "ibsm topo fat-tree -h"},
 		{[]string{"ring"}, "give --switches"},
-		{[]string{"ring", "--switches", "4", "--cas", "-1"}, "0 or more"},
+		{[]string{"ring", "--switches", "4", "--cas", "-1"}, "give 0 to 254"},
 		{[]string{"torus"}, "give --dims"},
-		{[]string{"torus", "--dims", "4x0"}, "at least 1"},
+		{[]string{"torus", "--dims", "4x0"}, "needs 1 to"},
 		{[]string{"torus", "--dims", "4xq"}, "list of integers"},
 		{[]string{"torus", "--dims", "2x2", "--width", "3x"}, "not one of"},
 		{[]string{"torus", "--dims", "2x2", "--speed", "fast"}, "not one of"},
-		{[]string{"torus", "--dims", "2x2", "--cas", "300"}, "ports"},
+		{[]string{"torus", "--dims", "2x2x2", "--cas", "252"}, "258 ports"},
 		{[]string{"random", "--switches", "32", "--degree", "8"}, "give --cas"},
 		{[]string{"random", "--switches", "32", "--degree", "1", "--cas", "4"}, "raise --degree"},
 		{[]string{"random", "--switches", "8", "--degree", "8", "--cas", "4"}, "between 0 and 7"},
@@ -414,6 +414,17 @@ func TestErrors(t *testing.T) {
 		{[]string{"rrg", "--switches", "8", "--ports", "1"}, "cannot connect"},
 		{[]string{"rrg", "--ports", "4"}, "give --switches"},
 		{[]string{"rrg", "--switches", "8", "--ports", "3", "--switch-ports", "2"}, "--switch-ports"},
+		{[]string{"rrg", "--switches", "8", "--ports", "3", "--cas", "9223372036854775807"}, "CAs per switch"},
+		{[]string{"torus", "--dims", "9223372036854775807x9223372036854775807"}, "switches"},
+		{[]string{"torus", "--dims", "4x4", "--cas", "9223372036854775807"}, "CAs per switch"},
+		{[]string{"ft", "--arity", "2", "--levels", "2", "--parallel", "9223372036854775807"}, "cables per switch pair"},
+		{[]string{"ft", "--arity", "300", "--levels", "2"}, "give 1 to 254"},
+		{[]string{"ft", "--arity", "200", "--levels", "2"}, "ports"},
+		{[]string{"ft", "--children", "4,1000000", "--parents", "1,2"}, "must be 1 to 254"},
+		{[]string{"ft", "--levels", "-3", "--radix", "4"}, "1 to 16"},
+		{[]string{"random", "--switches", "8", "--degree", "+Inf", "--cas", "1"}, "--degree"},
+		{[]string{"random", "--switches", "8", "--degree", "NaN", "--cas", "1"}, "--degree"},
+		{[]string{"random", "--switches", "8", "--degree", "4", "--cas", "99999999999"}, "unicast LIDs"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -477,6 +488,79 @@ func BenchmarkRRG512(b *testing.B) {
 	for b.Loop() {
 		if _, err := (RRG{Switches: 512, NetPorts: 12, CAsPerSwitch: 4, Seed: 1}).Generate(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestGridPorts pins the torus/mesh/ring convention: CAs on 1..h, then per
+// dimension d the "+" neighbour on h+2d+1 and the "−" one on h+2d+2.
+func TestGridPorts(t *testing.T) {
+	tests := []struct {
+		args       []string
+		from       string
+		port       int
+		to         string // "" = unconnected
+		remotePort int
+	}{
+		{[]string{"torus", "--dims", "3x3", "--cas", "1"}, "torus-0-0", 2, "torus-1-0", 3},
+		{[]string{"torus", "--dims", "3x3", "--cas", "1"}, "torus-0-0", 4, "torus-0-1", 5},
+		{[]string{"torus", "--dims", "3x3", "--cas", "1"}, "torus-2-1", 2, "torus-0-1", 3},
+		{[]string{"torus", "--dims", "3x3", "--cas", "1"}, "torus-1-0", 5, "torus-1-2", 4},
+		{[]string{"torus", "--dims", "3x3", "--cas", "1"}, "torus-1-2", 1, "torus-1-2-host-0", 1},
+		{[]string{"mesh", "--dims", "3x3", "--cas", "1"}, "mesh-2-1", 2, "", 0},
+		{[]string{"mesh", "--dims", "3x3", "--cas", "1"}, "mesh-1-0", 5, "", 0},
+		{[]string{"mesh", "--dims", "3x3", "--cas", "1"}, "mesh-1-1", 4, "mesh-1-2", 5},
+		{[]string{"ring", "--switches", "6", "--cas", "2"}, "ring-5", 3, "ring-0", 4},
+		{[]string{"ring", "--switches", "6", "--cas", "2"}, "ring-0", 4, "ring-5", 3},
+		{[]string{"ring", "--switches", "2", "--cas", "1"}, "ring-0", 2, "ring-1", 3},
+		{[]string{"ring", "--switches", "2", "--cas", "1"}, "ring-1", 2, "ring-0", 3},
+		{[]string{"torus", "--dims", "2x1"}, "torus-0-0", 4, "", 0},
+	}
+	for _, tt := range tests {
+		f := generate(t, tt.args...)
+		n := f.Node(tt.from)
+		if n == nil {
+			t.Fatalf("%q: no node %s", tt.args, tt.from)
+		}
+		pt := n.Ports[tt.port]
+		switch {
+		case tt.to == "" && pt.Peer != nil:
+			t.Errorf("%q: %s[%d] -> %s[%d], want unconnected", tt.args, tt.from, tt.port, pt.Peer.Name, pt.PeerPort)
+		case tt.to != "" && (pt.Peer == nil || pt.Peer.Name != tt.to || pt.PeerPort != tt.remotePort):
+			t.Errorf("%q: %s[%d] -> %v, want %s[%d]", tt.args, tt.from, tt.port, pt.Peer, tt.to, tt.remotePort)
+		}
+	}
+}
+
+// TestNeighbourPorts pins the random kinds' convention: CAs on 1..h_s,
+// then the neighbours in ascending switch order on consecutive ports.
+func TestNeighbourPorts(t *testing.T) {
+	for _, args := range [][]string{
+		{"rrg", "--switches", "30", "--ports", "5", "--cas", "3"},
+		{"random", "--switches", "30", "--degree", "5", "--cas", "70"},
+	} {
+		f := generate(t, args...)
+		for _, n := range f.Nodes {
+			if n.Type != topology.Switch {
+				continue
+			}
+			cas, last := 0, uint64(0)
+			for p := 1; p <= n.NumPorts(); p++ {
+				peer := n.Ports[p].Peer
+				switch {
+				case peer == nil:
+					last = ^uint64(0)
+				case peer.Type == topology.CA:
+					if p != cas+1 {
+						t.Fatalf("%q: %s has a CA on port %d after switch ports", args, n.Name, p)
+					}
+					cas++
+				case peer.GUID <= last:
+					t.Fatalf("%q: %s port %d: neighbour %s out of order or after a gap", args, n.Name, p, peer.Name)
+				default:
+					last = peer.GUID
+				}
+			}
 		}
 	}
 }
