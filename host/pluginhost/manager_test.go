@@ -306,3 +306,9 @@ func TestServeRefusesInconsistentKind(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// TestTestPluginConforms runs the vendor conformance kit against the test
+// plugin binary: the kit's own launcher must interoperate with Serve.
+func TestTestPluginConforms(t *testing.T) {
+	sdktest.RunRoutingEngine(t, testPlugin, sdktest.Options{})
+}

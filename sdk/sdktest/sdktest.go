@@ -1,0 +1,343 @@
+// Package sdktest is the conformance kit a plugin author runs against a
+// plugin: either the built binary (RunRoutingEngine and friends launch it
+// through the same handshake the host uses) or an implementation in-process
+// (RoutingEngine and friends serve it over a real gRPC connection). Both go
+// through the wire protocol, so encoding mistakes are caught too.
+package sdktest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Options tune a conformance run. The zero value is a sensible default.
+type Options struct {
+	// Config is sent to Configure; default: the schema's defaults.
+	Config cty.Value
+	// LMC for routing and LID assignment (default 0).
+	LMC uint8
+	// Timeout bounds every call (default 30 s).
+	Timeout time.Duration
+	// Fabrics replaces the built-in test fabrics.
+	Fabrics map[string]*topology.Topology
+}
+
+// BuiltinFabrics are the fabrics every plugin is checked on: a two-level fat
+// tree, a ring and a random graph, all connected.
+func BuiltinFabrics() (map[string]*topology.Topology, error) {
+	out := map[string]*topology.Topology{}
+	var err error
+	if out["fattree2"], err = FatTree2(6, 3, 4); err != nil {
+		return nil, err
+	}
+	if out["ring"], err = Ring(5, 2); err != nil {
+		return nil, err
+	}
+	if out["random"], err = Random(42, 12, 8, 2); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// launch starts a plugin binary the way the host does and returns its client.
+func launch(t testing.TB, path string, kind sdk.Kind) *sdk.RemoteClient {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "sdktest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path)
+	cmd.Env = append(os.Environ(), plugin.EnvUnixSocketDir+"="+dir)
+	c := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake(),
+		VersionedPlugins: sdk.HostPluginSets(),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Warn, Output: os.Stderr}),
+		StartTimeout:     15 * time.Second,
+		GRPCDialOptions:  sdk.GRPCDialOptions(),
+	})
+	t.Cleanup(func() { c.Kill(); os.RemoveAll(dir) })
+	proto, err := c.Client()
+	if err != nil {
+		t.Fatalf("starting plugin %s: %v", path, err)
+	}
+	raw, err := proto.Dispense(string(kind))
+	if err != nil {
+		t.Fatalf("dispensing %s from %s: %v", kind, path, err)
+	}
+	return raw.(*sdk.RemoteClient)
+}
+
+// inProcess serves impl over a real gRPC connection inside the test.
+func inProcess(t testing.TB, impl sdk.Plugin, kind sdk.Kind) *sdk.RemoteClient {
+	t.Helper()
+	set, err := sdk.ServerPluginSet(impl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, server := plugin.TestPluginGRPCConn(t, false, set)
+	t.Cleanup(func() { client.Close(); server.Stop() })
+	raw, err := client.Dispense(string(kind))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw.(*sdk.RemoteClient)
+}
+
+// setup checks Info and Schema, configures the plugin and returns the fabrics.
+func setup(t testing.TB, c *sdk.RemoteClient, kind sdk.Kind, opts *Options) (context.Context, map[string]*topology.Topology) {
+	t.Helper()
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
+	t.Cleanup(cancel)
+	info, err := c.GetInfo(ctx)
+	if err != nil {
+		t.Fatalf("GetInfo: %v", err)
+	}
+	if info.Kind != kind {
+		t.Fatalf("Info().Kind = %q, want %q", info.Kind, kind)
+	}
+	if info.Name == "" || info.Version == "" {
+		t.Errorf("Info() = %+v: name and version must be set", info)
+	}
+	sch, err := c.GetSchema(ctx)
+	if err != nil {
+		t.Fatalf("GetSchema: %v", err)
+	}
+	cfg := opts.Config
+	if cfg == cty.NilVal {
+		cfg = sch.Defaults()
+	}
+	if err := c.Configure(ctx, cfg); err != nil {
+		t.Fatalf("Configure(%#v): %v", cfg, err)
+	}
+	fabrics := opts.Fabrics
+	if fabrics == nil {
+		if fabrics, err = BuiltinFabrics(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ctx, fabrics
+}
+
+// RunRoutingEngine checks the routing engine binary at path.
+func RunRoutingEngine(t *testing.T, path string, opts Options) {
+	checkRouting(t, launch(t, path, sdk.KindRouting), opts)
+}
+
+// RoutingEngine checks a routing engine implementation in-process.
+func RoutingEngine(t *testing.T, impl sdk.RoutingEngine, opts Options) {
+	checkRouting(t, inProcess(t, impl, sdk.KindRouting), opts)
+}
+
+func checkRouting(t *testing.T, c *sdk.RemoteClient, opts Options) {
+	ctx, fabrics := setup(t, c, sdk.KindRouting, &opts)
+	for name, topo := range fabrics {
+		t.Run(name, func(t *testing.T) {
+			r, err := c.Route(ctx, sdk.RouteRequest{Topo: topo, LMC: opts.LMC})
+			if err != nil {
+				t.Fatalf("Route: %v", err)
+			}
+			if err := CheckRoutes(topo, r); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// RunLIDAssigner checks the LID assigner binary at path.
+func RunLIDAssigner(t *testing.T, path string, opts Options) {
+	checkLIDs(t, launch(t, path, sdk.KindLIDAssign), opts)
+}
+
+// LIDAssigner checks a LID assigner implementation in-process.
+func LIDAssigner(t *testing.T, impl sdk.LIDAssigner, opts Options) {
+	checkLIDs(t, inProcess(t, impl, sdk.KindLIDAssign), opts)
+}
+
+func checkLIDs(t *testing.T, c *sdk.RemoteClient, opts Options) {
+	ctx, fabrics := setup(t, c, sdk.KindLIDAssign, &opts)
+	for name, topo := range fabrics {
+		t.Run(name, func(t *testing.T) {
+			routes := BFSRoutes(topo)
+			l, err := c.AssignLIDs(ctx, sdk.LIDRequest{Topo: topo, Routes: routes, LMC: opts.LMC})
+			if err != nil {
+				t.Fatalf("AssignLIDs: %v", err)
+			}
+			if err := CheckLIDs(topo, routes, l, opts.LMC); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// RunVLAssigner checks the VL assigner binary at path.
+func RunVLAssigner(t *testing.T, path string, opts Options) {
+	checkVLs(t, launch(t, path, sdk.KindVLAssign), opts)
+}
+
+// VLAssigner checks a VL assigner implementation in-process.
+func VLAssigner(t *testing.T, impl sdk.VLAssigner, opts Options) {
+	checkVLs(t, inProcess(t, impl, sdk.KindVLAssign), opts)
+}
+
+func checkVLs(t *testing.T, c *sdk.RemoteClient, opts Options) {
+	ctx, fabrics := setup(t, c, sdk.KindVLAssign, &opts)
+	for name, topo := range fabrics {
+		t.Run(name, func(t *testing.T) {
+			routes := BFSRoutes(topo)
+			lids := sequential(topo)
+			maxVLs := 4
+			v, err := c.AssignVLs(ctx, sdk.VLRequest{Topo: topo, Routes: routes, LIDs: lids, MaxVLs: maxVLs})
+			if err != nil {
+				t.Fatalf("AssignVLs: %v", err)
+			}
+			if err := CheckVLs(topo, v, maxVLs); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func sequential(t *topology.Topology) *plan.LIDPlan {
+	l := &plan.LIDPlan{Ports: make([]plan.PortLID, len(t.Endpoints()))}
+	for i := range l.Ports {
+		l.Ports[i] = plan.PortLID{Base: uint16(i + 1)}
+	}
+	return l
+}
+
+// CheckRoutes checks planes structurally on a connected fabric: every
+// switch has a route to every destination, the destination's switch uses
+// port 0 for itself or the port cabled to the destination CA, every hop
+// leaves through an up link to a switch, and every walk arrives without a
+// loop. Path-form routes are checked for contiguous hops.
+func CheckRoutes(t *topology.Topology, r *plan.Routes) error {
+	sw := t.Switches()
+	eps := t.Endpoints()
+	if !r.IsPlanes() {
+		return checkPaths(t, r)
+	}
+	if len(r.Planes) != len(eps) {
+		return fmt.Errorf("%d destinations, want %d", len(r.Planes), len(eps))
+	}
+	for e, ep := range eps {
+		dstSw, dstPort := ep.Node, uint8(0)
+		if t.Nodes[ep.Node].Type != topology.Switch {
+			peer := t.Port(ep).Peer
+			if t.Nodes[peer.Node].Type != topology.Switch {
+				continue // CA cabled to a CA: no switch route needed
+			}
+			dstSw, dstPort = peer.Node, peer.Port
+		}
+		if len(r.Planes[e].Planes) == 0 {
+			return fmt.Errorf("destination %d has no plane", e)
+		}
+		for k, pl := range r.Planes[e].Planes {
+			if len(pl) != len(sw) {
+				return fmt.Errorf("destination %d plane %d has %d entries, want %d", e, k, len(pl), len(sw))
+			}
+			if got := pl[t.SwitchIndex(dstSw)]; got != dstPort {
+				return fmt.Errorf("destination %d plane %d: its switch 0x%016x uses port %d, want %d", e, k, t.Nodes[dstSw].GUID, got, dstPort)
+			}
+			for s, start := range sw {
+				cur := start
+				for hops := 0; cur != dstSw; hops++ {
+					if hops > len(sw) {
+						return fmt.Errorf("destination %d plane %d: walk from switch 0x%016x loops", e, k, t.Nodes[start].GUID)
+					}
+					out := pl[t.SwitchIndex(cur)]
+					if out == plan.NoPort {
+						return fmt.Errorf("destination %d plane %d: switch 0x%016x (walk from switch %d) has no route on a connected fabric", e, k, t.Nodes[cur].GUID, s)
+					}
+					ref := topology.PortRef{Node: cur, Port: out}
+					if out == 0 || int(out) >= len(t.Nodes[cur].Ports) || !t.IsLinkUp(ref) {
+						return fmt.Errorf("destination %d plane %d: switch 0x%016x routes to port %d, which is not an up link", e, k, t.Nodes[cur].GUID, out)
+					}
+					next := t.Port(ref).Peer.Node
+					if t.SwitchIndex(next) < 0 {
+						return fmt.Errorf("destination %d plane %d: switch 0x%016x port %d leads to a non-switch that is not the destination", e, k, t.Nodes[cur].GUID, out)
+					}
+					cur = next
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func checkPaths(t *topology.Topology, r *plan.Routes) error {
+	for i, p := range r.Paths {
+		for k := 0; k+1 < len(p.Hops); k++ {
+			h := p.Hops[k]
+			ref := topology.PortRef{Node: h.Switch, Port: h.Out}
+			if h.Out == 0 || !t.IsLinkUp(ref) {
+				return fmt.Errorf("path %d hop %d: port %d is not an up link", i, k, h.Out)
+			}
+			peer := t.Port(ref).Peer
+			if peer.Node != p.Hops[k+1].Switch || peer.Port != p.Hops[k+1].In {
+				return fmt.Errorf("path %d hop %d: port %d does not lead to hop %d's switch and in-port", i, k, h.Out, k+1)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckLIDs checks that every endpoint has a LID range of at most 2^lmc
+// LIDs, aligned, unique and in the unicast space, and that the plan realises.
+func CheckLIDs(t *topology.Topology, r *plan.Routes, l *plan.LIDPlan, lmc uint8) error {
+	for e, p := range l.Ports {
+		if p.Base == 0 {
+			return fmt.Errorf("endpoint %d has no LID", e)
+		}
+		if p.LMC > lmc {
+			return fmt.Errorf("endpoint %d has LMC %d, more than the configured %d", e, p.LMC, lmc)
+		}
+	}
+	_, err := plan.Realize(t, r, l)
+	return err
+}
+
+// CheckVLs checks that the plan uses SLs 0..15 and maps them only to data
+// VLs below maxVLs (or to VL 15, the spec's drop).
+func CheckVLs(t *topology.Topology, v *plan.VLPlan, maxVLs int) error {
+	if v.VLs > maxVLs {
+		return fmt.Errorf("plan uses %d VLs, fabric supports %d", v.VLs, maxVLs)
+	}
+	check := func(what string, tab [16]uint8) error {
+		for sl, vl := range tab {
+			if int(vl) >= maxVLs && vl != 15 {
+				return fmt.Errorf("%s maps SL %d to VL %d, fabric supports VL 0..%d", what, sl, vl, maxVLs-1)
+			}
+		}
+		return nil
+	}
+	if err := check("default SL2VL", v.Default); err != nil {
+		return err
+	}
+	for i, e := range v.SL2VL {
+		if err := check(fmt.Sprintf("SL2VL entry %d (node 0x%016x %d->%d)", i, t.Nodes[e.Node].GUID, e.In, e.Out), e.VL); err != nil {
+			return err
+		}
+	}
+	for lid, sl := range v.SLByDLID {
+		if sl > 15 {
+			return fmt.Errorf("DLID %d uses SL %d", lid, sl)
+		}
+	}
+	return nil
+}

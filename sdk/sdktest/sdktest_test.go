@@ -1,0 +1,127 @@
+package sdktest
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/zclconf/go-cty/cty"
+)
+
+type bfs struct{}
+
+func (bfs) Info() sdk.Info            { return sdk.Info{Name: "bfs", Version: "1", Kind: sdk.KindRouting} }
+func (bfs) Schema() schema.Block      { return schema.Block{} }
+func (bfs) Configure(cty.Value) error { return nil }
+func (bfs) Route(_ context.Context, r sdk.RouteRequest) (*plan.Routes, error) {
+	return BFSRoutes(r.Topo), nil
+}
+
+func TestBFSEngineConforms(t *testing.T) {
+	RoutingEngine(t, bfs{}, Options{})
+}
+
+func TestFabricsShape(t *testing.T) {
+	tests := []struct {
+		name          string
+		build         func() (*topology.Topology, error)
+		switches, eps int
+	}{
+		{"fattree2", func() (*topology.Topology, error) { return FatTree2(6, 3, 4) }, 9, 9 + 24},
+		{"fattree3 k=4", func() (*topology.Topology, error) { return FatTree3(4) }, 20, 20 + 16},
+		{"ring", func() (*topology.Topology, error) { return Ring(5, 2) }, 5, 15},
+		{"random", func() (*topology.Topology, error) { return Random(1, 12, 8, 2) }, 12, 36},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			topo, err := tc.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(topo.Switches()) != tc.switches || len(topo.Endpoints()) != tc.eps {
+				t.Fatalf("%d switches, %d endpoints; want %d, %d", len(topo.Switches()), len(topo.Endpoints()), tc.switches, tc.eps)
+			}
+			if err := CheckRoutes(topo, BFSRoutes(topo)); err != nil {
+				t.Fatalf("reference routes fail the check (fabric not connected?): %v", err)
+			}
+		})
+	}
+}
+
+func TestCheckRoutesCatchesBadPlanes(t *testing.T) {
+	topo, err := Ring(4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caDest := 1 // endpoint 0 is switch 0's port 0; CAs follow switches by GUID
+	for e, ep := range topo.Endpoints() {
+		if topo.Nodes[ep.Node].Type == topology.CA {
+			caDest = e
+			break
+		}
+	}
+	tests := []struct {
+		name   string
+		mutate func(r *plan.Routes)
+		want   string
+	}{
+		{"no route", func(r *plan.Routes) {
+			pl := r.Planes[0].Planes[0]
+			for s := range pl {
+				if pl[s] != 0 {
+					pl[s] = plan.NoPort
+					return
+				}
+			}
+		}, "has no route on a connected fabric"},
+		{"switch dest not port 0", func(r *plan.Routes) { r.Planes[0].Planes[0][0] = 1 }, "uses port 1, want 0"},
+		{"loop", func(r *plan.Routes) {
+			// Every switch other than the destination's bounces between
+			// its ring neighbours on ports 1 and 2.
+			pl := r.Planes[0].Planes[0]
+			for s := 1; s < len(pl); s++ {
+				pl[s] = uint8(1 + s%2)
+			}
+		}, "loops"},
+		{"CA dest wrong port", func(r *plan.Routes) {
+			pl := r.Planes[caDest].Planes[0]
+			for s := range pl {
+				if pl[s] == 3 {
+					pl[s] = 1
+				}
+			}
+		}, "want 3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := BFSRoutes(topo)
+			tc.mutate(r)
+			if err := CheckRoutes(topo, r); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckLIDsAndVLs(t *testing.T) {
+	topo, _ := Ring(3, 1)
+	r := BFSRoutes(topo)
+	l := sequential(topo)
+	if err := CheckLIDs(topo, r, l, 0); err != nil {
+		t.Fatal(err)
+	}
+	l.Ports[1].Base = l.Ports[0].Base
+	if err := CheckLIDs(topo, r, l, 0); err == nil || !strings.Contains(err.Error(), "assigned to endpoints 0 and 1") {
+		t.Fatalf("duplicate LID: %v", err)
+	}
+	if err := CheckVLs(topo, &plan.VLPlan{Default: [16]uint8{2: 4}}, 4); err == nil || !strings.Contains(err.Error(), "maps SL 2 to VL 4") {
+		t.Fatalf("VL beyond VLCap: %v", err)
+	}
+	if err := CheckVLs(topo, &plan.VLPlan{Default: [16]uint8{15: 15}}, 4); err != nil {
+		t.Fatalf("VL 15 (drop) rejected: %v", err)
+	}
+}
