@@ -1,7 +1,8 @@
 // Command testplugin is a routing engine for pluginhost's tests. Its config
 // attribute "mode" makes it misbehave on Route: normal, crash (exit mid-call),
 // crash_once (exit the first time, marked by the file "marker"), hang (sleep
-// forever, ignoring its context), short_plane, bad_port, error.
+// forever, ignoring its context), short_plane, bad_port, error, synthetic
+// (fast well-shaped planes for benchmarks).
 package main
 
 import (
@@ -53,6 +54,20 @@ func (e *engine) Configure(v cty.Value) error {
 func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
 	if !e.configured {
 		return nil, errors.New("not configured")
+	}
+	if e.mode == "synthetic" {
+		// Cheap planes of the right shape, for transfer benchmarks on big
+		// fabrics where BFS would dominate.
+		nsw, neps := len(req.Topo.Switches()), len(req.Topo.Endpoints())
+		r := &plan.Routes{Planes: make([]plan.DestPlanes, neps)}
+		for d := range r.Planes {
+			pl := make(plan.Plane, nsw)
+			for s := range pl {
+				pl[s] = uint8(1 + (d+s)%2)
+			}
+			r.Planes[d] = plan.DestPlanes{Planes: []plan.Plane{pl}}
+		}
+		return r, nil
 	}
 	r := sdktest.BFSRoutes(req.Topo)
 	switch e.mode {
