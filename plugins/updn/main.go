@@ -1,4 +1,5 @@
-// Command updn is the first-party Up*/Down* routing engine plugin. Switches
+// Command updn is the first-party Up*/Down* routing engine plugin (the
+// algorithm is in plugins/internal/updn). Switches
 // are ranked by hop distance from root switches (ties broken by GUID, giving
 // a strict total order); a route may climb toward lower keys any number of
 // times and then descend, never climb after descending. That makes the
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/plugins/internal/pcfg"
+	"github.com/ibsm/ibsm/plugins/internal/updn"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
@@ -29,17 +31,9 @@ func main() {
 	sdk.Serve(&engine{log: pcfg.Logger("updn")})
 }
 
-type config struct {
-	// roots are configured root switch node GUIDs; empty selects roots
-	// automatically.
-	roots []uint64
-	// countSwitches mirrors OpenSM's port_profile_switch_nodes.
-	countSwitches bool
-}
-
 type engine struct {
 	log hclog.Logger
-	cfg config
+	cfg updn.Config
 }
 
 var _ sdk.RoutingEngine = (*engine)(nil)
@@ -71,7 +65,7 @@ func (e *engine) Configure(v cty.Value) error {
 	if err != nil {
 		return fmt.Errorf("updn: %w", err)
 	}
-	e.cfg = config{roots: roots, countSwitches: cs}
+	e.cfg = updn.Config{Roots: roots, CountSwitches: cs}
 	return nil
 }
 
@@ -96,21 +90,21 @@ func parseGUIDs(strs []string) ([]uint64, error) {
 }
 
 func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
-	r, res, err := upDown(ctx, req.Topo, req.LMC, e.cfg)
+	r, res, err := updn.Route(ctx, req.Topo, req.LMC, e.cfg)
 	if err != nil {
 		return nil, err
 	}
-	roots := make([]string, len(res.roots))
-	for i, g := range res.roots {
+	roots := make([]string, len(res.Roots))
+	for i, g := range res.Roots {
 		roots[i] = fmt.Sprintf("0x%016x", g)
 	}
-	e.log.Info("up/down roots", "how", res.how, "roots", roots)
-	if len(res.missing) > 0 {
-		e.log.Warn("configured root_guids not found as switches in the fabric", "guids", res.missing)
+	e.log.Info("up/down roots", "how", res.How, "roots", roots)
+	if len(res.Missing) > 0 {
+		e.log.Warn("configured root_guids not found as switches in the fabric", "guids", res.Missing)
 	}
-	if res.rep.NoRoute > 0 {
+	if res.Report.NoRoute > 0 {
 		e.log.Warn("some destinations have no legal up/down route; they are left unrouted, not routed min-hop",
-			"unrouted_pairs", res.rep.NoRoute, "detached_endpoints", res.rep.Detached, "examples", res.rep.Examples)
+			"unrouted_pairs", res.Report.NoRoute, "detached_endpoints", res.Report.Detached, "examples", res.Report.Examples)
 	}
 	return r, nil
 }

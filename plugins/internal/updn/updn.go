@@ -1,4 +1,6 @@
-package main
+// Package updn is the Up*/Down* algorithm behind the updn plugin, importable
+// by other first-party plugins' tests.
+package updn
 
 import (
 	"context"
@@ -19,27 +21,35 @@ const (
 	maxCost        = 126 // 0x7F|upPhase would collide with route.Unreachable
 )
 
-// result is what upDown reports besides the routes.
-type result struct {
-	roots   []uint64 // chosen root switch GUIDs, ascending
-	how     string   // "configured", "farthest from CAs", "centre", or a mix per component
-	missing []string // configured GUIDs not found as switches
-	rep     *route.Report
+// Config selects roots and balancing.
+type Config struct {
+	// Roots are root switch node GUIDs; empty selects roots automatically.
+	Roots []uint64
+	// CountSwitches mirrors OpenSM's port_profile_switch_nodes.
+	CountSwitches bool
 }
 
-// upDown computes Up*/Down* planes for topo.
-func upDown(ctx context.Context, topo *topology.Topology, lmc uint8, cfg config) (*plan.Routes, *result, error) {
+// Result is what Route reports besides the routes.
+type Result struct {
+	Roots   []uint64 // chosen root switch GUIDs, ascending
+	How     string   // "configured", "farthest from CAs", "centre", or a mix per component
+	Missing []string // configured GUIDs not found as switches
+	Report  *route.Report
+}
+
+// Route computes Up*/Down* planes for topo.
+func Route(ctx context.Context, topo *topology.Topology, lmc uint8, cfg Config) (*plan.Routes, *Result, error) {
 	if topo == nil {
 		return nil, nil, fmt.Errorf("updn: no topology in the request")
 	}
 	g := route.NewGraph(topo)
-	res := &result{}
-	roots, err := chooseRoots(g, cfg.roots, res)
+	res := &Result{}
+	roots, err := chooseRoots(g, cfg.Roots, res)
 	if err != nil {
 		return nil, nil, fmt.Errorf("updn: %w", err)
 	}
 	for _, r := range roots {
-		res.roots = append(res.roots, g.SwitchGUID(r))
+		res.Roots = append(res.Roots, g.SwitchGUID(r))
 	}
 	ord, err := rankOrder(g, roots)
 	if err != nil {
@@ -49,11 +59,11 @@ func upDown(ctx context.Context, topo *topology.Topology, lmc uint8, cfg config)
 	if err != nil {
 		return nil, nil, fmt.Errorf("updn: %w", err)
 	}
-	r, rep, err := route.Balance(ctx, g, candidates(g, ord, costs), route.Options{LMC: lmc, CountSwitches: cfg.countSwitches})
+	r, rep, err := route.Balance(ctx, g, candidates(g, ord, costs), route.Options{LMC: lmc, CountSwitches: cfg.CountSwitches})
 	if err != nil {
 		return nil, nil, fmt.Errorf("updn: %w", err)
 	}
-	res.rep = rep
+	res.Report = rep
 	return r, res, nil
 }
 
@@ -94,12 +104,12 @@ func components(g *route.Graph) [][]int32 {
 // (the spines of a fat tree, however many levels), or, when every switch
 // of the component carries CAs or none does (rings, tori, meshes), the
 // single switch of least eccentricity, lowest GUID on ties.
-func chooseRoots(g *route.Graph, configured []uint64, res *result) ([]int32, error) {
+func chooseRoots(g *route.Graph, configured []uint64, res *Result) ([]int32, error) {
 	isRoot := make([]bool, g.N)
 	for _, guid := range configured {
 		n := g.Topo.NodeByGUID(guid)
 		if n == topology.NoNode || g.Topo.SwitchIndex(n) < 0 {
-			res.missing = append(res.missing, fmt.Sprintf("0x%016x", guid))
+			res.Missing = append(res.Missing, fmt.Sprintf("0x%016x", guid))
 			continue
 		}
 		isRoot[g.Topo.SwitchIndex(n)] = true
@@ -166,10 +176,10 @@ func chooseRoots(g *route.Graph, configured []uint64, res *result) ([]int32, err
 	sort.Slice(roots, func(i, j int) bool { return roots[i] < roots[j] })
 	for _, h := range []string{"configured", "farthest from CAs", "centre"} {
 		if hows[h] {
-			if res.how != "" {
-				res.how += "+"
+			if res.How != "" {
+				res.How += "+"
 			}
-			res.how += h
+			res.How += h
 		}
 	}
 	return roots, nil

@@ -1,17 +1,15 @@
-package main
+package updn
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/plugins/internal/cdg"
 	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
-	"github.com/zclconf/go-cty/cty"
 )
 
 func sw(i int) uint64 { return testfab.SwitchGUIDBase + uint64(i) + 1 }
@@ -83,7 +81,7 @@ func TestUpDown(t *testing.T) {
 	tests := []struct {
 		name      string
 		build     func() (*topology.Topology, error)
-		cfg       config
+		cfg       Config
 		lmc       uint8
 		wantRoots []uint64
 		wantHow   string
@@ -101,7 +99,7 @@ func TestUpDown(t *testing.T) {
 		{name: "ring of 6: one centre root", build: func() (*topology.Topology, error) { return testfab.Ring(6, 1) },
 			wantRoots: []uint64{sw(0)}, wantHow: "centre"},
 		{name: "ring with a configured root", build: func() (*topology.Topology, error) { return testfab.Ring(6, 1) },
-			cfg: config{roots: []uint64{sw(3)}}, wantRoots: []uint64{sw(3)}, wantHow: "configured"},
+			cfg: Config{Roots: []uint64{sw(3)}}, wantRoots: []uint64{sw(3)}, wantHow: "configured"},
 		{name: "torus 4x4", build: func() (*topology.Topology, error) { return testfab.Torus2D(4, 4, 1) },
 			wantRoots: []uint64{sw(0)}, wantHow: "centre"},
 		{name: "torus 3x5 lmc 2", build: func() (*topology.Topology, error) { return testfab.Torus2D(3, 5, 2) }, lmc: 2,
@@ -115,25 +113,25 @@ func TestUpDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, res, err := upDown(context.Background(), topo, tc.lmc, tc.cfg)
+			r, res, err := Route(context.Background(), topo, tc.lmc, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.roots) != len(tc.wantRoots) {
-				t.Fatalf("roots %x, want %x", res.roots, tc.wantRoots)
+			if len(res.Roots) != len(tc.wantRoots) {
+				t.Fatalf("roots %x, want %x", res.Roots, tc.wantRoots)
 			}
-			for i := range res.roots {
-				if res.roots[i] != tc.wantRoots[i] {
-					t.Fatalf("roots %x, want %x", res.roots, tc.wantRoots)
+			for i := range res.Roots {
+				if res.Roots[i] != tc.wantRoots[i] {
+					t.Fatalf("roots %x, want %x", res.Roots, tc.wantRoots)
 				}
 			}
-			if res.how != tc.wantHow {
-				t.Errorf("how = %q, want %q", res.how, tc.wantHow)
+			if res.How != tc.wantHow {
+				t.Errorf("how = %q, want %q", res.How, tc.wantHow)
 			}
-			if res.rep.NoRoute != tc.wantNoRoute {
-				t.Errorf("%d unrouted pairs, want %d: %v", res.rep.NoRoute, tc.wantNoRoute, res.rep.Examples)
+			if res.Report.NoRoute != tc.wantNoRoute {
+				t.Errorf("%d unrouted pairs, want %d: %v", res.Report.NoRoute, tc.wantNoRoute, res.Report.Examples)
 			}
-			if n := checkLegal(t, tc.name, topo, r, res.roots); int64(n) != tc.wantNoRoute<<tc.lmc {
+			if n := checkLegal(t, tc.name, topo, r, res.Roots); int64(n) != tc.wantNoRoute<<tc.lmc {
 				t.Errorf("%d unrouted walks, want %d", n, tc.wantNoRoute<<tc.lmc)
 			}
 			for e, ep := range topo.Endpoints() {
@@ -177,7 +175,7 @@ func TestRingCycleFree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := upDown(context.Background(), topo, 0, config{})
+	r, _, err := Route(context.Background(), topo, 0, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,75 +207,25 @@ func TestPartitioned(t *testing.T) {
 	}
 	testfab.SetLinkState(topo, 0, 1, topology.StateDown) // 0-1
 	testfab.SetLinkState(topo, 2, 1, topology.StateDown) // 2-3: components {1,2}, {3,4,5,0}
-	r, res, err := upDown(context.Background(), topo, 0, config{roots: []uint64{sw(4), 0xdead}})
+	r, res, err := Route(context.Background(), topo, 0, Config{Roots: []uint64{sw(4), 0xdead}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int64(2 * 4 * 2 * 2); res.rep.NoRoute != want {
-		t.Errorf("NoRoute = %d, want %d", res.rep.NoRoute, want)
+	if want := int64(2 * 4 * 2 * 2); res.Report.NoRoute != want {
+		t.Errorf("NoRoute = %d, want %d", res.Report.NoRoute, want)
 	}
-	if len(res.missing) != 1 || !strings.Contains(res.missing[0], "dead") {
-		t.Errorf("missing = %v, want the 0xdead GUID", res.missing)
+	if len(res.Missing) != 1 || !strings.Contains(res.Missing[0], "dead") {
+		t.Errorf("missing = %v, want the 0xdead GUID", res.Missing)
 	}
-	if res.how != "configured+centre" {
-		t.Errorf("how = %q", res.how)
+	if res.How != "configured+centre" {
+		t.Errorf("how = %q", res.How)
 	}
-	if len(res.roots) != 2 || res.roots[1] != sw(4) {
-		t.Errorf("roots = %x, want one auto root in {1,2} and 0x..5", res.roots)
+	if len(res.Roots) != 2 || res.Roots[1] != sw(4) {
+		t.Errorf("roots = %x, want one auto root in {1,2} and 0x..5", res.Roots)
 	}
-	checkLegal(t, "partitioned", topo, r, res.roots)
+	checkLegal(t, "partitioned", topo, r, res.Roots)
 	if cyc := acyclic(t, topo, r, 0); cyc != nil {
 		t.Errorf("cycle: %v", cyc)
-	}
-}
-
-func TestConfigure(t *testing.T) {
-	e := &engine{log: hclog.NewNullLogger()}
-	list := func(s ...string) cty.Value {
-		var vs []cty.Value
-		for _, x := range s {
-			vs = append(vs, cty.StringVal(x))
-		}
-		return cty.ObjectVal(map[string]cty.Value{"root_guids": cty.ListVal(vs), "count_switch_destinations": cty.False})
-	}
-	tests := []struct {
-		name    string
-		v       cty.Value
-		want    []uint64
-		wantErr string
-	}{
-		{"defaults", e.Schema().Defaults(), nil, ""},
-		{"null", cty.NullVal(e.Schema().ObjectType()), nil, ""},
-		{"two roots, one repeated", list("0x0002c90000000001", " 0X2c90000000002", "0x0002c90000000001"), []uint64{0x0002c90000000001, 0x2c90000000002}, ""},
-		{"no prefix", list("0002c90000000001"), nil, "0x prefix"},
-		{"not hex", list("0xzz"), nil, "not a non-zero"},
-		{"zero", list("0x0"), nil, "not a non-zero"},
-		{"too long", list("0x10002c90000000001"), nil, "not a non-zero"},
-	}
-	for _, tc := range tests {
-		err := e.Configure(tc.v)
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		if len(e.cfg.roots) != len(tc.want) {
-			t.Errorf("%s: roots %x, want %x", tc.name, e.cfg.roots, tc.want)
-			continue
-		}
-		for i := range tc.want {
-			if e.cfg.roots[i] != tc.want[i] {
-				t.Errorf("%s: roots %x, want %x", tc.name, e.cfg.roots, tc.want)
-			}
-		}
-	}
-	if info := e.Info(); info.Name != "updn" || info.Version != "0.1.0" || info.Kind != "routing_engine" {
-		t.Errorf("Info = %+v", info)
 	}
 }
 
@@ -289,7 +237,7 @@ func BenchmarkFatTree36(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := upDown(context.Background(), topo, 0, config{}); err != nil {
+		if _, _, err := Route(context.Background(), topo, 0, Config{}); err != nil {
 			b.Fatal(err)
 		}
 	}
