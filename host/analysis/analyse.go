@@ -316,7 +316,9 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 					w.hops = append(w.hops, 0)
 				}
 				w.hops[h] += n
-				w.arrByClass[s*f.nc+c]++
+				if f.caCount[s] > 0 {
+					w.arrByClass[s*f.nc+c]++
+				}
 			}
 		}
 		lidTotal := int64(f.nCA - 1)
@@ -522,7 +524,12 @@ func (w *worker) defaultSLSources(s int32, d uint16, dst int32, k uint8) int {
 
 func (w *worker) setDep(s int32, in, out, sl uint8) {
 	f := w.f
-	vl := f.vl(s, in, out, sl) & 15
+	var vl uint8
+	if f.tabIdx == nil {
+		vl = f.tables[0][sl&15] & 15
+	} else {
+		vl = f.vl(s, in, out, sl) & 15
+	}
 	bs := w.dep[vl]
 	if bs == nil {
 		bs = make([]uint64, (f.nEdges+63)/64)
