@@ -25,7 +25,7 @@ func TestConcurrentSenders(t *testing.T) {
 				case 0:
 					s, _ = smp.NewDRGet(smp.AttrPortInfo, uint32(i%9), []uint8{1, 3})
 				case 1:
-					pi := smp.PortInfo{PortState: uint8(i%5), LID: uint16(3)}
+					pi := smp.PortInfo{PortState: uint8(i % 5), LID: uint16(3)}
 					s, _ = smp.NewDRSet(smp.AttrPortInfo, 5, []uint8{1, 3}, nil)
 					_ = s.SetAttr(&pi)
 				default:
