@@ -45,7 +45,10 @@ func (e *engine) Info() sdk.Info {
 func (e *engine) Schema() schema.Block {
 	return schema.Object(
 		schema.Attr("root_guids", cty.List(cty.String),
-			`Node GUIDs ("0x...") of the root switches. Unset: pick the switches farthest from any CA (the spines of a fat tree), or the centre of the fabric when every switch has CAs.`),
+			`Node GUIDs ("0x...") of the root switches. Components without a listed switch get roots by auto_roots. More than one root per component leaves root-to-root pairs without a legal route unless the roots are cabled to each other.`),
+		schema.Attr("auto_roots", cty.String,
+			`How to pick roots where root_guids names none: "spines" (OpenSM-like: the switches farthest from CAs; CA routes shortest and balanced, but spine-to-spine and some other switch-to-switch pairs have no legal route and stay unrouted), "leaf" (one CA-carrying switch per component: every pair routable, and on full fat trees CA routes are still shortest and balanced) or "centre" (the least-eccentric switch).`).
+			WithDefault(cty.StringVal(string(updn.AutoSpines))),
 		schema.Attr("count_switch_destinations", cty.Bool,
 			"Count switch management LIDs in the per-port load used to balance equal-cost ports (OpenSM port_profile_switch_nodes).").
 			WithDefault(cty.False),
@@ -65,7 +68,16 @@ func (e *engine) Configure(v cty.Value) error {
 	if err != nil {
 		return fmt.Errorf("updn: %w", err)
 	}
-	e.cfg = updn.Config{Roots: roots, CountSwitches: cs}
+	auto, err := pcfg.String(v, "auto_roots", string(updn.AutoSpines))
+	if err != nil {
+		return fmt.Errorf("updn: %w", err)
+	}
+	switch a := updn.AutoRoots(auto); a {
+	case updn.AutoSpines, updn.AutoLeaf, updn.AutoCentre:
+	default:
+		return fmt.Errorf("updn: auto_roots = %q: use \"spines\", \"leaf\" or \"centre\"", auto)
+	}
+	e.cfg = updn.Config{Roots: roots, Auto: updn.AutoRoots(auto), CountSwitches: cs}
 	return nil
 }
 

@@ -15,7 +15,7 @@ func TestConfigure(t *testing.T) {
 		for _, x := range s {
 			vs = append(vs, cty.StringVal(x))
 		}
-		return cty.ObjectVal(map[string]cty.Value{"root_guids": cty.ListVal(vs), "count_switch_destinations": cty.False})
+		return cty.ObjectVal(map[string]cty.Value{"root_guids": cty.ListVal(vs), "count_switch_destinations": cty.False, "auto_roots": cty.StringVal("leaf")})
 	}
 	tests := []struct {
 		name    string
@@ -30,6 +30,8 @@ func TestConfigure(t *testing.T) {
 		{"not hex", list("0xzz"), nil, "not a non-zero"},
 		{"zero", list("0x0"), nil, "not a non-zero"},
 		{"too long", list("0x10002c90000000001"), nil, "not a non-zero"},
+		{"bad auto_roots", cty.ObjectVal(map[string]cty.Value{"auto_roots": cty.StringVal("top")}), nil, `use "spines"`},
+		{"auto_roots not a string", cty.ObjectVal(map[string]cty.Value{"auto_roots": cty.True}), nil, "must be a string"},
 	}
 	for _, tc := range tests {
 		err := e.Configure(tc.v)

@@ -41,6 +41,18 @@ func Bool(v cty.Value, name string, def bool) (bool, error) {
 	return a.True(), nil
 }
 
+// String reads a string attribute.
+func String(v cty.Value, name string, def string) (string, error) {
+	a, err := attr(v, name)
+	if err != nil || a.IsNull() {
+		return def, err
+	}
+	if a.Type() != cty.String {
+		return def, fmt.Errorf("config attribute %q must be a string, got %s", name, a.Type().FriendlyName())
+	}
+	return a.AsString(), nil
+}
+
 // Strings reads a list (or set/tuple) of strings attribute.
 func Strings(v cty.Value, name string) ([]string, error) {
 	a, err := attr(v, name)

@@ -21,10 +21,32 @@ const (
 	maxCost        = 126 // 0x7F|upPhase would collide with route.Unreachable
 )
 
+// AutoRoots names how roots are picked where none is configured.
+type AutoRoots string
+
+const (
+	// AutoSpines picks the switches farthest from any CA-carrying switch
+	// (the spines of a fat tree), as OpenSM's updn does. CA traffic gets
+	// shortest, balanced routes, but several roots are several peaks: a
+	// pair whose only paths dip and climb again (spine to spine, and
+	// aggregation switches of different groups in different pods) has no
+	// legal route and is left unrouted.
+	AutoSpines AutoRoots = "spines"
+	// AutoLeaf picks one CA-carrying switch per component, the lowest GUID
+	// among those with the most CAs. One root is one peak, so every pair is
+	// routable; on a full fat tree the ranking from a leaf puts every core
+	// at the same depth, so CA routes stay shortest and balanced.
+	AutoLeaf AutoRoots = "leaf"
+	// AutoCentre picks the switch of least eccentricity, lowest GUID first.
+	AutoCentre AutoRoots = "centre"
+)
+
 // Config selects roots and balancing.
 type Config struct {
 	// Roots are root switch node GUIDs; empty selects roots automatically.
 	Roots []uint64
+	// Auto is the automatic selection; "" means AutoSpines.
+	Auto AutoRoots
 	// CountSwitches mirrors OpenSM's port_profile_switch_nodes.
 	CountSwitches bool
 }
@@ -32,7 +54,7 @@ type Config struct {
 // Result is what Route reports besides the routes.
 type Result struct {
 	Roots   []uint64 // chosen root switch GUIDs, ascending
-	How     string   // "configured", "farthest from CAs", "centre", or a mix per component
+	How     string   // "configured", "farthest from CAs", "leaf", "centre", or a mix per component
 	Missing []string // configured GUIDs not found as switches
 	Report  *route.Report
 }
@@ -44,7 +66,7 @@ func Route(ctx context.Context, topo *topology.Topology, lmc uint8, cfg Config) 
 	}
 	g := route.NewGraph(topo)
 	res := &Result{}
-	roots, err := chooseRoots(g, cfg.Roots, res)
+	roots, err := chooseRoots(g, cfg.Roots, cfg.Auto, res)
 	if err != nil {
 		return nil, nil, fmt.Errorf("updn: %w", err)
 	}
@@ -99,12 +121,16 @@ func components(g *route.Graph) [][]int32 {
 }
 
 // chooseRoots returns root switch indices, at least one per connected
-// component. Configured GUIDs win where present. Elsewhere, automatically:
-// the switches at the greatest hop distance from any CA-attached switch
-// (the spines of a fat tree, however many levels), or, when every switch
-// of the component carries CAs or none does (rings, tori, meshes), the
-// single switch of least eccentricity, lowest GUID on ties.
-func chooseRoots(g *route.Graph, configured []uint64, res *Result) ([]int32, error) {
+// component. Configured GUIDs win where present. Elsewhere, by auto (see
+// AutoRoots); spines and leaf selection need a component with both
+// CA-carrying and CA-free switches and otherwise (rings, tori, meshes)
+// pick the centre.
+func chooseRoots(g *route.Graph, configured []uint64, auto AutoRoots, res *Result) ([]int32, error) {
+	switch auto {
+	case "", AutoSpines, AutoLeaf, AutoCentre:
+	default:
+		return nil, fmt.Errorf("unknown automatic root selection %q: use spines, leaf or centre", auto)
+	}
 	isRoot := make([]bool, g.N)
 	for _, guid := range configured {
 		n := g.Topo.NodeByGUID(guid)
@@ -138,7 +164,18 @@ func chooseRoots(g *route.Graph, configured []uint64, res *Result) ([]int32, err
 			}
 		}
 		var top []int32
-		if len(leaves) > 0 && len(leaves) < len(comp) {
+		layered := len(leaves) > 0 && len(leaves) < len(comp)
+		switch {
+		case layered && auto == AutoLeaf:
+			best := leaves[0]
+			for _, s := range leaves {
+				if len(g.Group(s)) > len(g.Group(best)) {
+					best = s
+				}
+			}
+			top = []int32{best}
+			hows["leaf"] = true
+		case layered && auto != AutoCentre:
 			if err := g.BFS(leaves, row, queue); err != nil {
 				return nil, err
 			}
@@ -154,7 +191,7 @@ func chooseRoots(g *route.Graph, configured []uint64, res *Result) ([]int32, err
 				}
 			}
 			hows["farthest from CAs"] = true
-		} else {
+		default:
 			best, bestEcc := comp[0], 256
 			for _, s := range comp {
 				if err := g.BFS([]int32{s}, row, queue); err != nil {
@@ -174,7 +211,7 @@ func chooseRoots(g *route.Graph, configured []uint64, res *Result) ([]int32, err
 		roots = append(roots, top...)
 	}
 	sort.Slice(roots, func(i, j int) bool { return roots[i] < roots[j] })
-	for _, h := range []string{"configured", "farthest from CAs", "centre"} {
+	for _, h := range []string{"configured", "farthest from CAs", "leaf", "centre"} {
 		if hows[h] {
 			if res.How != "" {
 				res.How += "+"

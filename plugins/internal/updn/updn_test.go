@@ -85,7 +85,7 @@ func TestUpDown(t *testing.T) {
 		lmc       uint8
 		wantRoots []uint64
 		wantHow   string
-		shortest  bool // every route is a shortest path (true on fat trees)
+		shortest  bool // every route to a CA is a shortest path (true on fat trees)
 		// wantNoRoute counts (switch, endpoint) pairs without a legal route.
 		// On a fat tree with the spines as roots, some switch-to-switch pairs
 		// need a valley (down then up) and are left unrouted, as OpenSM's
@@ -96,6 +96,14 @@ func TestUpDown(t *testing.T) {
 			wantRoots: []uint64{sw(0), sw(1), sw(2), sw(3)}, wantHow: "farthest from CAs", shortest: true, wantNoRoute: 4*7 + 8*6},
 		{name: "fat tree k=6 lmc 1", build: func() (*topology.Topology, error) { return testfab.FatTree3(6) }, lmc: 1,
 			wantRoots: []uint64{sw(0), sw(1), sw(2), sw(3), sw(4), sw(5), sw(6), sw(7), sw(8)}, wantHow: "farthest from CAs", shortest: true, wantNoRoute: 504},
+		{name: "fat tree k=4, leaf root: every pair routable", build: func() (*topology.Topology, error) { return testfab.FatTree3(4) },
+			cfg: Config{Auto: AutoLeaf}, wantRoots: []uint64{sw(6)}, wantHow: "leaf", shortest: true},
+		{name: "fat tree k=6, leaf root, lmc 2", build: func() (*topology.Topology, error) { return testfab.FatTree3(6) }, lmc: 2,
+			cfg: Config{Auto: AutoLeaf}, wantRoots: []uint64{sw(12)}, wantHow: "leaf", shortest: true},
+		{name: "fat tree k=4, centre forced", build: func() (*topology.Topology, error) { return testfab.FatTree3(4) },
+			cfg: Config{Auto: AutoCentre}, wantRoots: []uint64{sw(0)}, wantHow: "centre"},
+		{name: "ring of 6, leaf asked: no layers, centre", build: func() (*topology.Topology, error) { return testfab.Ring(6, 1) },
+			cfg: Config{Auto: AutoLeaf}, wantRoots: []uint64{sw(0)}, wantHow: "centre"},
 		{name: "ring of 6: one centre root", build: func() (*topology.Topology, error) { return testfab.Ring(6, 1) },
 			wantRoots: []uint64{sw(0)}, wantHow: "centre"},
 		{name: "ring with a configured root", build: func() (*topology.Topology, error) { return testfab.Ring(6, 1) },
@@ -151,7 +159,10 @@ func TestUpDown(t *testing.T) {
 			}
 			if tc.shortest {
 				dist := testfab.SwitchDistances(topo)
-				for e := range topo.Endpoints() {
+				for e, ep := range topo.Endpoints() {
+					if topo.Nodes[ep.Node].Type == topology.Switch {
+						continue
+					}
 					home := testfab.HomeSwitch(topo, int32(e))
 					for s := range topo.Switches() {
 						if r.Planes[e].Planes[0][s] == plan.NoPort {
