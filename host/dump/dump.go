@@ -449,3 +449,41 @@ func writeFile(path string, write func(io.Writer) error) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
+
+// WritePathSL writes the path-SL file ibdmchk -c reads ("0x<source node
+// GUID> <DLID> <SL>" per line) for every CA-to-CA pair, with the DLID each
+// source selects (rule and overrides) and its SL under vls. OpenSM writes no
+// such file (ibdiagnet builds it from SA queries); its size is quadratic in
+// CAs, so keep it for test and debugging fabrics.
+func WritePathSL(w io.Writer, r *plan.Realized, vls *plan.VLPlan) error {
+	if err := checkRealized(r); err != nil {
+		return err
+	}
+	t := r.Topo
+	eps := t.Endpoints()
+	l := r.LIDs
+	ov := make(map[[2]int32]uint8, len(l.Overrides))
+	for _, o := range l.Overrides {
+		ov[[2]int32{o.Src, o.Dst}] = o.Offset
+	}
+	if vls == nil {
+		vls = &plan.VLPlan{}
+	}
+	bw := bufio.NewWriter(w)
+	for src, sp := range eps {
+		if t.Nodes[sp.Node].Type == topology.Switch {
+			continue
+		}
+		for dst, dp := range eps {
+			if dst == src || t.Nodes[dp.Node].Type == topology.Switch {
+				continue
+			}
+			dlid := l.DLID(int32(src), int32(dst))
+			if off, ok := ov[[2]int32{int32(src), int32(dst)}]; ok {
+				dlid = l.Ports[dst].Base + uint16(off)
+			}
+			fmt.Fprintf(bw, "0x%016x %d %d\n", t.Nodes[sp.Node].GUID, dlid, vls.SL(int32(src), dlid))
+		}
+	}
+	return bw.Flush()
+}

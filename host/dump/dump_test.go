@@ -124,11 +124,11 @@ func TestWriteAllRejectsMalformed(t *testing.T) {
 // ibdmchkResult runs ibdmchk on the dumps in dir and returns its output.
 // ibdmchk writes a report under /var/cache/ibutils; as root it runs in a
 // private mount namespace with dir bound there, otherwise directly.
-func ibdmchk(t *testing.T, dir string) string {
+func ibdmchk(t *testing.T, dir, extra string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	args := "ibdmchk -s " + dump.SubnetFile + " -f " + dump.FDBFile + " -m " + dump.MCFDBFile
+	args := "ibdmchk -s " + dump.SubnetFile + " -f " + dump.FDBFile + " -m " + dump.MCFDBFile + extra
 	run := func(cmd *exec.Cmd) string {
 		cmd.Dir = dir
 		out, _ := cmd.CombinedOutput() // ibdmchk 1.5.7 segfaults on exit after printing
@@ -177,13 +177,16 @@ func TestIbdmchkAgrees(t *testing.T) {
 		name     string
 		build    func() (*topology.Topology, error)
 		route    func(*topology.Topology) *plan.Routes
+		vls      func(*plan.Realized) *plan.VLPlan
 		wantLoop bool
 	}{
 		{"fat tree up/down", func() (*topology.Topology, error) { return analysistest.FatTree2(4, 3, 3, 1) },
-			func(t *topology.Topology) *plan.Routes { return analysistest.UpDown(t, int32(len(t.Switches())-1)) }, false},
+			func(t *topology.Topology) *plan.Routes { return analysistest.UpDown(t, int32(len(t.Switches())-1)) }, nil, false},
 		{"3-level fat tree up/down", func() (*topology.Topology, error) { return analysistest.FatTree3(4, 1) },
-			func(t *topology.Topology) *plan.Routes { return analysistest.UpDown(t, 0) }, false},
-		{"ring of 6 minhop", func() (*topology.Topology, error) { return analysistest.Ring(6, 1, 1) }, analysistest.MinHop, true},
+			func(t *topology.Topology) *plan.Routes { return analysistest.UpDown(t, 0) }, nil, false},
+		{"ring of 6 minhop", func() (*topology.Topology, error) { return analysistest.Ring(6, 1, 1) }, analysistest.MinHop, nil, true},
+		{"ring of 6 minhop on two VLs (path SLs and SL2VL dump)", func() (*topology.Topology, error) { return analysistest.Ring(6, 1, 2) },
+			analysistest.MinHop, analysistest.RingVLs, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -195,11 +198,30 @@ func TestIbdmchkAgrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var vls *plan.VLPlan
+			extra := ""
+			if c.vls != nil {
+				vls = c.vls(r)
+				extra = " -c psl -d " + dump.SL2VLFile
+			}
 			dir := t.TempDir()
-			if err := dump.WriteAll(dir, r, nil); err != nil {
+			if err := dump.WriteAll(dir, r, vls); err != nil {
 				t.Fatal(err)
 			}
-			out := ibdmchk(t, dir)
+			if vls != nil {
+				var b bytes.Buffer
+				if err := dump.WritePathSL(&b, r, vls); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "psl"), b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := ibdmchk(t, dir, extra)
+			t.Log(out[strings.LastIndex(out, "-I- Using"):])
+			if vls != nil && !strings.Contains(out, "2 SLs, 2 VLs used") {
+				t.Errorf("ibdmchk did not pick up the SLs and SL2VL tables:\n%s", out)
+			}
 			ibLoop := strings.Contains(out, "Found credit loop")
 			if ibLoop != c.wantLoop {
 				t.Errorf("ibdmchk credit loop = %v, want %v:\n%s", ibLoop, c.wantLoop, out)
@@ -207,7 +229,7 @@ func TestIbdmchkAgrees(t *testing.T) {
 			if !c.wantLoop && (strings.Contains(out, "-E-") || !strings.Contains(out, "no credit loops found")) {
 				t.Errorf("ibdmchk reported errors:\n%s", out)
 			}
-			rep, err := analysis.Analyse(r, nil, analysis.Options{})
+			rep, err := analysis.Analyse(r, vls, analysis.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
