@@ -424,6 +424,7 @@ func TestAnalyseRejectsMalformed(t *testing.T) {
 		{"short LFT", func(r *plan.Realized) { r.LFT[0] = r.LFT[0][:1] }, nil},
 		{"missing switch LFT", func(r *plan.Realized) { r.LFT = r.LFT[:1] }, nil},
 		{"owner outside range", func(r *plan.Realized) { r.LIDOwner[1], r.LIDOwner[2] = r.LIDOwner[2], r.LIDOwner[1] }, nil},
+		{"owner table misses an endpoint's LID", func(r *plan.Realized) { r.LIDOwner[len(r.LIDOwner)-1] = 0 }, nil},
 		{"SL > 15", func(r *plan.Realized) {}, &plan.VLPlan{SLByDLID: []uint8{0, 16}}},
 		{"SL2VL on missing node", func(r *plan.Realized) {}, &plan.VLPlan{SL2VL: []plan.SL2VLEntry{{Node: 99}}}},
 	}

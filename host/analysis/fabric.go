@@ -287,6 +287,17 @@ func newFabric(r *plan.Realized, vls *plan.VLPlan) (*fabric, error) {
 		f.lidList = append(f.lidList, uint16(lid))
 	}
 
+	// Every endpoint's whole range must be in the owner table, or its pairs
+	// would silently drop out of the counts.
+	for e, p := range f.lids.Ports {
+		for k := 0; k < p.Count(); k++ {
+			lid := int(p.Base) + k
+			if p.Base == 0 || lid > int(r.TopLID) || r.LIDOwner[lid] != int32(e)+1 {
+				return nil, fmt.Errorf("analysis: endpoint %s LID %d (base %d, LMC %d) is missing from the realised owner table; realise the plan again", f.epName(int32(e)), lid, p.Base, p.LMC)
+			}
+		}
+	}
+
 	// Overrides.
 	f.dlidOvs = map[int32][]dlidOv{}
 	f.dlidOvAt = map[[2]int32]uint8{}

@@ -163,7 +163,7 @@ func (r *Report) Text(w io.Writer) error {
 	fmt.Fprintf(&b, "fabric: %d switches, %d CAs, %d endpoints; %d LIDs used (top LID %d), max LMC %d\n",
 		r.Switches, r.CAs, r.Endpoints, r.LIDsUsed, r.TopLID, r.MaxLMC)
 	pair := func(name string, p PairStats) {
-		fmt.Fprintf(&b, "%-26s %7.3f%% (%d of %d reachable)\n", name, p.Percent(), p.Reachable, p.Total)
+		fmt.Fprintf(&b, "%-30s %7.3f%% (%d of %d reachable)\n", name, p.Percent(), p.Reachable, p.Total)
 	}
 	pair("CA->CA reachability:", r.CAPairs)
 	pair("switch->switch reachability:", r.SwitchPairs)
