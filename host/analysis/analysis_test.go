@@ -270,6 +270,28 @@ func TestAnalyse(t *testing.T) {
 			},
 		},
 		{
+			name: "an SL override puts one pair on its own VL",
+			build: func(t *testing.T) (*plan.Realized, *plan.VLPlan) {
+				topo, err := analysistest.Ring(6, 1, 2)
+				r := mustRealize(t, topo, err, analysistest.MinHop, 0, plan.DLIDBase)
+				src, _ := lidOf(r, topology.CA, 0)
+				_, dst := lidOf(r, topology.CA, 3)
+				v := &plan.VLPlan{Overrides: []plan.SLOverride{{Src: src, DLID: dst, SL: 1}}}
+				for i := range v.Default {
+					v.Default[i] = uint8(i % 2)
+				}
+				return r, v
+			},
+			check: func(t *testing.T, rep *analysis.Report) {
+				if !reflect.DeepEqual(rep.SLsUsed, []int{0, 1}) || !reflect.DeepEqual(rep.VLsUsed, []int{0, 1}) {
+					t.Errorf("SLs %v VLs %v, want [0 1] both", rep.SLsUsed, rep.VLsUsed)
+				}
+				if len(rep.VLs) != 2 || rep.VLs[0].Acyclic || !rep.VLs[1].Acyclic || rep.VLs[1].Edges != 3 {
+					t.Errorf("want VL0 cyclic and VL1 a single 3-dependency path: %+v", rep.VLs)
+				}
+			},
+		},
+		{
 			name: "SL mapped to VL15 drops",
 			build: func(t *testing.T) (*plan.Realized, *plan.VLPlan) {
 				topo, err := analysistest.FatTree2(2, 1, 2, 4)
