@@ -51,10 +51,19 @@ func (a *assigner) AssignVLs(ctx context.Context, req sdk.VLRequest) (*plan.VLPl
 }
 
 func assign(ctx context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
-	if req.Realized == nil {
-		return nil, fmt.Errorf("single: no realised forwarding tables in the request")
+	real := req.Realized
+	if real == nil {
+		// Hosts send the tables; realise them here when only routes and
+		// LIDs came, through the same plan.Realize the host uses.
+		if req.Topo == nil || req.LIDs == nil {
+			return nil, fmt.Errorf("single: the request has neither realised forwarding tables nor topology, routes and LIDs to realise them from")
+		}
+		var err error
+		if real, err = plan.Realize(req.Topo, req.Routes, req.LIDs); err != nil {
+			return nil, fmt.Errorf("single: cannot realise the forwarding tables: %w", err)
+		}
 	}
-	g, err := cdg.Build(ctx, req.Realized)
+	g, err := cdg.Build(ctx, real)
 	if err != nil {
 		return nil, fmt.Errorf("single: %w", err)
 	}

@@ -1,0 +1,14 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/sdk/sdktest"
+)
+
+func TestConformance(t *testing.T) {
+	for _, lmc := range []uint8{0, 2} {
+		sdktest.RoutingEngine(t, &engine{log: hclog.NewNullLogger()}, sdktest.Options{LMC: lmc})
+	}
+}
