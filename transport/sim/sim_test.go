@@ -303,7 +303,34 @@ func TestLIDRouting(t *testing.T) {
 	if r == nil || r.Status != smp.StatusInvalidField {
 		t.Fatalf("block 768: %+v", r)
 	}
-	// LMC: LID 5 with LMC 1 answers 5 and 6? (6 belongs to h3: use h4 with LMC 0 only.)
+}
+
+// TestLMC: a port with LMC 1 answers both LIDs of its range.
+func TestLMC(t *testing.T) {
+	h := newHarness(t)
+	h.programRoutes()
+	pi := smp.PortInfo{LID: 8, LMC: 1, MasterSMLID: 1}
+	if r := h.drSet(&pi, 0, 1, 3, 5, 2); r == nil || r.Status != 0 {
+		t.Fatalf("set LMC: %+v", r)
+	}
+	h.setLFT([]uint8{1}, map[uint16]uint8{1: 1, 2: 0, 3: 3, 4: 3, 6: 3, 8: 3, 9: 4}, 9)
+	h.setLFT([]uint8{1, 3}, map[uint16]uint8{1: 3, 2: 3, 3: 0, 4: 5, 6: 1, 8: 5, 9: 5}, 9)
+	h.setLFT([]uint8{1, 3, 5}, map[uint16]uint8{1: 1, 2: 1, 3: 1, 4: 0, 6: 1, 8: 2, 9: 2}, 9)
+	for _, c := range []struct {
+		dlid uint16
+		ok   bool
+	}{{8, true}, {9, true}, {5, false}, {10, false}} {
+		r := h.lidGet(smp.AttrNodeInfo, 0, c.dlid)
+		if (r != nil) != c.ok {
+			t.Fatalf("LID %d: answered %v, want %v", c.dlid, r != nil, c.ok)
+		}
+		if r != nil && nodeInfo(t, r).NodeGUID != gH4 {
+			t.Fatalf("LID %d answered by %#x", c.dlid, nodeInfo(t, r).NodeGUID)
+		}
+	}
+	if ps, _ := h.fab.PortInfo(gH4, 1); ps.LID != 8 || ps.LMC != 1 || ps.MasterSMLID != 1 {
+		t.Fatalf("snapshot %+v", ps)
+	}
 }
 
 func portState(t *testing.T, h *harness, guid uint64, port uint8) uint8 {
