@@ -176,3 +176,89 @@ func BenchmarkNewFatTree(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFatTreeBringUp sends what an SM sends to bring the reference fat
+// tree up, from one goroutine: DR NodeInfo to every node, PortInfo Get on
+// every switch port, PortInfo Set (LID) on every endpoint, every LFT block
+// for 13,284 LIDs (208 blocks) on every switch and a SwitchInfo Set.
+// Reports SMPs and the time per full bring-up.
+func BenchmarkFatTreeBringUp(b *testing.B) {
+	f := fatTree3(b, 36)
+	// BFS paths from the SM CA (first node) over the file's links.
+	type hopPath struct {
+		n    *netfile.Node
+		path []uint8
+	}
+	paths := []hopPath{{f.Nodes[0], nil}}
+	seen := map[*netfile.Node]bool{f.Nodes[0]: true}
+	for i := 0; i < len(paths); i++ {
+		cur := paths[i]
+		if cur.n.Type != 2 && i > 0 {
+			continue // CAs do not forward
+		}
+		for p := 1; p < len(cur.n.Ports); p++ {
+			peer := cur.n.Ports[p].Peer
+			if peer == nil || seen[peer] {
+				continue
+			}
+			seen[peer] = true
+			paths = append(paths, hopPath{peer, append(append([]uint8(nil), cur.path...), uint8(p))})
+		}
+	}
+	var blk smp.LFTBlock
+	for i := range blk {
+		blk[i] = uint8(i%36 + 1)
+	}
+	const blocks = (13284 + 63) / 64
+	b.ReportAllocs()
+	b.ResetTimer()
+	var sent int
+	for it := 0; it < b.N; it++ {
+		fab, err := New(f, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		g, p := fab.DefaultSMPort()
+		c, _ := fab.Attach(g, p)
+		buf := make([]byte, smp.MADLen)
+		ctx := context.Background()
+		s := new(smp.SMP)
+		send := func() {
+			sent++
+			_ = s.EncodeTo(buf)
+			if err := c.Send(transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID, MAD: buf}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Recv(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i, hp := range paths {
+			_ = s.InitDR(smp.MethodGet, smp.AttrNodeInfo, 0, hp.path)
+			send()
+			if hp.n.Type == 2 {
+				for port := 1; port < len(hp.n.Ports); port++ {
+					_ = s.InitDR(smp.MethodGet, smp.AttrPortInfo, uint32(port), hp.path)
+					send()
+				}
+			}
+			pi := smp.PortInfo{LID: uint16(i + 1), MasterSMLID: 1}
+			_ = s.InitDR(smp.MethodSet, smp.AttrPortInfo, 0, hp.path)
+			_ = s.SetAttr(&pi)
+			send()
+			if hp.n.Type == 2 {
+				for blkIdx := 0; blkIdx < blocks; blkIdx++ {
+					_ = s.InitDR(smp.MethodSet, smp.AttrLinearForwardingTable, uint32(blkIdx), hp.path)
+					_ = s.SetAttr(&blk)
+					send()
+				}
+				si := smp.SwitchInfo{LinearFDBTop: 13284}
+				_ = s.InitDR(smp.MethodSet, smp.AttrSwitchInfo, 0, hp.path)
+				_ = s.SetAttr(&si)
+				send()
+			}
+		}
+		c.Close()
+	}
+	b.ReportMetric(float64(sent)/float64(b.N), "SMPs/op")
+}
