@@ -98,6 +98,7 @@ type Dispatcher struct {
 	sent, received     atomic.Uint64
 	retries, timeouts  atomic.Uint64
 	unmatched, dropped atomic.Uint64
+	bounced            atomic.Uint64
 }
 
 // call is one outstanding request. Calls are pooled with their timer and
@@ -106,8 +107,15 @@ type call struct {
 	key   uint32
 	class uint8
 	attr  uint16
-	done  chan Packet // capacity 1; written once under Dispatcher.mu
+	// done receives the outcome, written under Dispatcher.mu: at most one
+	// bounce (only into an empty channel) and one response, hence cap 2.
+	done  chan result
 	timer *time.Timer
+}
+
+type result struct {
+	p       Packet
+	bounced bool
 }
 
 var _ Transport = (*Dispatcher)(nil)
@@ -131,7 +139,7 @@ func New(conn Conn, opts Options) Transport {
 	d.pool.New = func() any {
 		t := time.NewTimer(time.Hour)
 		t.Stop()
-		return &call{done: make(chan Packet, 1), timer: t}
+		return &call{done: make(chan result, 2), timer: t}
 	}
 	go d.receive(ctx)
 	return d
@@ -192,9 +200,17 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 }
 
 func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet, error) {
+	var lastErr error
 	for attempt := 0; attempt <= d.opts.Retries; attempt++ {
 		if attempt > 0 {
 			d.retries.Add(1)
+			// A bounce that arrived after the previous attempt timed out
+			// must not end this one; an answer that slipped in wins.
+			for len(c.done) > 0 {
+				if r := <-c.done; !r.bounced {
+					return r.p, nil
+				}
+			}
 		}
 		d.sent.Add(1)
 		if err := d.conn.Send(req); err != nil {
@@ -205,10 +221,14 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 		}
 		c.timer.Reset(d.opts.Timeout)
 		select {
-		case p := <-c.done:
+		case r := <-c.done:
 			c.timer.Stop()
-			return p, nil
+			if !r.bounced {
+				return r.p, nil
+			}
+			lastErr = ErrUndeliverable // retry at once; the fabric said no
 		case <-c.timer.C:
+			lastErr = ErrTimeout
 		case <-ctx.Done():
 			c.timer.Stop()
 			return d.lastChance(c, ctx.Err())
@@ -217,9 +237,13 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 			return Packet{}, ErrClosed
 		}
 	}
-	p, err := d.lastChance(c, nil)
+	p, err := d.lastChance(c, lastErr)
 	if err == nil {
 		return p, nil
+	}
+	if errors.Is(err, ErrUndeliverable) {
+		return Packet{}, fmt.Errorf("%w: TID %#x class %#02x attribute %#04x, returned by the fabric on all %d attempts; check the route and the port states along it",
+			err, c.key, c.class, c.attr, d.opts.Retries+1)
 	}
 	d.timeouts.Add(1)
 	return Packet{}, fmt.Errorf("%w: TID %#x class %#02x attribute %#04x, no answer after %d attempts of %v; check that the destination is reachable",
@@ -227,26 +251,22 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 }
 
 // lastChance unregisters c; if the receiver completed it in the meantime
-// the response wins over the timeout or cancellation.
+// the response wins over the timeout, bounce or cancellation err.
 func (d *Dispatcher) lastChance(c *call, err error) (Packet, error) {
 	d.mu.Lock()
 	if d.pending[c.key] == c {
 		delete(d.pending, c.key)
-		d.mu.Unlock()
-		if err == nil {
-			err = ErrTimeout
-		}
-		return Packet{}, err
 	}
 	d.mu.Unlock()
-	select {
-	case p := <-c.done:
-		return p, nil
-	default: // unreachable: the receiver sends before releasing the lock
-		if err == nil {
-			err = ErrTimeout
+	for {
+		select {
+		case r := <-c.done:
+			if !r.bounced {
+				return r.p, nil
+			}
+		default:
+			return Packet{}, err
 		}
-		return Packet{}, err
 	}
 }
 
@@ -257,9 +277,8 @@ func (d *Dispatcher) release(c *call) {
 		delete(d.pending, c.key)
 	}
 	d.mu.Unlock()
-	select {
-	case <-c.done:
-	default:
+	for len(c.done) > 0 {
+		<-c.done
 	}
 	c.timer.Stop()
 	d.pool.Put(c)
@@ -272,6 +291,11 @@ func (d *Dispatcher) receive(ctx context.Context) {
 	for {
 		p, err := d.conn.Recv(ctx)
 		if err != nil {
+			if b := asBounce(err); b != nil {
+				d.received.Add(1)
+				d.bounce(b.Packet)
+				continue
+			}
 			if ctx.Err() != nil || d.isClosed() || errors.Is(err, ErrClosed) || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -320,7 +344,23 @@ func (d *Dispatcher) dispatch(p Packet) {
 		return
 	}
 	delete(d.pending, key)
-	c.done <- p // capacity 1 and only one delivery per registration
+	c.done <- result{p: p} // never blocks: see call.done
+	d.mu.Unlock()
+}
+
+// bounce fails the current attempt of the request p belongs to. The
+// request stays registered: its retry uses the same TID.
+func (d *Dispatcher) bounce(p Packet) {
+	d.bounced.Add(1)
+	m := p.MAD
+	if len(m) < 24 {
+		return
+	}
+	key := uint32(binary.BigEndian.Uint64(m[8:]))
+	d.mu.Lock()
+	if c := d.pending[key]; c != nil && c.class == m[1] && c.attr == binary.BigEndian.Uint16(m[16:]) && len(c.done) == 0 {
+		c.done <- result{bounced: true}
+	}
 	d.mu.Unlock()
 }
 
@@ -346,6 +386,9 @@ func (d *Dispatcher) Stats() Stats {
 	}
 }
 
+// Bounced is the number of BounceErrors the Conn reported.
+func (d *Dispatcher) Bounced() uint64 { return d.bounced.Load() }
+
 // UnsolicitedDropped is the number of unsolicited packets dropped because
 // the Unsolicited channel was full.
 func (d *Dispatcher) UnsolicitedDropped() uint64 { return d.dropped.Load() }
@@ -369,4 +412,41 @@ func (d *Dispatcher) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// ErrUndeliverable is returned (wrapped) when the fabric handed a request
+// back on every attempt (see BounceError).
+var ErrUndeliverable = errors.New("MAD undeliverable")
+
+// BounceError is what a Conn's Recv returns when the fabric gives a packet
+// back undelivered instead of answering it (ibsim's status 110: no route,
+// port down, injected drop, nobody to deliver to). Packet is the returned
+// MAD; only its TID, class and attribute are used. The dispatcher ends the
+// current attempt of the matching request at once and retries it; after the
+// last attempt Do fails with ErrUndeliverable instead of waiting for
+// timeouts. Conns that cannot tell bounces apart simply never return it.
+type BounceError struct {
+	Packet Packet
+	Reason string
+}
+
+func (e *BounceError) Error() string {
+	return fmt.Sprintf("MAD TID %#x bounced: %s", peekTID(e.Packet.MAD), e.Reason)
+}
+
+func peekTID(m []byte) uint64 {
+	if len(m) < 24 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(m[8:])
+}
+
+// asBounce is kept out of the receive loop so the errors.As target does
+// not escape to the heap on every packet.
+func asBounce(err error) *BounceError {
+	var b *BounceError
+	if errors.As(err, &b) {
+		return b
+	}
+	return nil
 }

@@ -15,9 +15,10 @@ import (
 // requests (by low 32 TID bits) are outstanding, i.e. sent and not yet
 // answered, to check the window.
 type fakeConn struct {
-	in     chan Packet
-	closed chan struct{}
-	once   sync.Once
+	in      chan Packet
+	bounces chan Packet
+	closed  chan struct{}
+	once    sync.Once
 
 	onSend func(f *fakeConn, p Packet)
 
@@ -28,7 +29,7 @@ type fakeConn struct {
 }
 
 func newFake(onSend func(f *fakeConn, p Packet)) *fakeConn {
-	return &fakeConn{in: make(chan Packet, 4096), closed: make(chan struct{}), onSend: onSend, outstanding: map[uint32]bool{}}
+	return &fakeConn{in: make(chan Packet, 4096), bounces: make(chan Packet, 64), closed: make(chan struct{}), onSend: onSend, outstanding: map[uint32]bool{}}
 }
 
 func (f *fakeConn) Send(p Packet) error {
@@ -58,6 +59,8 @@ func (f *fakeConn) Recv(ctx context.Context) (Packet, error) {
 	select {
 	case p := <-f.in:
 		return p, nil
+	case p := <-f.bounces:
+		return Packet{}, &BounceError{Packet: p, Reason: "no route"}
 	case <-ctx.Done():
 		return Packet{}, ctx.Err()
 	case <-f.closed:
@@ -203,6 +206,38 @@ func TestDoTimeoutAndLateResponse(t *testing.T) {
 	st := tr.Stats()
 	if st.Timeouts != 1 || st.Unmatched != 2 || st.Sent != 2 || st.Received != 3 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestBounce(t *testing.T) {
+	var n atomic.Int32
+	f := newFake(func(f *fakeConn, p Packet) {
+		if n.Add(1) == 1 {
+			f.bounces <- p // the first attempt comes straight back
+			return
+		}
+		f.respond(p)
+	})
+	// An hour-long timeout proves bounces end attempts without waiting.
+	tr := New(f, Options{Timeout: time.Hour, Retries: 2})
+	defer tr.Close()
+	resp, err := tr.Do(context.Background(), request(0x01, 0x11, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAnswer(t, resp, 9)
+	if st := tr.Stats(); st.Retries != 1 || st.Sent != 2 || st.Timeouts != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	f.onSend = func(f *fakeConn, p Packet) { f.bounces <- p }
+	_, err = tr.Do(context.Background(), request(0x01, 0x11, 10))
+	if !errors.Is(err, ErrUndeliverable) {
+		t.Fatalf("err %v, want ErrUndeliverable", err)
+	}
+	d := tr.(*Dispatcher)
+	if st := tr.Stats(); st.Retries != 3 || st.Sent != 5 || st.Timeouts != 0 || d.Bounced() != 4 {
+		t.Fatalf("stats %+v bounced %d", st, d.Bounced())
 	}
 }
 
@@ -426,15 +461,17 @@ func TestConcurrentMany(t *testing.T) {
 	}
 }
 
-// echoConn answers every request immediately, for benchmarking.
+// echoConn answers every request immediately from a ring of preallocated
+// buffers (far more than the window), so the benchmark measures only the
+// dispatcher's own allocations.
 type echoConn struct {
-	in     chan Packet
-	closed chan struct{}
-	bufs   sync.Pool
+	in   chan Packet
+	ring [1024][256]byte
+	next atomic.Uint32
 }
 
 func (e *echoConn) Send(p Packet) error {
-	b := e.bufs.Get().([]byte)
+	b := e.ring[e.next.Add(1)%uint32(len(e.ring))][:]
 	copy(b, p.MAD)
 	b[3] |= 0x80
 	e.in <- Packet{MAD: b}
@@ -452,7 +489,6 @@ func (e *echoConn) Close() error { return nil }
 
 func BenchmarkDo(b *testing.B) {
 	e := &echoConn{in: make(chan Packet, 64)}
-	e.bufs.New = func() any { return make([]byte, 256) }
 	tr := New(e, Options{Window: 16, Timeout: time.Second})
 	defer tr.Close()
 	b.ReportAllocs()
@@ -460,11 +496,9 @@ func BenchmarkDo(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		req := request(0x01, 0x11, 0)
 		for pb.Next() {
-			resp, err := tr.Do(context.Background(), req)
-			if err != nil {
+			if _, err := tr.Do(context.Background(), req); err != nil {
 				b.Fatal(err)
 			}
-			e.bufs.Put(resp.MAD)
 		}
 	})
 }
