@@ -21,6 +21,24 @@ const (
 	PhysStatePhyTest            = 7
 )
 
+// MTU codes (PortInfo.NeighborMTU, MTUCap; PathRecord.MTU).
+const (
+	MTU256  = 1
+	MTU512  = 2
+	MTU1024 = 3
+	MTU2048 = 4
+	MTU4096 = 5
+)
+
+// Link width bits (PortInfo.LinkWidth*).
+const (
+	LinkWidth1X  = 0x01
+	LinkWidth4X  = 0x02
+	LinkWidth8X  = 0x04
+	LinkWidth12X = 0x08
+	LinkWidth2X  = 0x10
+)
+
 // CapabilityMask bits used by an SM (IBA 14.2.5.6, table 146).
 const (
 	CapIsSM                      = 1 << 1
@@ -34,6 +52,9 @@ const (
 	CapIsSMDisabled              = 1 << 10
 	CapIsSystemImageGUID         = 1 << 11
 	CapIsPKeySwitchExtPortTrap   = 1 << 12
+	CapIsCableInfo               = 1 << 13
+	CapIsExtendedSpeeds          = 1 << 14
+	CapIsCapabilityMask2         = 1 << 15
 	CapIsCommunicationManagement = 1 << 16
 	CapIsSNMPTunneling           = 1 << 17
 	CapIsReinit                  = 1 << 18
