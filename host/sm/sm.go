@@ -93,6 +93,20 @@ func New(t transport.Transport, pipe *pipeline.Runner, opts Options, log hclog.L
 	}
 }
 
+// Reconfigure swaps in a new pipeline and LMC; the next heavy sweep uses
+// them. Stage results of unchanged plugins stay cached.
+func (s *SM) Reconfigure(p *pipeline.Runner, lmc uint8) {
+	s.mu.Lock()
+	s.Pipe, s.Opts.LMC = p, lmc
+	s.mu.Unlock()
+}
+
+func (s *SM) pipe() (*pipeline.Runner, uint8) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Pipe, s.Opts.LMC
+}
+
 // Applied returns the plan in force (nil before the first SUBNET UP).
 func (s *SM) Applied() *Applied {
 	s.mu.Lock()
@@ -124,7 +138,8 @@ func (s *SM) Plan(ctx context.Context) (*discovery.Fabric, *topology.Topology, *
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	res, err := s.Pipe.Run(ctx, pipeline.Input{Topo: topo, LMC: s.Opts.LMC, Previous: prev})
+	pipe, lmc := s.pipe()
+	res, err := pipe.Run(ctx, pipeline.Input{Topo: topo, LMC: lmc, Previous: prev})
 	return fab, topo, res, err
 }
 
@@ -173,10 +188,11 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	calls0 := s.Pipe.Calls()
-	res, err := s.Pipe.Run(ctx, pipeline.Input{Topo: topo, LMC: s.Opts.LMC, Previous: prev})
+	pipe, lmc := s.pipe()
+	calls0 := pipe.Calls()
+	res, err := pipe.Run(ctx, pipeline.Input{Topo: topo, LMC: lmc, Previous: prev})
 	rep.Routing = Phase{Time: time.Since(t1)}
-	rep.PluginCalls = int(s.Pipe.Calls() - calls0)
+	rep.PluginCalls = int(pipe.Calls() - calls0)
 	if err != nil {
 		var pe *pipeline.PlanError
 		if errors.As(err, &pe) {

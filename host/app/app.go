@@ -1,0 +1,241 @@
+// Package app assembles a running SM from a validated configuration: the
+// fabric transport, the plugin processes, the pipeline with its cache and
+// verifier, and the sweep loop. The ibsm command and the integration tests
+// both build their SM here, so they exercise the same wiring.
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/conf"
+	"github.com/ibsm/ibsm/host/pipeline"
+	"github.com/ibsm/ibsm/host/pluginhost"
+	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/host/verify"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/sim"
+)
+
+// App is one configured subnet manager.
+type App struct {
+	Config  *conf.Config
+	SM      *sm.SM
+	T       transport.Transport
+	Plugins *pluginhost.Manager
+	// Sim is the embedded fabric when transport = "sim" (tests drive its
+	// fault API), nil otherwise.
+	Sim *sim.Fabric
+	Log hclog.Logger
+	// Last is the plan computed by the last Plan-only run (verify, dump).
+	Last *pipeline.Result
+}
+
+// New builds everything the config names. On error nothing is left
+// running.
+func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	a := &App{Config: cfg, Log: log}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	if err := os.MkdirAll(cfg.SM.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("state directory: %w (set sm.state_dir to a writable path)", err)
+	}
+	if err := a.openFabric(); err != nil {
+		return nil, err
+	}
+	a.Plugins, err = pluginhost.New(pluginhost.Options{Logger: log.Named("plugin")})
+	if err != nil {
+		return nil, err
+	}
+	runner, err := a.pipeline(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.SM = sm.New(a.T, runner, sm.Options{
+		LMC:           cfg.SM.LMC,
+		SweepInterval: cfg.SM.SweepInterval,
+		LIDFile:       filepath.Join(cfg.SM.StateDir, "guid2lid"),
+	}, log.Named("sm"))
+	return a, nil
+}
+
+func (a *App) openFabric() error {
+	cfg := a.Config
+	var conn transport.Conn
+	switch cfg.Fabric.Transport {
+	case conf.TransportSim:
+		f, err := sim.Load(cfg.Fabric.Topology, sim.Options{})
+		if err != nil {
+			return err
+		}
+		a.Sim = f
+		guid, port := cfg.Fabric.SMNode, cfg.Fabric.SMPort
+		if guid == 0 {
+			guid, port = f.DefaultSMPort()
+		}
+		conn, err = f.Attach(guid, port)
+		if err != nil {
+			return fmt.Errorf("attaching the SM to the embedded fabric: %w", err)
+		}
+	default:
+		return fmt.Errorf("transport %q is not available in this build yet; use transport = \"sim\"", cfg.Fabric.Transport)
+	}
+	a.T = transport.New(conn, transport.Options{
+		Window:  cfg.SM.MADWindow,
+		Timeout: cfg.SM.MADTimeout,
+		Retries: cfg.SM.MADRetries,
+		Logger:  a.Log.Named("transport"),
+	})
+	return nil
+}
+
+// launch starts, checks and configures one plugin and returns its cache
+// identity.
+func (a *App) launch(ctx context.Context, p *conf.Plugin) (*pluginhost.Plugin, pipeline.Identity, error) {
+	var id pipeline.Identity
+	pl, err := a.Plugins.Launch(ctx, pluginhost.Config{
+		Name:        string(p.Kind) + "." + p.Name,
+		Kind:        p.Kind,
+		Path:        p.Path,
+		SHA256:      p.SHA256,
+		CallTimeout: a.Config.SM.PluginTimeout,
+	})
+	if err != nil {
+		return nil, id, fmt.Errorf("%s: plugin %q: %w", p.DeclRange, p.Name, err)
+	}
+	v, diags := p.DecodeConfig(pl.Schema())
+	if diags.HasErrors() {
+		return nil, id, fmt.Errorf("%s", conf.FormatDiagnostics(diags))
+	}
+	if err := pl.ConfigureContext(ctx, v); err != nil {
+		return nil, id, fmt.Errorf("%s: plugin %q rejected its config: %w", p.ConfigRange, p.Name, err)
+	}
+	sum, err := conf.FileSHA256(p.Path)
+	if err != nil {
+		return nil, id, err
+	}
+	id = pipeline.Identity{Name: p.Name, SHA256: sum, Version: pl.Info().Version, ConfigHash: conf.HashValue(v)}
+	return pl, id, nil
+}
+
+func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner, error) {
+	r := &pipeline.Runner{
+		Cache:  pipeline.NewCache(filepath.Join(cfg.SM.StateDir, "cache")),
+		Verify: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+			_, err := verify.Verify(verify.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, verify.Options{})
+			return err
+		},
+		Log:    a.Log.Named("pipeline"),
+	}
+	for _, p := range cfg.Engines() {
+		pl, id, err := a.launch(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		impl, err := pl.RoutingEngine()
+		if err != nil {
+			return nil, err
+		}
+		r.Engines = append(r.Engines, pipeline.Engine{Identity: id, Impl: impl})
+	}
+	pl, id, err := a.launch(ctx, cfg.LIDAssigner())
+	if err != nil {
+		return nil, err
+	}
+	lid, err := pl.LIDAssigner()
+	if err != nil {
+		return nil, err
+	}
+	r.LID = pipeline.LIDStage{Identity: id, Impl: lid}
+	pl, id, err = a.launch(ctx, cfg.VLAssigner())
+	if err != nil {
+		return nil, err
+	}
+	vl, err := pl.VLAssigner()
+	if err != nil {
+		return nil, err
+	}
+	r.VL = pipeline.VLStage{Identity: id, Impl: vl}
+	return r, nil
+}
+
+// Reload applies a new configuration: new plugin processes and pipeline
+// replace the old ones only if every plugin launches and accepts its config.
+// Fabric settings (transport, topology, SM port) need a restart and are
+// reported, not applied.
+func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
+	old := a.Config
+	if cfg.Fabric.Transport != old.Fabric.Transport || cfg.Fabric.Topology != old.Fabric.Topology ||
+		cfg.Fabric.SMNode != old.Fabric.SMNode || cfg.Fabric.SMPort != old.Fabric.SMPort {
+		a.Log.Warn("fabric settings changed; they take effect at the next restart")
+	}
+	if cfg.SM.StateDir != old.SM.StateDir {
+		a.Log.Warn("sm.state_dir changed; it takes effect at the next restart")
+		cfg.SM.StateDir = old.SM.StateDir
+	}
+	mgr, err := pluginhost.New(pluginhost.Options{Logger: a.Log.Named("plugin")})
+	if err != nil {
+		return err
+	}
+	prev := a.Plugins
+	a.Plugins, a.Config = mgr, cfg
+	runner, err := a.pipeline(ctx, cfg)
+	if err != nil {
+		mgr.Close()
+		a.Plugins, a.Config = prev, old
+		return err
+	}
+	a.SM.Reconfigure(runner, cfg.SM.LMC)
+	prev.Close()
+	return nil
+}
+
+// PluginCalls is the number of kind calls (Route, AssignLIDs, AssignVLs)
+// made to plugin processes.
+func (a *App) PluginCalls() uint64 {
+	var n uint64
+	for _, p := range a.pluginList() {
+		n += p.Calls()
+	}
+	return n
+}
+
+func (a *App) pluginList() []*pluginhost.Plugin {
+	var out []*pluginhost.Plugin
+	if a.Plugins == nil {
+		return nil
+	}
+	for _, p := range a.Config.Plugins {
+		if pl, ok := a.Plugins.Plugin(string(p.Kind) + "." + p.Name); ok {
+			out = append(out, pl)
+		}
+	}
+	return out
+}
+
+// Plugin returns the running plugin of kind and name.
+func (a *App) Plugin(kind sdk.Kind, name string) (*pluginhost.Plugin, bool) {
+	return a.Plugins.Plugin(string(kind) + "." + name)
+}
+
+// Close stops plugins and the transport.
+func (a *App) Close() {
+	if a.Plugins != nil {
+		a.Plugins.Close()
+	}
+	if a.T != nil {
+		a.T.Close()
+	}
+}

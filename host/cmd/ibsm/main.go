@@ -1,0 +1,285 @@
+// Command ibsm is the subnet manager: `ibsm run` is the daemon, `ibsm verify`
+// and `ibsm dump` compute the plan for a fabric and report on it or write
+// OpenSM-format dumps, `ibsm topo` generates test topologies.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/conf"
+	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/host/app"
+	"github.com/ibsm/ibsm/host/dump"
+	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/host/topogen"
+)
+
+const usage = `usage: ibsm <command> [flags]
+
+Commands:
+  run     --config FILE [--once]     run the subnet manager (until SIGTERM; SIGHUP reloads)
+  verify  --config FILE [--json]     compute the plan and print its metrics (no Set is sent)
+  dump    --config FILE [--out DIR]  compute the plan and write OpenSM-format dumps for ibdmchk
+  topo    <kind> [flags]             write a generated test topology (ibsm topo -h)
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = cmdRun(os.Args[2:])
+	case "verify":
+		err = cmdVerify(os.Args[2:], os.Stdout)
+	case "dump":
+		err = cmdDump(os.Args[2:])
+	case "topo":
+		err = topogen.Run(os.Args[2:], os.Stdout)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "ibsm: unknown command %q\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(os.Stderr, "ibsm %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+type common struct {
+	config   string
+	logLevel string
+	logJSON  bool
+}
+
+func (c *common) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "HCL configuration file (required)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
+	fs.BoolVar(&c.logJSON, "log-json", false, "log as JSON")
+}
+
+func (c *common) logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "ibsm", Level: hclog.LevelFromString(c.logLevel), JSONFormat: c.logJSON, Output: os.Stderr})
+}
+
+// load reads and validates the config; errors carry file:line:column.
+func (c *common) load() (*conf.Config, error) {
+	if c.config == "" {
+		return nil, errors.New("--config FILE is required (see conf/examples/)")
+	}
+	cfg, diags := conf.Load(c.config)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("invalid configuration, nothing applied:\n%s", conf.FormatDiagnostics(diags))
+	}
+	if d := cfg.CheckFiles(); d.HasErrors() {
+		return nil, fmt.Errorf("invalid configuration, nothing applied:\n%s", conf.FormatDiagnostics(d))
+	}
+	return cfg, nil
+}
+
+func cmdRun(args []string) error {
+	var c common
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	c.flags(fs)
+	once := fs.Bool("once", false, "bring the subnet up, print a summary and exit 0 at SUBNET UP")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := c.load()
+	if err != nil {
+		return err
+	}
+	log := c.logger()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if *once {
+		rep, err := a.SM.HeavySweep(ctx)
+		if err != nil {
+			return err
+		}
+		printSummary(os.Stdout, rep)
+		return nil
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	trigger := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			if err := reload(ctx, &c, a, log); err != nil {
+				log.Error("reload failed; the running configuration stays in force", "error", err)
+				continue
+			}
+			select {
+			case trigger <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return a.SM.Run(ctx, trigger, func(rep *sm.Report, err error) {
+		if err != nil {
+			log.Error("heavy sweep failed; the last good plan stays programmed", "error", err)
+			return
+		}
+		if rep.Rerouted {
+			logSummary(log, rep)
+		} else {
+			log.Debug("heavy sweep: fabric and plan unchanged")
+		}
+	})
+}
+
+// reload re-reads the config and swaps in a new pipeline. Unchanged plugins
+// and settings hash to the same cache keys, so the sweep that follows
+// re-routes only if something that matters changed.
+func reload(ctx context.Context, c *common, a *app.App, log hclog.Logger) error {
+	cfg, err := c.load()
+	if err != nil {
+		return err
+	}
+	log.Info("reloading configuration", "file", c.config)
+	return a.Reload(ctx, cfg)
+}
+
+func printSummary(w io.Writer, r *sm.Report) {
+	fmt.Fprintf(w, "SUBNET UP in %s: %d nodes (%d switches, %d CAs), %d links, engine %s\n",
+		r.Total.Round(time.Millisecond), r.Nodes, r.Switches, r.CAs, r.Links, r.Engine)
+	fmt.Fprintf(w, "  discovery     %10s  %7d Get  %7d Set\n", r.Discovery.Time.Round(time.Microsecond), r.Discovery.Gets, r.Discovery.Sets)
+	fmt.Fprintf(w, "  routing       %10s  %7d plugin calls\n", r.Routing.Time.Round(time.Microsecond), r.PluginCalls)
+	fmt.Fprintf(w, "  distribution  %10s  %7d Get  %7d Set (LFT blocks %d of %d, PortInfo %d, port state %d, SwitchInfo %d, SL2VL %d)\n",
+		r.Distribution.Time.Round(time.Microsecond), r.Distribution.Gets, r.Distribution.Sets,
+		r.Program.LFTBlocksSent, r.Program.LFTBlocksTotal, r.Program.PortInfoSets, r.Program.StateSets, r.Program.SwitchInfoSets, r.Program.SL2VLSets)
+	fmt.Fprintf(w, "  MAD retries %d, timeouts %d; peak RSS %s\n", r.Retries, r.Timeouts, peakRSS())
+	for _, a := range r.Attempts {
+		if a.Err != nil {
+			fmt.Fprintf(w, "  engine %s rejected: %v\n", a.Engine, a.Err)
+		}
+	}
+	for i, wn := range r.Warnings {
+		if i == 5 {
+			fmt.Fprintf(w, "  … %d more discovery warnings\n", len(r.Warnings)-5)
+			break
+		}
+		fmt.Fprintf(w, "  warning: %s\n", wn)
+	}
+}
+
+func logSummary(log hclog.Logger, r *sm.Report) {
+	log.Info("SUBNET UP", "engine", r.Engine, "nodes", r.Nodes, "switches", r.Switches, "cas", r.CAs,
+		"total", r.Total, "discovery", r.Discovery.Time, "discovery_gets", r.Discovery.Gets,
+		"routing", r.Routing.Time, "plugin_calls", r.PluginCalls,
+		"distribution", r.Distribution.Time, "distribution_sets", r.Distribution.Sets,
+		"lft_blocks_sent", r.Program.LFTBlocksSent, "lft_blocks_total", r.Program.LFTBlocksTotal,
+		"retries", r.Retries)
+}
+
+// peakRSS reads VmHWM from /proc (Linux); "n/a" elsewhere.
+func peakRSS() string {
+	if runtime.GOOS != "linux" {
+		return "n/a"
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "n/a"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			return strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:"))
+		}
+	}
+	return "n/a"
+}
+
+// planOnly discovers and plans without programming.
+func planOnly(c *common) (*app.App, *analysis.Report, error) {
+	cfg, err := c.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	a, err := app.New(ctx, cfg, c.logger())
+	if err != nil {
+		return nil, nil, err
+	}
+	_, _, res, err := a.SM.Plan(ctx)
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	rep, err := analysis.Analyse(res.Realized, res.VLs, analysis.Options{})
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	a.Last = res
+	return a, rep, nil
+}
+
+func cmdVerify(args []string, w io.Writer) error {
+	var c common
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	c.flags(fs)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	a, rep, err := planOnly(&c)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if *asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(w, "engine: %s\n", a.Last.Engine)
+	return rep.Text(w)
+}
+
+func cmdDump(args []string) error {
+	var c common
+	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
+	c.flags(fs)
+	out := fs.String("out", ".", "directory for opensm-subnet.lst, opensm.fdbs, opensm-lfts.dump, opensm-sl2vl.dump")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	a, _, err := planOnly(&c)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := dump.WriteAll(*out, a.Last.Realized, a.Last.VLs); err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(*out)
+	fmt.Printf("wrote OpenSM dumps for engine %s to %s\n", a.Last.Engine, abs)
+	return nil
+}
