@@ -106,7 +106,7 @@ func (a *App) openFabric() error {
 func (a *App) launch(ctx context.Context, p *conf.Plugin) (*pluginhost.Plugin, pipeline.Identity, error) {
 	var id pipeline.Identity
 	pl, err := a.Plugins.Launch(ctx, pluginhost.Config{
-		Name:        string(p.Kind) + "." + p.Name,
+		Name:        p.Name,
 		Kind:        p.Kind,
 		Path:        p.Path,
 		SHA256:      p.SHA256,
@@ -132,12 +132,12 @@ func (a *App) launch(ctx context.Context, p *conf.Plugin) (*pluginhost.Plugin, p
 
 func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner, error) {
 	r := &pipeline.Runner{
-		Cache:  pipeline.NewCache(filepath.Join(cfg.SM.StateDir, "cache")),
+		Cache: pipeline.NewCache(filepath.Join(cfg.SM.StateDir, "cache")),
 		Verify: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
 			_, err := verify.Verify(verify.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, verify.Options{})
 			return err
 		},
-		Log:    a.Log.Named("pipeline"),
+		Log: a.Log.Named("pipeline"),
 	}
 	for _, p := range cfg.Engines() {
 		pl, id, err := a.launch(ctx, p)
@@ -218,7 +218,7 @@ func (a *App) pluginList() []*pluginhost.Plugin {
 		return nil
 	}
 	for _, p := range a.Config.Plugins {
-		if pl, ok := a.Plugins.Plugin(string(p.Kind) + "." + p.Name); ok {
+		if pl, ok := a.Plugins.Plugin(p.Kind, p.Name); ok {
 			out = append(out, pl)
 		}
 	}
@@ -227,7 +227,7 @@ func (a *App) pluginList() []*pluginhost.Plugin {
 
 // Plugin returns the running plugin of kind and name.
 func (a *App) Plugin(kind sdk.Kind, name string) (*pluginhost.Plugin, bool) {
-	return a.Plugins.Plugin(string(kind) + "." + name)
+	return a.Plugins.Plugin(kind, name)
 }
 
 // Close stops plugins and the transport.

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -144,38 +146,24 @@ func (r *Runner) runEngine(ctx context.Context, e Engine, in Input) (*Result, er
 
 	t0 := time.Now()
 	rk := keyOf("routing", e.Name, e.SHA256, e.Version, e.ConfigHash, topoHash, in.LMC)
-	routes, ok := Get[plan.Routes](r.Cache, "routing", rk)
-	if !ok {
-		var err error
-		routes, err = call(r, res, func() (*plan.Routes, error) {
-			return e.Impl.Route(ctx, sdk.RouteRequest{Topo: in.Topo, LMC: in.LMC})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("routing: %w", err)
-		}
-		if err := Put(r.Cache, "routing", rk, routes); err != nil {
-			return nil, err
-		}
+	routes, err := stage(r, res, "routing", rk, nil, func() (*plan.Routes, error) {
+		return e.Impl.Route(ctx, sdk.RouteRequest{Topo: in.Topo, LMC: in.LMC})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("routing: %w", err)
 	}
 	res.Timings.Routing = time.Since(t0)
 
 	t0 = time.Now()
 	lk := keyOf("lid", r.LID.Name, r.LID.SHA256, r.LID.Version, r.LID.ConfigHash, topoHash, rk, in.LMC)
-	lids, ok := Get[plan.LIDPlan](r.Cache, "lid", lk)
-	if ok && !honours(in.Topo, lids, in.Previous) {
-		ok = false // persisted LIDs changed under us (edited file): ask again
-	}
-	if !ok {
-		var err error
-		lids, err = call(r, res, func() (*plan.LIDPlan, error) {
-			return r.LID.Impl.AssignLIDs(ctx, sdk.LIDRequest{Topo: in.Topo, Routes: routes, LMC: in.LMC, Previous: in.Previous})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("LID assigner %s: %w", r.LID.Name, err)
-		}
-		if err := Put(r.Cache, "lid", lk, lids); err != nil {
-			return nil, err
-		}
+	// A cached plan is reused only if it still agrees with the persisted
+	// LIDs (an operator may have edited the file).
+	honoured := func(l *plan.LIDPlan) bool { return honours(in.Topo, l, in.Previous) }
+	lids, err := stage(r, res, "lid", lk, honoured, func() (*plan.LIDPlan, error) {
+		return r.LID.Impl.AssignLIDs(ctx, sdk.LIDRequest{Topo: in.Topo, Routes: routes, LMC: in.LMC, Previous: in.Previous})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("LID assigner %s: %w", r.LID.Name, err)
 	}
 	res.Timings.LIDs = time.Since(t0)
 
@@ -186,30 +174,68 @@ func (r *Runner) runEngine(ctx context.Context, e Engine, in Input) (*Result, er
 
 	t0 = time.Now()
 	vk := keyOf("vl", r.VL.Name, r.VL.SHA256, r.VL.Version, r.VL.ConfigHash, topoHash, rk, lk)
-	vls, ok := Get[plan.VLPlan](r.Cache, "vl", vk)
-	if !ok {
-		vls, err = call(r, res, func() (*plan.VLPlan, error) {
-			return r.VL.Impl.AssignVLs(ctx, sdk.VLRequest{Topo: in.Topo, Routes: routes, LIDs: lids, Realized: rz, MaxVLs: minVLCap(in.Topo)})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("VL assigner %s: %w", r.VL.Name, err)
-		}
-		if err := Put(r.Cache, "vl", vk, vls); err != nil {
-			return nil, err
-		}
+	vls, err := stage(r, res, "vl", vk, nil, func() (*plan.VLPlan, error) {
+		return r.VL.Impl.AssignVLs(ctx, sdk.VLRequest{Topo: in.Topo, Routes: routes, LIDs: lids, Realized: rz, MaxVLs: minVLCap(in.Topo)})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("VL assigner %s: %w", r.VL.Name, err)
 	}
 	res.Timings.VLs = time.Since(t0)
 
 	t0 = time.Now()
+	res.Key = keyOf("plan", rk, lk, vk)
+	if f, ok := Get[failure](r.Cache, "rejected", res.Key); ok {
+		return nil, fmt.Errorf("verification: %s (remembered: the same plan was rejected before)", f.Msg)
+	}
 	if r.Verify != nil {
 		if err := r.Verify(in.Topo, routes, lids, vls, rz); err != nil {
+			if err := Put(r.Cache, "rejected", res.Key, &failure{Msg: err.Error()}); err != nil {
+				return nil, err
+			}
 			return nil, fmt.Errorf("verification: %w", err)
 		}
 	}
 	res.Timings.Verify = time.Since(t0)
 	res.Routes, res.LIDs, res.VLs, res.Realized = routes, lids, vls, rz
-	res.Key = keyOf("plan", rk, lk, vk)
 	return res, nil
+}
+
+// failure is a remembered deterministic rejection: the same inputs to the
+// same plugin (or the same plan to the verifier) fail the same way, so a
+// restart on an unchanged fabric does not ask again.
+type failure struct{ Msg string }
+
+// stage returns the cached result for key k or calls f, caching its result
+// or, when the plugin itself answered with an error, that error. valid (may
+// be nil) can refuse a cached result.
+func stage[T any](r *Runner, res *Result, name string, k Key, valid func(*T) bool, f func() (*T, error)) (*T, error) {
+	if v, ok := Get[T](r.Cache, name, k); ok && (valid == nil || valid(v)) {
+		return v, nil
+	}
+	if fl, ok := Get[failure](r.Cache, name+"-failed", k); ok {
+		return nil, fmt.Errorf("%s (remembered from an earlier run with identical inputs)", fl.Msg)
+	}
+	v, err := call(r, res, f)
+	if err != nil {
+		if deterministic(err) {
+			if perr := Put(r.Cache, name+"-failed", k, &failure{Msg: err.Error()}); perr != nil {
+				return nil, perr
+			}
+		}
+		return nil, err
+	}
+	if err := Put(r.Cache, name, k, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// deterministic reports whether err is the plugin's own answer (its
+// handler returned an error: gRPC code Unknown) rather than a crash, hang or
+// transport fault, which may go away on the next try.
+func deterministic(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unknown && st.Message() != ""
 }
 
 // call runs one plugin call, counting it. A nil result without error is

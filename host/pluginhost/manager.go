@@ -134,18 +134,18 @@ func (m *Manager) Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 		m.mu.Unlock()
 		return nil, errors.New("plugin manager is closed")
 	}
-	if _, dup := m.plugins[cfg.Name]; dup {
+	if _, dup := m.plugins[pluginKey(cfg.Kind, cfg.Name)]; dup {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("plugin %s is already running; close it first", cfg.Name)
 	}
 	p := &Plugin{m: m, cfg: cfg, log: m.log.Named(string(cfg.Kind) + "." + cfg.Name)}
-	m.plugins[cfg.Name] = p
+	m.plugins[pluginKey(cfg.Kind, cfg.Name)] = p
 	m.mu.Unlock()
 
 	inst, err := p.start(ctx)
 	if err != nil {
 		m.mu.Lock()
-		delete(m.plugins, cfg.Name)
+		delete(m.plugins, pluginKey(cfg.Kind, cfg.Name))
 		m.mu.Unlock()
 		return nil, err
 	}
@@ -155,13 +155,16 @@ func (m *Manager) Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 	return p, nil
 }
 
-// Plugin returns a launched plugin by name.
-func (m *Manager) Plugin(name string) (*Plugin, bool) {
+// Plugin returns a launched plugin by kind and name.
+func (m *Manager) Plugin(kind sdk.Kind, name string) (*Plugin, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.plugins[name]
+	p, ok := m.plugins[pluginKey(kind, name)]
 	return p, ok
 }
+
+// pluginKey: the operator may give plugins of different kinds one name.
+func pluginKey(k sdk.Kind, name string) string { return string(k) + "." + name }
 
 // Close stops and kills every plugin and removes the socket directory.
 func (m *Manager) Close() error {
@@ -190,8 +193,8 @@ func (m *Manager) Close() error {
 func (m *Manager) forget(p *Plugin) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.plugins[p.cfg.Name] == p {
-		delete(m.plugins, p.cfg.Name)
+	if m.plugins[pluginKey(p.cfg.Kind, p.cfg.Name)] == p {
+		delete(m.plugins, pluginKey(p.cfg.Kind, p.cfg.Name))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -224,6 +226,11 @@ func (p *Plugin) do(ctx context.Context, what string, count bool, call func(cont
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		p.drop(inst)
 		return fmt.Errorf("plugin %s did not answer %s within %v; killed; will restart on next use", p.cfg.Name, what, p.cfg.CallTimeout)
+	}
+	if status.Code(err) == codes.Unknown {
+		// The plugin's handler returned an error: the process is alive
+		// and answered; no need to wait for it to die.
+		return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
 	}
 	if p.died(inst) {
 		p.drop(inst)
