@@ -253,9 +253,27 @@ func BenchmarkFatTree36(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := testfab.CPUTime()
 	for i := 0; i < b.N; i++ {
 		if _, _, err := minHop(context.Background(), topo, 0, config{}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(testfab.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+func BenchmarkFatTree36LMC2(b *testing.B) {
+	topo, err := testfab.FatTree3(36)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := testfab.CPUTime()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := minHop(context.Background(), topo, 2, config{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(testfab.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 }

@@ -202,9 +202,11 @@ func BenchmarkFatTree36(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := testfab.CPUTime()
 	for i := 0; i < b.N; i++ {
 		if _, err := assign(context.Background(), sdk.VLRequest{Topo: topo, Realized: real}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(testfab.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 }

@@ -127,6 +127,7 @@ func (g *Graph) balanceRange(ctx context.Context, cand Candidates, opt Options, 
 	buf := make([]uint8, 0, 256)
 	usedPeer := make([]int32, 0, np)
 	usedPort := make([]uint8, 0, np)
+	stamp := make([]int32, g.N)
 	for d := int32(0); d < int32(g.N); d++ {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -160,35 +161,101 @@ func (g *Graph) balanceRange(ctx context.Context, cand Candidates, opt Options, 
 				g.pickSingle(c, ld, grp, opt.CountSwitches, routes, s)
 				continue
 			}
+			if np <= len(c) && g.distinctPeers(s, c, stamp) {
+				g.pickSpread(c, ld, grp, opt.CountSwitches, routes, s, np)
+				continue
+			}
 			for _, e := range grp {
-				var wt int32 = 1
-				if g.attach[e].IsSwitch && !opt.CountSwitches {
-					wt = 0
-				}
-				usedPeer, usedPort = usedPeer[:0], usedPort[:0]
-				for _, pl := range routes.Planes[e].Planes {
-					best, bestKey := c[0], int64(-1)
-					for _, p := range c {
-						key := int64(ld[p])
-						if containsPort(usedPort, p) {
-							key += 1 << 40
-						}
-						if containsPeer(usedPeer, g.peer[s][p]) {
-							key += 1 << 41
-						}
-						if bestKey < 0 || key < bestKey {
-							best, bestKey = p, key
-						}
-					}
-					pl[s] = best
-					ld[best] += wt
-					usedPort = append(usedPort, best)
-					usedPeer = append(usedPeer, g.peer[s][best])
-				}
+				g.pickGeneral(c, ld, e, opt.CountSwitches, routes, s, usedPeer[:0], usedPort[:0])
 			}
 		}
 	}
 	return nil
+}
+
+// pickGeneral picks every plane of destination e at switch s the way
+// OpenSM's LMC path spreading does: a port toward a switch this destination
+// has not used yet, else a port it has not used yet, else the least load,
+// lowest port on ties.
+func (g *Graph) pickGeneral(c []uint8, ld []int32, e int32, countSwitches bool, routes *plan.Routes, s int32, usedPeer []int32, usedPort []uint8) {
+	var wt int32 = 1
+	if g.attach[e].IsSwitch && !countSwitches {
+		wt = 0
+	}
+	for _, pl := range routes.Planes[e].Planes {
+		best, bestKey := c[0], int64(-1)
+		for _, p := range c {
+			key := int64(ld[p])
+			if containsPort(usedPort, p) {
+				key += 1 << 40
+			}
+			if containsPeer(usedPeer, g.peer[s][p]) {
+				key += 1 << 41
+			}
+			if bestKey < 0 || key < bestKey {
+				best, bestKey = p, key
+			}
+		}
+		pl[s] = best
+		ld[best] += wt
+		usedPort = append(usedPort, best)
+		usedPeer = append(usedPeer, g.peer[s][best])
+	}
+}
+
+// distinctPeers reports whether every candidate port leads to a different
+// switch. stamp is per-worker scratch of N entries holding, for a switch,
+// 1 + the last s that saw it.
+func (g *Graph) distinctPeers(s int32, c []uint8, stamp []int32) bool {
+	ok := true
+	for _, p := range c {
+		peer := g.peer[s][p]
+		if stamp[peer] == s+1 {
+			ok = false
+		}
+		stamp[peer] = s + 1
+	}
+	// Clear so the next call for the same s starts fresh.
+	for _, p := range c {
+		stamp[g.peer[s][p]] = 0
+	}
+	return ok
+}
+
+// pickSpread is pickGeneral for the common case of candidates toward
+// distinct switches and no more planes than candidates: every plane then
+// takes a port (and switch) the destination has not used, so its planes get
+// the np smallest (load, port) candidates in order, found in one pass.
+func (g *Graph) pickSpread(c []uint8, ld []int32, grp []int32, countSwitches bool, routes *plan.Routes, s int32, np int) {
+	var sel [128]int64
+	for _, e := range grp {
+		k := 0
+		for i, p := range c {
+			key := int64(ld[p])<<8 | int64(i)
+			if k == np && key >= sel[np-1] {
+				continue
+			}
+			j := k
+			if k < np {
+				k++
+			} else {
+				j = np - 1
+			}
+			for j > 0 && sel[j-1] > key {
+				sel[j] = sel[j-1]
+				j--
+			}
+			sel[j] = key
+		}
+		inc := !g.attach[e].IsSwitch || countSwitches
+		for j, pl := range routes.Planes[e].Planes {
+			p := c[sel[j]&0xFF]
+			pl[s] = p
+			if inc {
+				ld[p]++
+			}
+		}
+	}
 }
 
 // pickSingle assigns one plane per destination of grp at switch s: each

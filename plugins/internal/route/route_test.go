@@ -207,3 +207,68 @@ func TestBalanceCancelled(t *testing.T) {
 		t.Error("Balance accepted LMC 8")
 	}
 }
+
+// TestPickSpreadMatchesGeneral checks the one-pass LMC shortcut against
+// the plane-by-plane OpenSM-style choice on switches whose candidates lead
+// to distinct peers.
+func TestPickSpreadMatchesGeneral(t *testing.T) {
+	topo, err := testfab.FatTree3(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGraph(topo)
+	eps := topo.Endpoints()
+	stamp := make([]int32, g.N)
+	for seed := int64(0); seed < 300; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		s := int32(rng.Intn(g.N))
+		links := g.Links(s)
+		var c []uint8
+		for _, l := range links {
+			if rng.Intn(3) > 0 {
+				c = append(c, l.Port)
+			}
+		}
+		if len(c) < 2 || !g.distinctPeers(s, c, stamp) {
+			continue
+		}
+		np := 2
+		if len(c) >= 4 && rng.Intn(2) == 0 {
+			np = 4
+		}
+		ldA := make([]int32, len(g.peer[s]))
+		for i := range ldA {
+			ldA[i] = int32(rng.Intn(3))
+		}
+		ldB := append([]int32(nil), ldA...)
+		grp := make([]int32, 1+rng.Intn(20))
+		for i := range grp {
+			grp[i] = int32(rng.Intn(len(eps)))
+		}
+		mk := func() *plan.Routes {
+			r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
+			for e := range r.Planes {
+				for k := 0; k < np; k++ {
+					r.Planes[e].Planes = append(r.Planes[e].Planes, make(plan.Plane, g.N))
+				}
+			}
+			return r
+		}
+		ra, rb := mk(), mk()
+		for _, e := range grp {
+			// One destination at a time so repeated endpoints compare equal.
+			g.pickSpread(c, ldA, []int32{e}, false, ra, s, np)
+			g.pickGeneral(c, ldB, e, false, rb, s, nil, nil)
+			for k := 0; k < np; k++ {
+				if a, b := ra.Planes[e].Planes[k][s], rb.Planes[e].Planes[k][s]; a != b {
+					t.Fatalf("seed %d: endpoint %d plane %d: spread %d, general %d", seed, e, k, a, b)
+				}
+			}
+		}
+		for i := range ldA {
+			if ldA[i] != ldB[i] {
+				t.Fatalf("seed %d: loads differ %v vs %v", seed, ldA, ldB)
+			}
+		}
+	}
+}
