@@ -65,13 +65,51 @@ type Discoverer struct {
 type walk struct {
 	d   *Discoverer
 	ctx context.Context
-	sem chan struct{}
-	wg  sync.WaitGroup
 
-	mu    sync.Mutex
-	f     *Fabric
-	smps  atomic.Int64
-	fatal error
+	// A fixed pool of workers drains a task queue; tasks queue more tasks.
+	// Unlike a goroutine per SMP this keeps memory flat on fabrics with
+	// hundreds of thousands of ports.
+	qmu     sync.Mutex
+	qcond   *sync.Cond
+	queue   []func()
+	running int
+
+	mu   sync.Mutex
+	f    *Fabric
+	smps atomic.Int64
+}
+
+// spawn queues f.
+func (w *walk) spawn(f func()) {
+	w.qmu.Lock()
+	w.queue = append(w.queue, f)
+	w.qmu.Unlock()
+	w.qcond.Signal()
+}
+
+// work runs tasks until the queue is empty and no task is running (no more
+// can appear) or ctx is done.
+func (w *walk) work() {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	for {
+		for len(w.queue) == 0 && w.running > 0 && w.ctx.Err() == nil {
+			w.qcond.Wait()
+		}
+		if len(w.queue) == 0 || w.ctx.Err() != nil {
+			w.qcond.Broadcast()
+			return
+		}
+		// FIFO keeps the walk breadth-first, so DR paths stay short.
+		f := w.queue[0]
+		w.queue[0] = nil
+		w.queue = w.queue[1:]
+		w.running++
+		w.qmu.Unlock()
+		f()
+		w.qmu.Lock()
+		w.running--
+	}
 }
 
 // Run discovers the fabric. It fails only if the SM's own node cannot be
@@ -81,7 +119,8 @@ func (d *Discoverer) Run(ctx context.Context) (*Fabric, error) {
 	if par <= 0 {
 		par = 256
 	}
-	w := &walk{d: d, ctx: ctx, sem: make(chan struct{}, par), f: &Fabric{Nodes: map[uint64]*Node{}}}
+	w := &walk{d: d, ctx: ctx, f: &Fabric{Nodes: map[uint64]*Node{}}}
+	w.qcond = sync.NewCond(&w.qmu)
 	var ni smp.NodeInfo
 	w.smps.Add(1)
 	if err := d.C.Get(ctx, nil, smp.AttrNodeInfo, 0, &ni); err != nil {
@@ -90,7 +129,15 @@ func (d *Discoverer) Run(ctx context.Context) (*Fabric, error) {
 	w.f.SMGUID, w.f.SMPort = ni.NodeGUID, ni.LocalPortNum
 	n := w.register(ni, nil)
 	w.explore(n, ni.LocalPortNum)
-	w.wg.Wait()
+	// Wake idle workers when ctx ends so they can return.
+	stop := context.AfterFunc(ctx, func() { w.qmu.Lock(); w.qcond.Broadcast(); w.qmu.Unlock() })
+	defer stop()
+	var wg sync.WaitGroup
+	for i := 0; i < par; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.work() }()
+	}
+	wg.Wait()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -119,21 +166,6 @@ func (w *walk) register(ni smp.NodeInfo, path mad.Path) *Node {
 	n := &Node{Info: ni, Path: path, Ports: make([]Port, int(ni.NumPorts)+1)}
 	w.f.Nodes[ni.NodeGUID] = n
 	return n
-}
-
-// spawn runs f in a goroutine holding a semaphore slot.
-func (w *walk) spawn(f func()) {
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		select {
-		case w.sem <- struct{}{}:
-		case <-w.ctx.Done():
-			return
-		}
-		defer func() { <-w.sem }()
-		f()
-	}()
 }
 
 func (w *walk) get(path mad.Path, attr uint16, mod uint32, out mad.Attribute) error {

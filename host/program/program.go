@@ -71,15 +71,18 @@ type runner struct {
 	fail atomic.Int64
 }
 
+// goSet runs f on its own goroutine once a slot is free. The slot is taken
+// before the goroutine exists, so a push of half a million Sets never has
+// more than Parallel goroutines (and stacks) alive.
 func (r *runner) goSet(f func() error) {
+	select {
+	case r.sem <- struct{}{}:
+	case <-r.ctx.Done():
+		return
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		select {
-		case r.sem <- struct{}{}:
-		case <-r.ctx.Done():
-			return
-		}
 		defer func() { <-r.sem }()
 		if err := f(); err != nil {
 			r.fail.Add(1)

@@ -72,6 +72,8 @@ type Report struct {
 	Rerouted    bool
 	Engine      string
 	PluginCalls int
+	// Stages splits the routing phase (cached stages take ~0).
+	Stages pipeline.Timings
 	Program     program.Stats
 	Warnings    []string
 	Retries     uint64
@@ -202,6 +204,7 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	}
 	rep.Engine = res.Engine
 	rep.Attempts = res.Attempts
+	rep.Stages = res.Timings
 	if cur != nil && cur.Result.Key == res.Key && cur.TopoHash == topo.Hash() && !needsStateChange(fab) {
 		// Unchanged fabric, unchanged plan: nothing to send.
 		rep.Total = time.Since(start)

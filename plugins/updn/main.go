@@ -47,8 +47,8 @@ func (e *engine) Schema() schema.Block {
 		schema.Attr("root_guids", cty.List(cty.String),
 			`Node GUIDs ("0x...") of the root switches. Components without a listed switch get roots by auto_roots. More than one root per component leaves root-to-root pairs without a legal route unless the roots are cabled to each other.`),
 		schema.Attr("auto_roots", cty.String,
-			`How to pick roots where root_guids names none: "spines" (OpenSM-like: the switches farthest from CAs; CA routes shortest and balanced, but spine-to-spine and some other switch-to-switch pairs have no legal route and stay unrouted), "leaf" (one CA-carrying switch per component: every pair routable, and on full fat trees CA routes are still shortest and balanced) or "centre" (the least-eccentric switch).`).
-			WithDefault(cty.StringVal(string(updn.AutoSpines))),
+			`How to pick roots where root_guids names none: "spines" (OpenSM-like: the switches farthest from CAs; CA routes shortest and balanced, but spine-to-spine and some other switch-to-switch pairs have no legal route and stay unrouted), "leaf" (the default: one CA-carrying switch per component, so every pair, switch-to-switch included, has a legal route, and on full fat trees CA routes are still shortest and balanced) or "centre" (the least-eccentric switch).`).
+			WithDefault(cty.StringVal(string(updn.AutoLeaf))),
 		schema.Attr("count_switch_destinations", cty.Bool,
 			"Count switch management LIDs in the per-port load used to balance equal-cost ports (OpenSM port_profile_switch_nodes).").
 			WithDefault(cty.False),
@@ -68,7 +68,7 @@ func (e *engine) Configure(v cty.Value) error {
 	if err != nil {
 		return fmt.Errorf("updn: %w", err)
 	}
-	auto, err := pcfg.String(v, "auto_roots", string(updn.AutoSpines))
+	auto, err := pcfg.String(v, "auto_roots", string(updn.AutoLeaf))
 	if err != nil {
 		return fmt.Errorf("updn: %w", err)
 	}

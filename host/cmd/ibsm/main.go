@@ -167,7 +167,8 @@ func printSummary(w io.Writer, r *sm.Report) {
 	fmt.Fprintf(w, "SUBNET UP in %s: %d nodes (%d switches, %d CAs), %d links, engine %s\n",
 		r.Total.Round(time.Millisecond), r.Nodes, r.Switches, r.CAs, r.Links, r.Engine)
 	fmt.Fprintf(w, "  discovery     %10s  %7d Get  %7d Set\n", r.Discovery.Time.Round(time.Microsecond), r.Discovery.Gets, r.Discovery.Sets)
-	fmt.Fprintf(w, "  routing       %10s  %7d plugin calls\n", r.Routing.Time.Round(time.Microsecond), r.PluginCalls)
+	fmt.Fprintf(w, "  routing       %10s  %7d plugin calls (route %s, LIDs %s, VLs %s, verify %s)\n", r.Routing.Time.Round(time.Microsecond), r.PluginCalls,
+		r.Stages.Routing.Round(time.Microsecond), r.Stages.LIDs.Round(time.Microsecond), r.Stages.VLs.Round(time.Microsecond), r.Stages.Verify.Round(time.Microsecond))
 	fmt.Fprintf(w, "  distribution  %10s  %7d Get  %7d Set (LFT blocks %d of %d, PortInfo %d, port state %d, SwitchInfo %d, SL2VL %d)\n",
 		r.Distribution.Time.Round(time.Microsecond), r.Distribution.Gets, r.Distribution.Sets,
 		r.Program.LFTBlocksSent, r.Program.LFTBlocksTotal, r.Program.PortInfoSets, r.Program.StateSets, r.Program.SwitchInfoSets, r.Program.SL2VLSets)
