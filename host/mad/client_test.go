@@ -1,0 +1,259 @@
+package mad_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/netfile"
+	"github.com/ibsm/ibsm/transport/sim"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// GUIDs of the line fabric: CA A (port 1) - SW1 [1] ... [2] SW2 [1] - CA B.
+const (
+	guidA   = 0x100
+	guidSW1 = 0x1
+	guidSW2 = 0x2
+	guidB   = 0x200
+)
+
+// lineFabric builds CA A - SW1 - SW2 - CA B with a 128-entry LFT cap, and a
+// client attached at A's port 1 with a short timeout so lost SMPs fail fast.
+func lineFabric(t *testing.T) (*sim.Fabric, *mad.Client, transport.Transport) {
+	t.Helper()
+	f := netfile.New()
+	a, err := f.AddCA("A", guidA, 1)
+	must(t, err)
+	s1, err := f.AddSwitch("SW1", guidSW1, 4)
+	must(t, err)
+	s2, err := f.AddSwitch("SW2", guidSW2, 4)
+	must(t, err)
+	b, err := f.AddCA("B", guidB, 1)
+	must(t, err)
+	must(t, f.Connect(a, 1, s1, 1, netfile.Width4x, netfile.SDR))
+	must(t, f.Connect(s1, 2, s2, 2, netfile.Width4x, netfile.SDR))
+	must(t, f.Connect(s2, 1, b, 1, netfile.Width4x, netfile.SDR))
+	fab, err := sim.New(f, sim.Options{LinearFDBCap: 128})
+	must(t, err)
+	conn, err := fab.Attach(guidA, 1)
+	must(t, err)
+	tr := transport.New(conn, transport.Options{Timeout: 20 * time.Millisecond, Retries: 1})
+	t.Cleanup(func() { tr.Close() })
+	return fab, &mad.Client{T: tr}, tr
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGetNodeInfoAlongPaths(t *testing.T) {
+	_, c, _ := lineFabric(t)
+	tests := []struct {
+		name     string
+		path     mad.Path
+		guid     uint64
+		typ      uint8
+		ports    uint8
+		local    uint8
+		portGUID uint64
+	}{
+		{"own node", nil, guidA, smp.NodeTypeCA, 1, 1, guidA + 1},
+		{"one hop", mad.Path{1}, guidSW1, smp.NodeTypeSwitch, 4, 1, guidSW1},
+		{"two hops", mad.Path{1, 2}, guidSW2, smp.NodeTypeSwitch, 4, 2, guidSW2},
+		{"three hops", mad.Path{1, 2, 1}, guidB, smp.NodeTypeCA, 1, 1, guidB + 1},
+		{"there and back", mad.Path{1, 2, 2}, guidSW1, smp.NodeTypeSwitch, 4, 2, guidSW1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var ni smp.NodeInfo
+			if err := c.Get(context.Background(), tc.path, smp.AttrNodeInfo, 0, &ni); err != nil {
+				t.Fatal(err)
+			}
+			if ni.NodeGUID != tc.guid || ni.NodeType != tc.typ || ni.NumPorts != tc.ports || ni.LocalPortNum != tc.local || ni.PortGUID != tc.portGUID {
+				t.Fatalf("NodeInfo via %s = GUID %#x type %d ports %d local %d portGUID %#x; want %#x %d %d %d %#x",
+					tc.path, ni.NodeGUID, ni.NodeType, ni.NumPorts, ni.LocalPortNum, ni.PortGUID, tc.guid, tc.typ, tc.ports, tc.local, tc.portGUID)
+			}
+		})
+	}
+}
+
+func TestSetThenGet(t *testing.T) {
+	fab, c, tr := lineFabric(t)
+	ctx := context.Background()
+
+	// LFT block 1 of SW2: the Set's answer and a later Get both carry it,
+	// and the fabric holds it.
+	var blk smp.LFTBlock
+	for i := range blk {
+		blk[i] = uint8(i % 5)
+	}
+	var echo, back smp.LFTBlock
+	must(t, c.Set(ctx, mad.Path{1, 2}, smp.AttrLinearForwardingTable, 1, &blk, &echo))
+	must(t, c.Get(ctx, mad.Path{1, 2}, smp.AttrLinearForwardingTable, 1, &back))
+	if echo != blk || back != blk {
+		t.Fatalf("LFT block: set %v, echo %v, get %v", blk, echo, back)
+	}
+	// Block 0 was never written: all unreachable.
+	must(t, c.Get(ctx, mad.Path{1, 2}, smp.AttrLinearForwardingTable, 0, &back))
+	for i, v := range back {
+		if v != smp.LFTUnreachable {
+			t.Fatalf("unwritten block 0 entry %d = %d, want 0xFF", i, v)
+		}
+	}
+
+	// PortInfo LID of SW1 port 0, through a read-modify-write; out may be nil.
+	var pi smp.PortInfo
+	must(t, c.Get(ctx, mad.Path{1}, smp.AttrPortInfo, 0, &pi))
+	pi.LID, pi.PortState, pi.PortPhysicalState = 7, smp.PortStateNoChange, smp.PhysStateNoChange
+	pi.LinkSpeedEnabled, pi.LinkWidthEnabled, pi.LinkDownDefaultState = 0, 0, 0
+	must(t, c.Set(ctx, mad.Path{1}, smp.AttrPortInfo, 0, &pi, nil))
+	snap, err := fab.PortInfo(guidSW1, 0)
+	must(t, err)
+	if snap.LID != 7 {
+		t.Fatalf("SW1 port 0 LID after Set = %d, want 7", snap.LID)
+	}
+	st := tr.Stats()
+	if st.Sets != 2 || st.Gets != 3 {
+		t.Fatalf("transport counted %d Gets %d Sets, want 3 and 2", st.Gets, st.Sets)
+	}
+}
+
+func TestStatusErrors(t *testing.T) {
+	_, c, _ := lineFabric(t)
+	ctx := context.Background()
+	var blk smp.LFTBlock
+	tests := []struct {
+		name   string
+		do     func() error
+		status uint16
+		attr   uint16
+		mod    uint32
+		words  string
+	}{
+		{"LFT block beyond LinearFDBCap", func() error {
+			return c.Get(ctx, mad.Path{1}, smp.AttrLinearForwardingTable, 2, &blk)
+		}, smp.StatusInvalidField, smp.AttrLinearForwardingTable, 2, "invalid attribute or modifier"},
+		{"LFT Set beyond LinearFDBCap", func() error {
+			return c.Set(ctx, mad.Path{1}, smp.AttrLinearForwardingTable, 100, &blk, nil)
+		}, smp.StatusInvalidField, smp.AttrLinearForwardingTable, 100, "invalid attribute or modifier"},
+		{"LFT of a CA", func() error {
+			return c.Get(ctx, nil, smp.AttrLinearForwardingTable, 0, &blk)
+		}, smp.StatusUnsupportedMethodAttr, smp.AttrLinearForwardingTable, 0, "unsupported method/attribute"},
+		{"Set of read-only NodeInfo", func() error {
+			var ni smp.NodeInfo
+			return c.Set(ctx, mad.Path{1}, smp.AttrNodeInfo, 0, &ni, nil)
+		}, smp.StatusUnsupportedMethodAttr, smp.AttrNodeInfo, 0, "unsupported method/attribute"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.do()
+			var me *mad.Error
+			if !errors.As(err, &me) {
+				t.Fatalf("err = %v (%T), want *mad.Error", err, err)
+			}
+			if me.Status&smp.StatusCodeMask != tc.status || me.Attr != tc.attr || me.Mod != tc.mod {
+				t.Fatalf("got status %#x attr %#x mod %d, want %#x %#x %d", me.Status, me.Attr, me.Mod, tc.status, tc.attr, tc.mod)
+			}
+			if !strings.Contains(err.Error(), tc.words) {
+				t.Fatalf("error %q does not say %q", err, tc.words)
+			}
+		})
+	}
+}
+
+func TestPathTooLong(t *testing.T) {
+	_, c, tr := lineFabric(t)
+	tests := []struct{ hops int }{{smp.MaxHops + 1}, {200}}
+	for _, tc := range tests {
+		before := tr.Stats().Sent
+		p := make(mad.Path, tc.hops)
+		for i := range p {
+			p[i] = 1
+		}
+		var ni smp.NodeInfo
+		err := c.Get(context.Background(), p, smp.AttrNodeInfo, 0, &ni)
+		if err == nil || !strings.Contains(err.Error(), "longer than") {
+			t.Fatalf("%d hops: err = %v, want a too-long error", tc.hops, err)
+		}
+		if sent := tr.Stats().Sent - before; sent != 0 {
+			t.Fatalf("%d hops: %d MADs sent for a path that cannot be encoded", tc.hops, sent)
+		}
+	}
+}
+
+func TestTimeoutThroughDeadLink(t *testing.T) {
+	fab, c, tr := lineFabric(t)
+	ctx := context.Background()
+	var ni smp.NodeInfo
+	must(t, c.Get(ctx, mad.Path{1, 2}, smp.AttrNodeInfo, 0, &ni))
+	must(t, fab.LinkDown(guidSW1, 2))
+	tests := []struct {
+		name string
+		path mad.Path
+		dead bool
+	}{
+		{"across the dead link", mad.Path{1, 2}, true},
+		{"beyond the dead link", mad.Path{1, 2, 1}, true},
+		{"before the dead link", mad.Path{1}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tr.Stats().Timeouts
+			err := c.Get(ctx, tc.path, smp.AttrNodeInfo, 0, &ni)
+			if !tc.dead {
+				must(t, err)
+				return
+			}
+			if !errors.Is(err, transport.ErrTimeout) {
+				t.Fatalf("err = %v, want one wrapping transport.ErrTimeout", err)
+			}
+			var me *mad.Error
+			if errors.As(err, &me) {
+				t.Fatalf("a timeout reported as an SMP status: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.path.String()) {
+				t.Fatalf("error %q does not name the path %s", err, tc.path)
+			}
+			if got := tr.Stats().Timeouts - before; got != 1 {
+				t.Fatalf("transport counted %d timeouts, want 1", got)
+			}
+		})
+	}
+}
+
+func TestPath(t *testing.T) {
+	tests := []struct {
+		p    mad.Path
+		ext  uint8
+		want string
+	}{
+		{nil, 3, "[3]"},
+		{mad.Path{1}, 2, "[1,2]"},
+		{mad.Path{1, 2, 33}, 254, "[1,2,33,254]"},
+	}
+	for _, tc := range tests {
+		orig := tc.p.String()
+		q := tc.p.Extend(tc.ext)
+		if q.String() != tc.want {
+			t.Fatalf("%s.Extend(%d) = %s, want %s", orig, tc.ext, q, tc.want)
+		}
+		if tc.p.String() != orig {
+			t.Fatalf("Extend modified its receiver: %s → %s", orig, tc.p)
+		}
+	}
+	// Extending a path that has spare capacity must not alias its siblings.
+	base := make(mad.Path, 1, 8)
+	base[0] = 1
+	a, b := base.Extend(2), base.Extend(3)
+	if a[1] != 2 || b[1] != 3 {
+		t.Fatalf("sibling paths alias: %s %s", a, b)
+	}
+}
