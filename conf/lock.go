@@ -197,3 +197,39 @@ func FileSHA256(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// VerifyLock checks the configuration against a lock file: every declared
+// plugin must be locked, and a sha256 pinned in the configuration must agree
+// with the lock. It does not read the binaries (CheckFiles and the plugin
+// manager do).
+func (c *Config) VerifyLock(entries []LockEntry) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, p := range c.Plugins {
+		e := FindLock(entries, p.Kind, p.Name)
+		switch {
+		case e == nil:
+			r := p.DeclRange
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Plugin not locked",
+				Detail: fmt.Sprintf("plugin %q %q has no entry in the lock file, so its binary cannot be verified. Run \"ibsm plugins lock\".",
+					p.Kind, p.Name),
+				Subject: &r,
+			})
+		case p.SHA256 != "" && p.SHA256 != e.SHA256:
+			r := p.SHA256Range
+			where := "the lock file"
+			if e.DeclRange.Filename != "" {
+				where = fmt.Sprintf("the lock file (%s)", e.DeclRange)
+			}
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Plugin pin disagrees with lock file",
+				Detail: fmt.Sprintf("The configuration pins sha256 %s, but %s records %s. Update whichever is stale.",
+					p.SHA256, where, e.SHA256),
+				Subject: &r,
+			})
+		}
+	}
+	return diags
+}

@@ -167,3 +167,29 @@ func TestFileSHA256(t *testing.T) {
 		t.Error("FileSHA256(missing) succeeded")
 	}
 }
+
+func TestVerifyLock(t *testing.T) {
+	src := strings.Replace(minimal, `{ path = "minhop" }`, "{\n  path = \"minhop\"\n  sha256 = \""+shaA+"\"\n}", 1)
+	cfg, diags := LoadBytes("ibsm.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(FormatDiagnostics(diags))
+	}
+	all := []LockEntry{
+		{Kind: sdk.KindRouting, Name: "minhop", SHA256: shaA},
+		{Kind: sdk.KindLIDAssign, Name: "sequential", SHA256: shaB},
+		{Kind: sdk.KindVLAssign, Name: "single", SHA256: shaB},
+	}
+	if d := cfg.VerifyLock(all); len(d) != 0 {
+		t.Errorf("VerifyLock(all) = %s", FormatDiagnostics(d))
+	}
+	stale := append([]LockEntry{{Kind: sdk.KindRouting, Name: "minhop", SHA256: shaB}}, all[1:2]...)
+	d := cfg.VerifyLock(stale)
+	got := map[string]int{}
+	for _, x := range d {
+		got[x.Summary] = x.Subject.Start.Line
+	}
+	want := map[string]int{"Plugin pin disagrees with lock file": 7, "Plugin not locked": 10}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("VerifyLock(stale) = %v, want %v\n%s", got, want, FormatDiagnostics(d))
+	}
+}
