@@ -286,3 +286,21 @@ func TestLoadFileRelative(t *testing.T) {
 		t.Errorf("topology = %s, want %s", cfg.Fabric.Topology, want)
 	}
 }
+
+func TestLoaderFilesForSnippets(t *testing.T) {
+	l := NewLoader()
+	src := strings.Replace(minimal, "  lid_assigner = \"sequential\"", "  lid_assigner = \"sequental\"", 1)
+	_, diags := l.LoadBytes("ibsm.hcl", []byte(src))
+	if !diags.HasErrors() {
+		t.Fatal("no error")
+	}
+	var b strings.Builder
+	if err := hcl.NewDiagnosticTextWriter(&b, l.Files(), 0, false).WriteDiagnostics(diags); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Error: Unknown plugin", "on ibsm.hcl line 10", `lid_assigner = "sequental"`, "Declared: sequential."} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("snippet output lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package conf
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+func (d *decoder) sm(b *hcl.Block) SM {
+	s := SM{
+		SweepInterval: DefaultSweepInterval,
+		StateDir:      d.abs(DefaultStateDir),
+		MADWindow:     DefaultMADWindow,
+		MADTimeout:    DefaultMADTimeout,
+		MADRetries:    DefaultMADRetries,
+		PluginTimeout: DefaultPluginTimeout,
+		Priority:      DefaultPriority,
+	}
+	if b == nil {
+		return s
+	}
+	c := d.content(b.Body, smSchema)
+	if c == nil {
+		return s
+	}
+	a := c.Attributes
+	d.duration(a, "sweep_interval", &s.SweepInterval, "the light sweep period")
+	d.duration(a, "mad_timeout", &s.MADTimeout, "how long to wait for each MAD's response")
+	d.duration(a, "plugin_timeout", &s.PluginTimeout, "how long a plugin call may run before it is killed")
+	var n int
+	if f := attr(d, a, "lmc", &n); f.ok {
+		if n < 0 || n > 7 {
+			d.errorf(f.rng, "LMC out of range", "lmc = %d; the LID mask control is 0..7 (2^LMC LIDs per port).", n)
+		} else {
+			s.LMC = uint8(n)
+		}
+	}
+	if f := attr(d, a, "priority", &n); f.ok {
+		if n < 0 || n > 15 {
+			d.errorf(f.rng, "Priority out of range", "priority = %d; SMInfo priority is 0..15 (15 wins).", n)
+		} else {
+			s.Priority = uint8(n)
+		}
+	}
+	if f := attr(d, a, "mad_window", &n); f.ok {
+		if n < 1 || n > 65535 {
+			d.errorf(f.rng, "MAD window out of range", "mad_window = %d; allow 1..65535 outstanding MADs (16 is a good start).", n)
+		} else {
+			s.MADWindow = n
+		}
+	}
+	if f := attr(d, a, "mad_retries", &n); f.ok {
+		if n < 0 || n > 100 {
+			d.errorf(f.rng, "MAD retries out of range", "mad_retries = %d; use 0..100 (3 is typical).", n)
+		} else {
+			s.MADRetries = n
+		}
+	}
+	var dir string
+	if f := attr(d, a, "state_dir", &dir); f.ok {
+		if dir == "" {
+			d.errorf(f.rng, "Empty state_dir", "state_dir must name a directory where ibsm keeps LIDs and cached plans.")
+		} else {
+			s.StateDir = d.abs(dir)
+		}
+	}
+	return s
+}
+
+// duration decodes a positive Go duration string such as "10s".
+func (d *decoder) duration(a hcl.Attributes, name string, dst *time.Duration, what string) {
+	var s string
+	f := attr(d, a, name, &s)
+	if !f.ok {
+		return
+	}
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		d.errorf(f.rng, "Invalid duration",
+			`%s = %q is not a duration (%s). Write a number with a unit, e.g. "10s", "500ms" or "1m30s".`, name, s, what)
+	case v <= 0:
+		d.errorf(f.rng, "Invalid duration", "%s = %q must be positive (%s).", name, s, what)
+	default:
+		*dst = v
+	}
+}
