@@ -132,7 +132,10 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		}
 	}
 
-	// Phase 1: LIDs, LinearFDBTop, LFT blocks, SL2VL.
+	// Phase 1: LIDs, LinearFDBTop, LFT blocks, SL2VL. written keeps each
+	// PortInfo as set here: the state Sets below rewrite every field, so
+	// they must carry the new LID, not the one discovery read.
+	written := map[portKey]smp.PortInfo{}
 	for i, ep := range eps {
 		n := fab.Nodes[topo.Nodes[ep.Node].GUID]
 		want := rz.LIDs.Ports[i]
@@ -147,6 +150,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		pi := cur
 		pi.LID, pi.LMC, pi.MasterSMLID = want.Base, want.LMC, smLID
 		noChange(&pi)
+		written[portKey{n.Info.NodeGUID, ep.Port}] = pi
 		port := ep.Port
 		path := n.Path
 		atomic.AddInt64(&st.PortInfoSets, 1)
@@ -223,11 +227,13 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 					continue
 				}
 				pi := pt.Info
+				if w, ok := written[portKey{guid, uint8(port)}]; ok {
+					pi = w
+				}
 				noChange(&pi)
 				pi.PortState = state
 				path, pn := n.Path, uint32(port)
 				atomic.AddInt64(&st.StateSets, 1)
-				_ = guid
 				r.goSet(func() error { return p.C.Set(ctx, path, smp.AttrPortInfo, pn, &pi, nil) })
 			}
 		}
@@ -237,6 +243,11 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		}
 	}
 	return st, nil
+}
+
+type portKey struct {
+	guid uint64
+	port uint8
 }
 
 // noChange sets the fields of a PortInfo Set that must not change anything
