@@ -255,7 +255,10 @@ func UpDown(t *topology.Topology, root int32) *plan.Routes {
 		node := &t.Nodes[sws[s]]
 		for p := 1; p < len(node.Ports); p++ {
 			ref := topology.PortRef{Node: sws[s], Port: uint8(p)}
-			if ps := t.SwitchIndex(node.Ports[p].Peer.Node); t.IsLinkUp(ref) && ps >= 0 {
+			if !t.IsLinkUp(ref) {
+				continue // also an unconnected port: Peer.Node is -1
+			}
+			if ps := t.SwitchIndex(node.Ports[p].Peer.Node); ps >= 0 {
 				adj[s] = append(adj[s], link{uint8(p), ps})
 			}
 		}
