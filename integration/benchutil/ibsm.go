@@ -1,0 +1,136 @@
+package benchutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Plugins are the plugin binaries ibsm's bench configs name, as
+// ibsm-plugin-<name> built from plugins/<name>.
+var Plugins = []string{"minhop", "updn", "sequential", "single"}
+
+// Build compiles ibsm and the plugins into dir the way `make build` does
+// (plugins static and -trimpath). repoRoot is the module root.
+func Build(goTool, repoRoot, dir string) error {
+	type target struct{ out, pkg string }
+	ts := []target{{"ibsm", "./host/cmd/ibsm"}}
+	for _, p := range Plugins {
+		ts = append(ts, target{"ibsm-plugin-" + p, "./plugins/" + p})
+	}
+	for _, t := range ts {
+		cmd := exec.Command(goTool, "build", "-trimpath", "-o", filepath.Join(dir, t.out), t.pkg)
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", t.pkg, err, out)
+		}
+	}
+	return nil
+}
+
+// WriteConfig writes an HCL config that brings up netFile on the embedded
+// simulator with one routing engine and no fallback (a rejected plan must
+// show as a rejection, not as another engine's numbers). MAD and plugin
+// settings are those of conf/examples/ft2-648.hcl.
+func WriteConfig(path, netFile, stateDir, binDir, engine string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fabric {\n  transport = \"sim\"\n  topology  = %q\n}\n\n", netFile)
+	fmt.Fprintf(&b, "sm {\n  sweep_interval = \"10s\"\n  lmc            = 0\n  state_dir      = %q\n"+
+		"  mad_window     = 16\n  mad_timeout    = \"200ms\"\n  mad_retries    = 3\n  plugin_timeout = \"120s\"\n  priority       = 15\n}\n\n", stateDir)
+	for _, p := range []struct{ kind, name string }{
+		{"routing_engine", engine}, {"lid_assigner", "sequential"}, {"vl_assigner", "single"},
+	} {
+		fmt.Fprintf(&b, "plugin %q %q {\n  path = %q\n}\n\n", p.kind, p.name, filepath.Join(binDir, "ibsm-plugin-"+p.name))
+	}
+	fmt.Fprintf(&b, "routing {\n  engine       = %q\n  lid_assigner = \"sequential\"\n  vl_assigner  = \"single\"\n}\n", engine)
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// Summary is what `ibsm run --once` prints at SUBNET UP.
+type Summary struct {
+	SubnetUp                         time.Duration
+	Nodes, Switches, CAs, Links      int
+	Engine                           string
+	Discovery, Routing, Distribution time.Duration
+	DiscoveryGets, DiscoverySets     int64
+	PluginCalls                      int
+	Route, LIDs, VLs, Verify         time.Duration
+	DistributionGets                 int64
+	DistributionSets                 int64
+	LFTBlocksSent, LFTBlocksTotal    int64
+	Retries, Timeouts                int64
+	// PeakRSSKiB is ibsm's own VmHWM as it printed it.
+	PeakRSSKiB int64
+}
+
+var (
+	reUp    = regexp.MustCompile(`(?m)^SUBNET UP in (\S+): (\d+) nodes \((\d+) switches, (\d+) CAs\), (\d+) links, engine (\S+)$`)
+	reDisc  = regexp.MustCompile(`(?m)^\s+discovery\s+(\S+)\s+(\d+) Get\s+(\d+) Set$`)
+	reRoute = regexp.MustCompile(`(?m)^\s+routing\s+(\S+)\s+(\d+) plugin calls \(route (\S+), LIDs (\S+), VLs (\S+), verify (\S+)\)$`)
+	reDist  = regexp.MustCompile(`(?m)^\s+distribution\s+(\S+)\s+(\d+) Get\s+(\d+) Set \(LFT blocks (\d+) of (\d+),`)
+	reMAD   = regexp.MustCompile(`(?m)^\s+MAD retries (\d+), timeouts (\d+); peak RSS (\d+) kB$`)
+)
+
+// ParseSummary reads the SUBNET UP block of `ibsm run --once` output.
+func ParseSummary(out string) (*Summary, error) {
+	var s Summary
+	p := &parser{}
+	if m := p.match(reUp, out, "SUBNET UP line"); m != nil {
+		s.SubnetUp = p.dur(m[1])
+		s.Nodes, s.Switches, s.CAs, s.Links = p.int(m[2]), p.int(m[3]), p.int(m[4]), p.int(m[5])
+		s.Engine = m[6]
+	}
+	if m := p.match(reDisc, out, "discovery line"); m != nil {
+		s.Discovery, s.DiscoveryGets, s.DiscoverySets = p.dur(m[1]), p.int64(m[2]), p.int64(m[3])
+	}
+	if m := p.match(reRoute, out, "routing line"); m != nil {
+		s.Routing, s.PluginCalls = p.dur(m[1]), p.int(m[2])
+		s.Route, s.LIDs, s.VLs, s.Verify = p.dur(m[3]), p.dur(m[4]), p.dur(m[5]), p.dur(m[6])
+	}
+	if m := p.match(reDist, out, "distribution line"); m != nil {
+		s.Distribution, s.DistributionGets, s.DistributionSets = p.dur(m[1]), p.int64(m[2]), p.int64(m[3])
+		s.LFTBlocksSent, s.LFTBlocksTotal = p.int64(m[4]), p.int64(m[5])
+	}
+	if m := p.match(reMAD, out, "MAD/peak RSS line"); m != nil {
+		s.Retries, s.Timeouts, s.PeakRSSKiB = p.int64(m[1]), p.int64(m[2]), p.int64(m[3])
+	}
+	if p.err != nil {
+		return nil, fmt.Errorf("ibsm summary: %w (did the output format of printSummary in host/cmd/ibsm change?)", p.err)
+	}
+	return &s, nil
+}
+
+// parser keeps the first error so ParseSummary reads as a list of fields.
+type parser struct{ err error }
+
+func (p *parser) match(re *regexp.Regexp, s, what string) []string {
+	m := re.FindStringSubmatch(s)
+	if m == nil && p.err == nil {
+		p.err = fmt.Errorf("no %s", what)
+	}
+	return m
+}
+
+func (p *parser) dur(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+	return d
+}
+
+func (p *parser) int64(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+	return n
+}
+
+func (p *parser) int(s string) int { return int(p.int64(s)) }
