@@ -131,13 +131,17 @@ func (a *App) launch(ctx context.Context, p *conf.Plugin) (*pluginhost.Plugin, p
 }
 
 func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner, error) {
-	r := &pipeline.Runner{
-		Cache: pipeline.NewCache(filepath.Join(cfg.SM.StateDir, "cache")),
-		Verify: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
-			_, err := verify.Verify(verify.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, verify.Options{})
+	check := func(opt verify.Options) pipeline.Verifier {
+		return func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+			_, err := verify.Verify(verify.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, opt)
 			return err
-		},
-		Log: a.Log.Named("pipeline"),
+		}
+	}
+	r := &pipeline.Runner{
+		Cache:       pipeline.NewCache(filepath.Join(cfg.SM.StateDir, "cache")),
+		Verify:      check(verify.Options{}),
+		CheckRoutes: check(verify.Options{RoutesOnly: true}),
+		Log:         a.Log.Named("pipeline"),
 	}
 	for _, p := range cfg.Engines() {
 		pl, id, err := a.launch(ctx, p)

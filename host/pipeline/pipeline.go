@@ -57,7 +57,11 @@ type Runner struct {
 	VL      VLStage
 	Cache   *Cache
 	Verify  Verifier
-	Log     hclog.Logger
+	// CheckRoutes (optional) checks reachability and loops only; when the
+	// VL assigner refuses, it tells whether the routes themselves are
+	// broken, which is the more useful error.
+	CheckRoutes Verifier
+	Log         hclog.Logger
 
 	calls atomic.Int64
 }
@@ -178,6 +182,11 @@ func (r *Runner) runEngine(ctx context.Context, e Engine, in Input) (*Result, er
 		return r.VL.Impl.AssignVLs(ctx, sdk.VLRequest{Topo: in.Topo, Routes: routes, LIDs: lids, Realized: rz, MaxVLs: minVLCap(in.Topo)})
 	})
 	if err != nil {
+		if r.CheckRoutes != nil {
+			if cerr := r.CheckRoutes(in.Topo, routes, lids, nil, rz); cerr != nil {
+				return nil, fmt.Errorf("routes are broken: %w (the VL assigner %s refused them too: %v)", cerr, r.VL.Name, err)
+			}
+		}
 		return nil, fmt.Errorf("VL assigner %s: %w", r.VL.Name, err)
 	}
 	res.Timings.VLs = time.Since(t0)

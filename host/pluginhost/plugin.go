@@ -205,39 +205,48 @@ func (p *Plugin) ensure(ctx context.Context) (*instance, error) {
 // do runs one call with the plugin's deadline and turns process death and
 // hangs into clear errors, leaving the plugin ready to restart.
 func (p *Plugin) do(ctx context.Context, what string, count bool, call func(context.Context, *instance) error) error {
-	inst, err := p.ensure(ctx)
-	if err != nil {
-		return err
-	}
 	if count {
 		p.calls.Add(1)
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	defer cancel()
-	start := time.Now()
-	err = call(cctx, inst)
-	if err == nil {
-		return nil
-	}
-	switch {
-	case ctx.Err() != nil:
-		// The caller gave up; the plugin is not at fault.
-		return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, ctx.Err())
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+	// Kind calls are pure functions of their input, so a call whose plugin
+	// died (killed by an operator, OOM) is retried once on a fresh process;
+	// a plugin that dies again is reported.
+	for attempt := 0; ; attempt++ {
+		inst, err := p.ensure(ctx)
+		if err != nil {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+		start := time.Now()
+		err = call(cctx, inst)
+		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		switch {
+		case ctx.Err() != nil:
+			// The caller gave up; the plugin is not at fault.
+			return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, ctx.Err())
+		case timedOut:
+			p.drop(inst)
+			return fmt.Errorf("plugin %s did not answer %s within %v; killed; will restart on next use", p.cfg.Name, what, p.cfg.CallTimeout)
+		case status.Code(err) == codes.Unknown:
+			// The plugin's handler returned an error: the process is alive
+			// and answered; no need to wait for it to die.
+			return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
+		}
+		if !p.died(inst) {
+			return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
+		}
 		p.drop(inst)
-		return fmt.Errorf("plugin %s did not answer %s within %v; killed; will restart on next use", p.cfg.Name, what, p.cfg.CallTimeout)
-	}
-	if status.Code(err) == codes.Unknown {
-		// The plugin's handler returned an error: the process is alive
-		// and answered; no need to wait for it to die.
-		return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
-	}
-	if p.died(inst) {
-		p.drop(inst)
+		if attempt == 0 {
+			p.log.Warn("plugin died during a call; restarting it and retrying once", "call", what, "pid", inst.pid, "error", err)
+			continue
+		}
 		return fmt.Errorf("plugin %s (pid %d) exited during %s after %v: %v%s; it will be restarted on the next call",
 			p.cfg.Name, inst.pid, what, time.Since(start).Round(time.Millisecond), err, stderrNote(inst.stderr))
 	}
-	return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
 }
 
 // died waits briefly for go-plugin to notice an exit that caused err: the

@@ -30,6 +30,9 @@ type Options struct {
 	MaxProblems int
 	// Workers is passed to the analysis (default GOMAXPROCS).
 	Workers int
+	// RoutesOnly skips the VL checks (CDG per VL, VLCap): used to explain
+	// why a VL assigner refused routes (a loop, a hole) before blaming VLs.
+	RoutesOnly bool
 }
 
 // Error lists why a plan was rejected.
@@ -181,6 +184,9 @@ func Verify(p Plan, opt Options) (*analysis.Report, error) {
 		bad = append(bad, fmt.Sprintf("switch %s LFT[%d] = port %d: %s", b.Switch, b.LID, b.Port, badText(b.Code)))
 	}
 	c.kind(rep.BadEntries, fmt.Sprintf("%d LFT entries point at unusable ports", rep.BadEntries), bad...)
+	if opt.RoutesOnly {
+		return rep, c.result()
+	}
 	for _, v := range rep.VLs {
 		if !v.Acyclic {
 			c.kind(1, fmt.Sprintf("VL%d channel dependency graph is cyclic (credit loop possible)", v.VL),
