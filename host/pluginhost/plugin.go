@@ -219,7 +219,9 @@ func (p *Plugin) do(ctx context.Context, what string, count bool, call func(cont
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 		start := time.Now()
 		err = call(cctx, inst)
-		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
+		// gRPC may notice the deadline a moment before the context does.
+		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) ||
+			(ctx.Err() == nil && status.Code(err) == codes.DeadlineExceeded)
 		cancel()
 		if err == nil {
 			return nil
