@@ -342,7 +342,7 @@ func (b *blackhole) Send(p transport.Packet) error {
 func TestNodeBehindDeadLink(t *testing.T) {
 	// Default SM port is H1[1]; path [1,2] crosses S1[2] to S2.
 	f := line(t)
-	r := attach(t, f, 0, 0, transport.Options{Timeout: 5 * time.Millisecond, Retries: transport.NoRetries},
+	r := attach(t, f, 0, 0, transport.Options{Timeout: 100 * time.Millisecond, Retries: transport.NoRetries},
 		func(c transport.Conn) transport.Conn { return &blackhole{Conn: c, prefix: []uint8{1, 2}} })
 	fab, topo := r.discover(t, 4)
 	if len(topo.Nodes) != 2 {
@@ -365,7 +365,7 @@ func TestNodeBehindDeadLink(t *testing.T) {
 }
 
 func TestOwnNodeUnreadable(t *testing.T) {
-	r := attach(t, line(t), 0, 0, transport.Options{Timeout: 5 * time.Millisecond, Retries: transport.NoRetries},
+	r := attach(t, line(t), 0, 0, transport.Options{Timeout: 100 * time.Millisecond, Retries: transport.NoRetries},
 		func(c transport.Conn) transport.Conn { return &blackhole{Conn: c, prefix: nil} })
 	_, err := (&discovery.Discoverer{C: r.c}).Run(context.Background())
 	if !errors.Is(err, transport.ErrTimeout) || !strings.Contains(err.Error(), "SM's own node") {

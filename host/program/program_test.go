@@ -327,7 +327,7 @@ func TestFailedApplyForgets(t *testing.T) {
 	conn, err := fab.Attach(g, port)
 	must(t, err)
 	flaky := &toggle{Conn: conn}
-	tr := transport.New(flaky, transport.Options{Timeout: 5 * time.Millisecond, Retries: transport.NoRetries})
+	tr := transport.New(flaky, transport.Options{Timeout: 100 * time.Millisecond, Retries: transport.NoRetries})
 	t.Cleanup(func() { tr.Close() })
 	r := &rig{fab: fab, c: &mad.Client{T: tr}}
 	_, topo := r.discover(t)

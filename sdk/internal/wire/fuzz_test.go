@@ -5,8 +5,8 @@ import (
 	"io"
 	"testing"
 
-	pb "github.com/ibsm/ibsm/sdk/pluginv1"
 	"github.com/ibsm/ibsm/sdk/plan"
+	pb "github.com/ibsm/ibsm/sdk/pluginv1"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
