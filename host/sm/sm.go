@@ -73,12 +73,12 @@ type Report struct {
 	Engine      string
 	PluginCalls int
 	// Stages splits the routing phase (cached stages take ~0).
-	Stages pipeline.Timings
-	Program     program.Stats
-	Warnings    []string
-	Retries     uint64
-	Timeouts    uint64
-	Attempts    []pipeline.Attempt
+	Stages   pipeline.Timings
+	Program  program.Stats
+	Warnings []string
+	Retries  uint64
+	Timeouts uint64
+	Attempts []pipeline.Attempt
 }
 
 // New wires an SM.
