@@ -61,6 +61,8 @@ type setup struct {
 	fallback []string // fallback engines
 	badMode  string   // badengine's mode when engine or a fallback is "badengine"
 	timeout  string   // plugin_timeout
+	sweep    string   // sweep_interval
+	updnRoot string   // updn root_guids entry
 	lmc      int
 }
 
@@ -77,13 +79,19 @@ func writeConfig(t *testing.T, dir string, s setup) string {
 	if s.timeout == "" {
 		s.timeout = "30s"
 	}
+	if s.sweep == "" {
+		s.sweep = "10s"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "fabric {\n  transport = \"sim\"\n  topology = \"fabric.net\"\n}\n")
-	fmt.Fprintf(&b, "sm {\n  state_dir = \"state\"\n  lmc = %d\n  plugin_timeout = %q\n  mad_timeout = \"100ms\"\n}\n", s.lmc, s.timeout)
+	fmt.Fprintf(&b, "sm {\n  state_dir = \"state\"\n  lmc = %d\n  plugin_timeout = %q\n  mad_timeout = \"100ms\"\n  sweep_interval = %q\n}\n", s.lmc, s.timeout, s.sweep)
 	for _, name := range []string{"minhop", "updn", "badengine"} {
 		fmt.Fprintf(&b, "plugin \"routing_engine\" %q {\n  path = %q\n", name, filepath.Join(binDir, "ibsm-plugin-"+name))
 		if name == "badengine" && s.badMode != "" {
 			fmt.Fprintf(&b, "  config {\n    mode = %q\n  }\n", s.badMode)
+		}
+		if name == "updn" && s.updnRoot != "" {
+			fmt.Fprintf(&b, "  config {\n    root_guids = [%q]\n  }\n", s.updnRoot)
 		}
 		b.WriteString("}\n")
 	}
