@@ -219,17 +219,26 @@ func (p *Plugin) do(ctx context.Context, what string, count bool, call func(cont
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 		start := time.Now()
 		err = call(cctx, inst)
-		// gRPC may notice the deadline a moment before the context does.
-		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) ||
-			(ctx.Err() == nil && status.Code(err) == codes.DeadlineExceeded)
+		// Whose deadline expired: the caller's (it gave up; the plugin is
+		// not at fault) or the plugin's own call timeout? gRPC may notice
+		// a deadline a moment before the context does, so decide by which
+		// deadline was earlier, not by which context reports it first.
+		expired := errors.Is(cctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
+		dl, has := ctx.Deadline()
+		callerFirst := has && dl.Before(start.Add(p.cfg.CallTimeout))
+		timedOut := expired && !callerFirst
 		cancel()
 		if err == nil {
 			return nil
 		}
 		switch {
-		case ctx.Err() != nil:
+		case ctx.Err() != nil || (expired && callerFirst):
 			// The caller gave up; the plugin is not at fault.
-			return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, ctx.Err())
+			cause := context.Cause(ctx)
+			if cause == nil {
+				cause = context.DeadlineExceeded // gRPC saw the caller's deadline first
+			}
+			return fmt.Errorf("plugin %s: %s: caller gave up: %w", p.cfg.Name, what, cause)
 		case timedOut:
 			p.drop(inst)
 			return fmt.Errorf("plugin %s did not answer %s within %v; killed; will restart on next use", p.cfg.Name, what, p.cfg.CallTimeout)
