@@ -12,6 +12,7 @@ import (
 	"github.com/ibsm/ibsm/sdk/internal/wire"
 	"github.com/ibsm/ibsm/sdk/plan"
 	pb "github.com/ibsm/ibsm/sdk/pluginv1"
+	"github.com/ibsm/ibsm/sdk/topology"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -188,26 +189,68 @@ func (s *server) Stop(ctx context.Context, _ *pb.StopRequest) (*pb.StopResponse,
 	return &pb.StopResponse{}, nil
 }
 
+// request is a decoded kind request. The three kinds' streams share one
+// layout, each a prefix of the next but for the last part: Start, topology,
+// then routes and previous LIDs (LID assigners) or routes and the LID plan
+// (VL assigners), then end of stream.
+type request struct {
+	start  *pb.Start
+	topo   *topology.Topology
+	routes *plan.Routes
+	prev   map[uint64]uint16
+	lids   *plan.LIDPlan
+}
+
+// recvRequest reads and vets the request of kind k; every error is already
+// a gRPC status.
+func recvRequest(recv wire.Recv, k Kind) (*request, error) {
+	st, err := wire.RecvStart(recv)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if k == KindVLAssign {
+		if st.MaxVls > 15 {
+			return nil, status.Errorf(codes.InvalidArgument, "max VLs %d > 15", st.MaxVls)
+		}
+	} else if st.Lmc > 7 {
+		return nil, status.Errorf(codes.InvalidArgument, "LMC %d > 7", st.Lmc)
+	}
+	r := &request{start: st}
+	if r.topo, err = wire.RecvTopology(recv); err != nil {
+		return nil, badInput(err)
+	}
+	switch k {
+	case KindLIDAssign:
+		if r.routes, err = wire.RecvRoutes(recv, r.topo, uint8(st.Lmc)); err != nil {
+			return nil, badInput(err)
+		}
+		if r.prev, err = wire.RecvPrevious(recv, st.NumPrevious); err != nil {
+			return nil, badInput(err)
+		}
+	case KindVLAssign:
+		// The routes' LMC is not sent to VL assigners; 7 admits any.
+		if r.routes, err = wire.RecvRoutes(recv, r.topo, 7); err != nil {
+			return nil, badInput(err)
+		}
+		if r.lids, err = wire.RecvLIDPlan(recv, r.topo); err != nil {
+			return nil, badInput(err)
+		}
+	}
+	if err := wire.ExpectEnd(recv); err != nil {
+		return nil, badInput(err)
+	}
+	return r, nil
+}
+
 func (s *server) Route(stream pb.RoutingEngine_RouteServer) error {
 	return s.guard("Route", func() error {
-		recv := stream.Recv
-		st, err := wire.RecvStart(recv)
+		r, err := recvRequest(stream.Recv, KindRouting)
 		if err != nil {
-			return badInput(err)
-		}
-		if st.Lmc > 7 {
-			return status.Errorf(codes.InvalidArgument, "LMC %d > 7", st.Lmc)
-		}
-		topo, err := wire.RecvTopology(recv)
-		if err != nil {
-			return badInput(err)
-		}
-		if err := wire.ExpectEnd(recv); err != nil {
-			return badInput(err)
+			return err
 		}
 		ctx, done := s.callCtx(stream.Context())
 		defer done()
-		routes, err := s.impl.(RoutingEngine).Route(ctx, RouteRequest{Topo: topo, LMC: uint8(st.Lmc)})
+		routes, err := s.impl.(RoutingEngine).Route(ctx, RouteRequest{Topo: r.topo, LMC: uint8(r.start.Lmc)})
 		if err != nil {
 			return implErr("route", err)
 		}
@@ -217,32 +260,13 @@ func (s *server) Route(stream pb.RoutingEngine_RouteServer) error {
 
 func (s *server) AssignLIDs(stream pb.LIDAssigner_AssignLIDsServer) error {
 	return s.guard("AssignLIDs", func() error {
-		recv := stream.Recv
-		st, err := wire.RecvStart(recv)
+		r, err := recvRequest(stream.Recv, KindLIDAssign)
 		if err != nil {
-			return badInput(err)
-		}
-		if st.Lmc > 7 {
-			return status.Errorf(codes.InvalidArgument, "LMC %d > 7", st.Lmc)
-		}
-		topo, err := wire.RecvTopology(recv)
-		if err != nil {
-			return badInput(err)
-		}
-		routes, err := wire.RecvRoutes(recv, topo, uint8(st.Lmc))
-		if err != nil {
-			return badInput(err)
-		}
-		prev, err := wire.RecvPrevious(recv, st.NumPrevious)
-		if err != nil {
-			return badInput(err)
-		}
-		if err := wire.ExpectEnd(recv); err != nil {
-			return badInput(err)
+			return err
 		}
 		ctx, done := s.callCtx(stream.Context())
 		defer done()
-		lids, err := s.impl.(LIDAssigner).AssignLIDs(ctx, LIDRequest{Topo: topo, Routes: routes, LMC: uint8(st.Lmc), Previous: prev})
+		lids, err := s.impl.(LIDAssigner).AssignLIDs(ctx, LIDRequest{Topo: r.topo, Routes: r.routes, LMC: uint8(r.start.Lmc), Previous: r.prev})
 		if err != nil {
 			return implErr("assign LIDs", err)
 		}
@@ -252,38 +276,19 @@ func (s *server) AssignLIDs(stream pb.LIDAssigner_AssignLIDsServer) error {
 
 func (s *server) AssignVLs(stream pb.VLAssigner_AssignVLsServer) error {
 	return s.guard("AssignVLs", func() error {
-		recv := stream.Recv
-		st, err := wire.RecvStart(recv)
+		r, err := recvRequest(stream.Recv, KindVLAssign)
 		if err != nil {
-			return badInput(err)
-		}
-		if st.MaxVls > 15 {
-			return status.Errorf(codes.InvalidArgument, "max VLs %d > 15", st.MaxVls)
-		}
-		topo, err := wire.RecvTopology(recv)
-		if err != nil {
-			return badInput(err)
-		}
-		routes, err := wire.RecvRoutes(recv, topo, 7)
-		if err != nil {
-			return badInput(err)
-		}
-		lids, err := wire.RecvLIDPlan(recv, topo)
-		if err != nil {
-			return badInput(err)
-		}
-		if err := wire.ExpectEnd(recv); err != nil {
-			return badInput(err)
+			return err
 		}
 		// The forwarding tables are realised here rather than sent: Realize
 		// is deterministic and shared, so host and plugin agree on them.
-		realized, err := plan.Realize(topo, routes, lids)
+		realized, err := plan.Realize(r.topo, r.routes, r.lids)
 		if err != nil {
 			return status.Errorf(codes.InvalidArgument, "realising forwarding tables: %v", err)
 		}
 		ctx, done := s.callCtx(stream.Context())
 		defer done()
-		vls, err := s.impl.(VLAssigner).AssignVLs(ctx, VLRequest{Topo: topo, Routes: routes, LIDs: lids, Realized: realized, MaxVLs: int(st.MaxVls)})
+		vls, err := s.impl.(VLAssigner).AssignVLs(ctx, VLRequest{Topo: r.topo, Routes: r.routes, LIDs: r.lids, Realized: realized, MaxVLs: int(r.start.MaxVls)})
 		if err != nil {
 			return implErr("assign VLs", err)
 		}
