@@ -11,6 +11,7 @@ import (
 	"github.com/ibsm/ibsm/sdk/plan"
 	pb "github.com/ibsm/ibsm/sdk/pluginv1"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 	"google.golang.org/grpc"
 )
@@ -82,26 +83,45 @@ type chunkStream interface {
 	CloseSend() error
 }
 
-// exchange sends the request with write, half-closes, then decodes the
-// answer with read and checks nothing follows. A send failing with io.EOF
-// means the plugin already ended the call; its status is the real error.
-func exchange(stream chunkStream, write func(wire.Send) error, read func(wire.Recv) error) error {
-	if err := write(stream.Send); err != nil {
+// exchange opens a kind stream with open, sends start, the topology and
+// then whatever rest writes, half-closes, decodes the answer with read and
+// checks nothing follows. A send failing with io.EOF means the plugin
+// already ended the call; its status is the real error.
+func exchange[T any](ctx context.Context, open func(context.Context) (chunkStream, error), start *pb.Start, topo *topology.Topology, rest func(wire.Send) error, read func(wire.Recv) (T, error)) (T, error) {
+	var zero T
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the stream if decoding fails half-way
+	stream, err := open(ctx)
+	if err != nil {
+		return zero, err
+	}
+	err = wire.SendStart(stream.Send, start)
+	if err == nil {
+		err = wire.SendTopology(stream.Send, topo)
+	}
+	if err == nil {
+		err = rest(stream.Send)
+	}
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			_, rerr := stream.Recv()
 			if rerr != nil && !errors.Is(rerr, io.EOF) {
-				return rerr
+				return zero, rerr
 			}
 		}
-		return err
+		return zero, err
 	}
 	if err := stream.CloseSend(); err != nil {
-		return err
+		return zero, err
 	}
-	if err := read(stream.Recv); err != nil {
-		return err
+	out, err := read(stream.Recv)
+	if err != nil {
+		return zero, err
 	}
-	return wire.ExpectEnd(stream.Recv)
+	if err := wire.ExpectEnd(stream.Recv); err != nil {
+		return zero, err
+	}
+	return out, nil
 }
 
 // Route runs the plugin's routing engine.
@@ -109,26 +129,10 @@ func (c *RemoteClient) Route(ctx context.Context, req RouteRequest) (*plan.Route
 	if req.Topo == nil || req.LMC > 7 {
 		return nil, fmt.Errorf("route request needs a topology and LMC <= 7")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the stream if decoding fails half-way
-	stream, err := c.routing.Route(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out *plan.Routes
-	err = exchange(stream, func(send wire.Send) error {
-		if err := wire.SendStart(send, &pb.Start{Lmc: uint32(req.LMC)}); err != nil {
-			return err
-		}
-		return wire.SendTopology(send, req.Topo)
-	}, func(recv wire.Recv) (err error) {
-		out, err = wire.RecvRoutes(recv, req.Topo, req.LMC)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.routing.Route(ctx) },
+		&pb.Start{Lmc: uint32(req.LMC)}, req.Topo,
+		func(wire.Send) error { return nil },
+		func(recv wire.Recv) (*plan.Routes, error) { return wire.RecvRoutes(recv, req.Topo, req.LMC) })
 }
 
 // AssignLIDs runs the plugin's LID assigner. Previous entries with a LID
@@ -144,32 +148,15 @@ func (c *RemoteClient) AssignLIDs(ctx context.Context, req LIDRequest) (*plan.LI
 		}
 	}
 	slices.Sort(guids)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := c.lids.AssignLIDs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out *plan.LIDPlan
-	err = exchange(stream, func(send wire.Send) error {
-		if err := wire.SendStart(send, &pb.Start{Lmc: uint32(req.LMC), NumPrevious: uint32(len(guids))}); err != nil {
-			return err
-		}
-		if err := wire.SendTopology(send, req.Topo); err != nil {
-			return err
-		}
-		if err := wire.SendRoutes(send, req.Routes); err != nil {
-			return err
-		}
-		return wire.SendPrevious(send, req.Previous, guids)
-	}, func(recv wire.Recv) (err error) {
-		out, err = wire.RecvLIDPlan(recv, req.Topo)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.lids.AssignLIDs(ctx) },
+		&pb.Start{Lmc: uint32(req.LMC), NumPrevious: uint32(len(guids))}, req.Topo,
+		func(send wire.Send) error {
+			if err := wire.SendRoutes(send, req.Routes); err != nil {
+				return err
+			}
+			return wire.SendPrevious(send, req.Previous, guids)
+		},
+		func(recv wire.Recv) (*plan.LIDPlan, error) { return wire.RecvLIDPlan(recv, req.Topo) })
 }
 
 // AssignVLs runs the plugin's VL assigner. req.Realized is not sent: the
@@ -178,30 +165,13 @@ func (c *RemoteClient) AssignVLs(ctx context.Context, req VLRequest) (*plan.VLPl
 	if req.Topo == nil || req.Routes == nil || req.LIDs == nil || req.MaxVLs < 0 || req.MaxVLs > 15 {
 		return nil, fmt.Errorf("VL request needs a topology, routes, a LID plan and MaxVLs in 0..15")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := c.vls.AssignVLs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out *plan.VLPlan
-	err = exchange(stream, func(send wire.Send) error {
-		if err := wire.SendStart(send, &pb.Start{MaxVls: uint32(req.MaxVLs)}); err != nil {
-			return err
-		}
-		if err := wire.SendTopology(send, req.Topo); err != nil {
-			return err
-		}
-		if err := wire.SendRoutes(send, req.Routes); err != nil {
-			return err
-		}
-		return wire.SendLIDPlan(send, req.LIDs)
-	}, func(recv wire.Recv) (err error) {
-		out, err = wire.RecvVLPlan(recv, req.Topo)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.vls.AssignVLs(ctx) },
+		&pb.Start{MaxVls: uint32(req.MaxVLs)}, req.Topo,
+		func(send wire.Send) error {
+			if err := wire.SendRoutes(send, req.Routes); err != nil {
+				return err
+			}
+			return wire.SendLIDPlan(send, req.LIDs)
+		},
+		func(recv wire.Recv) (*plan.VLPlan, error) { return wire.RecvVLPlan(recv, req.Topo) })
 }
