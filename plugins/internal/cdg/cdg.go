@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
-	"sync"
 
 	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -52,47 +51,33 @@ func Build(ctx context.Context, r *plan.Realized) (*Graph, error) {
 		c.base[s+1] = c.base[s] + int32(len(r.Topo.Nodes[node].Ports))
 	}
 	c.succ = make([][4]uint64, c.base[g.N])
-	w := route.Workers(g.N)
-	errs := make([]error, w)
-	var wg sync.WaitGroup
-	for k := 0; k < w; k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			// Channels (s, *) are written only by the worker owning s.
-			for s := int32(k); s < int32(g.N); s += int32(w) {
-				if ctx.Err() != nil {
-					errs[k] = ctx.Err()
-					return
+	// Channels (s, *) are written only by the goroutine handling s.
+	err := route.ForEach(ctx, g.N, func() func(int32) error {
+		return func(s int32) error {
+			row := r.LFT[s]
+			for lid, out := range row {
+				if out == plan.NoPort || out == 0 || lid >= len(r.LIDOwner) || r.LIDOwner[lid] == 0 {
+					continue
 				}
-				row := r.LFT[s]
-				for lid, out := range row {
-					if out == plan.NoPort || out == 0 || lid >= len(r.LIDOwner) || r.LIDOwner[lid] == 0 {
-						continue
-					}
-					t := g.PeerSwitch(s, out)
-					if t < 0 {
-						continue
-					}
-					if len(r.LFT[t]) <= lid {
-						errs[k] = fmt.Errorf("forwarding table of switch 0x%016x is shorter than LID %d", g.SwitchGUID(t), lid)
-						return
-					}
-					out2 := r.LFT[t][lid]
-					if out2 == plan.NoPort || out2 == 0 || g.PeerSwitch(t, out2) < 0 {
-						continue
-					}
-					set := &c.succ[c.base[s]+int32(out)]
-					set[out2>>6] |= 1 << (out2 & 63)
+				t := g.PeerSwitch(s, out)
+				if t < 0 {
+					continue
 				}
+				if len(r.LFT[t]) <= lid {
+					return fmt.Errorf("forwarding table of switch 0x%016x is shorter than LID %d", g.SwitchGUID(t), lid)
+				}
+				out2 := r.LFT[t][lid]
+				if out2 == plan.NoPort || out2 == 0 || g.PeerSwitch(t, out2) < 0 {
+					continue
+				}
+				set := &c.succ[c.base[s]+int32(out)]
+				set[out2>>6] |= 1 << (out2 & 63)
 			}
-		}(k)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+			return nil
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

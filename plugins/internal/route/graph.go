@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -155,31 +154,12 @@ func Workers(n int) int {
 func (g *Graph) HopMatrix(ctx context.Context) ([]uint8, error) {
 	n := g.N
 	m := make([]uint8, n*n)
-	w := Workers(n)
-	errs := make([]error, w)
-	var wg sync.WaitGroup
-	for k := 0; k < w; k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			queue := make([]int32, n)
-			for d := k; d < n; d += w {
-				if d%64 == k && ctx.Err() != nil {
-					errs[k] = ctx.Err()
-					return
-				}
-				if err := g.bfs(int32(d), m[d*n:(d+1)*n], queue); err != nil {
-					errs[k] = err
-					return
-				}
-			}
-		}(k)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	err := ForEach(ctx, n, func() func(int32) error {
+		queue := make([]int32, n)
+		return func(d int32) error { return g.bfs(d, m[int(d)*n:(int(d)+1)*n], queue) }
+	})
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -257,31 +256,12 @@ func costMatrix(ctx context.Context, g *route.Graph, ord []int32) ([]uint8, erro
 	for s, o := range ord {
 		byOrd[o] = int32(s)
 	}
-	w := route.Workers(n)
-	errs := make([]error, w)
-	var wg sync.WaitGroup
-	for k := 0; k < w; k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			queue := make([]int32, n)
-			for d := k; d < n; d += w {
-				if ctx.Err() != nil {
-					errs[k] = ctx.Err()
-					return
-				}
-				if err := costRow(g, ord, byOrd, int32(d), m[d*n:(d+1)*n], queue); err != nil {
-					errs[k] = err
-					return
-				}
-			}
-		}(k)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	err := route.ForEach(ctx, n, func() func(int32) error {
+		queue := make([]int32, n)
+		return func(d int32) error { return costRow(g, ord, byOrd, d, m[int(d)*n:(int(d)+1)*n], queue) }
+	})
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
 }
