@@ -78,18 +78,28 @@ func (f *Fabric) directed(c *conn, s *smp.SMP) {
 		f.st.lost.Add(1)
 		return
 	}
+	if f.answerAt(dst, in, s, transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID}) {
+		f.returnDR(dst, s)
+	}
+}
+
+// answerAt has the SMA of dst answer request s, or else hands s to the agent
+// behind port in (addressed with hdr), or else turns it into the answer a
+// real SMA gives to what nobody handles. It reports whether s now holds a
+// response the caller must carry back.
+func (f *Fabric) answerAt(dst *node, in uint8, s *smp.SMP, hdr transport.Packet) bool {
 	if !f.sma(dst, in, s) {
 		if a := agentAt(dst, in); a != nil && s.Method != smp.MethodTrapRepress {
-			f.forward(a, transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID}, s)
-			return
+			f.forward(a, hdr, s)
+			return false
 		}
 		if !f.unsupported(s) {
 			f.st.lost.Add(1)
-			return
+			return false
 		}
 	}
 	f.st.answered.Add(1)
-	f.returnDR(dst, s)
+	return true
 }
 
 // returnDR walks a turned-around DR SMP from the responder at n back to the
@@ -101,12 +111,17 @@ func (f *Fabric) returnDR(n *node, s *smp.SMP) {
 		f.st.lost.Add(1)
 		return
 	}
-	a := agentAt(home, in)
+	f.forwardTo(home, in, transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID}, s)
+}
+
+// forwardTo forwards s to the agent at port in of n, if there is one.
+func (f *Fabric) forwardTo(n *node, in uint8, hdr transport.Packet, s *smp.SMP) {
+	a := agentAt(n, in)
 	if a == nil {
 		f.st.lost.Add(1)
 		return
 	}
-	f.forward(a, transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID}, s)
+	f.forward(a, hdr, s)
 }
 
 // forward encodes s and queues it for agent a with addressing from hdr.
@@ -202,17 +217,9 @@ func (f *Fabric) lidRouted(c *conn, p transport.Packet, s *smp.SMP) {
 		f.st.lost.Add(1)
 		return
 	}
-	if !f.sma(dst, in, s) {
-		if a := agentAt(dst, in); a != nil && s.Method != smp.MethodTrapRepress {
-			f.forward(a, transport.Packet{DLID: p.DLID, SLID: slid, SL: p.SL, QP: p.QP}, s)
-			return
-		}
-		if !f.unsupported(s) {
-			f.st.lost.Add(1)
-			return
-		}
+	if !f.answerAt(dst, in, s, transport.Packet{DLID: p.DLID, SLID: slid, SL: p.SL, QP: p.QP}) {
+		return
 	}
-	f.st.answered.Add(1)
 	// The response leaves from the port that was addressed (a switch's SMA
 	// sits behind port 0) and is LID-routed back to the requester.
 	from := in
@@ -224,12 +231,7 @@ func (f *Fabric) lidRouted(c *conn, p transport.Packet, s *smp.SMP) {
 		f.st.lost.Add(1)
 		return
 	}
-	a := agentAt(home, hin)
-	if a == nil {
-		f.st.lost.Add(1)
-		return
-	}
-	f.forward(a, transport.Packet{DLID: slid, SLID: p.DLID, SL: p.SL}, s)
+	f.forwardTo(home, hin, transport.Packet{DLID: slid, SLID: p.DLID, SL: p.SL}, s)
 }
 
 // routeResponse carries a response an agent sends (to a request the fabric
