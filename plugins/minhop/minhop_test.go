@@ -251,15 +251,10 @@ func BenchmarkFatTree36(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testfab.CPUTime()
-	for i := 0; i < b.N; i++ {
-		if _, _, err := minHop(context.Background(), topo, 0, config{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(testfab.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+	testfab.Bench(b, func() error {
+		_, _, err := minHop(context.Background(), topo, 0, config{})
+		return err
+	})
 }
 
 func BenchmarkFatTree36LMC2(b *testing.B) {
@@ -267,13 +262,8 @@ func BenchmarkFatTree36LMC2(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testfab.CPUTime()
-	for i := 0; i < b.N; i++ {
-		if _, _, err := minHop(context.Background(), topo, 2, config{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(testfab.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+	testfab.Bench(b, func() error {
+		_, _, err := minHop(context.Background(), topo, 2, config{})
+		return err
+	})
 }

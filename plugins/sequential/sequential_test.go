@@ -139,12 +139,8 @@ func BenchmarkFatTree36(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := planesFor(topo)
-	b.ReportAllocs()
-	cpu := testfab.CPUTime()
-	for i := 0; i < b.N; i++ {
-		if _, err := assign(context.Background(), sdk.LIDRequest{Topo: topo, Routes: r}, config{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(testfab.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+	testfab.Bench(b, func() error {
+		_, err := assign(context.Background(), sdk.LIDRequest{Topo: topo, Routes: r}, config{})
+		return err
+	})
 }

@@ -200,13 +200,8 @@ func BenchmarkFatTree36(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := testfab.CPUTime()
-	for i := 0; i < b.N; i++ {
-		if _, err := assign(context.Background(), sdk.VLRequest{Topo: topo, Realized: real}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(testfab.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+	testfab.Bench(b, func() error {
+		_, err := assign(context.Background(), sdk.VLRequest{Topo: topo, Realized: real})
+		return err
+	})
 }
