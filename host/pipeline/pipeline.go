@@ -196,12 +196,19 @@ func (r *Runner) runEngine(ctx context.Context, e Engine, in Input) (*Result, er
 	if f, ok := Get[failure](r.Cache, "rejected", res.Key); ok {
 		return nil, fmt.Errorf("verification: %s (remembered: the same plan was rejected before)", f.Msg)
 	}
-	if r.Verify != nil {
+	// A plan this host verified before (same keys: same topology, plugins,
+	// configs and results) is not verified again: the verdict is the host's
+	// own, kept in its state directory, not a plugin's claim.
+	_, verified := Get[verdict](r.Cache, "verified", res.Key)
+	if r.Verify != nil && !verified {
 		if err := r.Verify(in.Topo, routes, lids, vls, rz); err != nil {
 			if err := Put(r.Cache, "rejected", res.Key, &failure{Msg: err.Error()}); err != nil {
 				return nil, err
 			}
 			return nil, fmt.Errorf("verification: %w", err)
+		}
+		if err := Put(r.Cache, "verified", res.Key, &verdict{OK: true}); err != nil {
+			return nil, err
 		}
 	}
 	res.Timings.Verify = time.Since(t0)
@@ -213,6 +220,9 @@ func (r *Runner) runEngine(ctx context.Context, e Engine, in Input) (*Result, er
 // same plugin (or the same plan to the verifier) fail the same way, so a
 // restart on an unchanged fabric does not ask again.
 type failure struct{ Msg string }
+
+// verdict records that the host's verifier accepted a plan.
+type verdict struct{ OK bool }
 
 // stage returns the cached result for key k or calls f, caching its result
 // or, when the plugin itself answered with an error, that error. valid (may
