@@ -9,7 +9,7 @@ command -v ibdmchk >/dev/null 2>&1 || pkgs+=(ibutils)
 command -v ibsim >/dev/null 2>&1 || pkgs+=(ibsim-utils)
 command -v ibnetdiscover >/dev/null 2>&1 || pkgs+=(infiniband-diags)
 command -v opensm >/dev/null 2>&1 || pkgs+=(opensm)
-ls /usr/lib/*/umad2sim/libumad2sim.so /usr/lib/*/libumad2sim.so >/dev/null 2>&1 || pkgs+=(libumad2sim0)
+[ -n "$(ls /usr/lib/*/umad2sim/libumad2sim.so /usr/lib/*/libumad2sim.so 2>/dev/null)" ] || pkgs+=(libumad2sim0)
 if [ ${#pkgs[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "setup: need Debian packages ${pkgs[*]}; run as root or: sudo apt-get install ${pkgs[*]}" >&2
