@@ -7,13 +7,13 @@ package program
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/internal/fanout"
 	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -62,62 +62,11 @@ func (p *Programmer) Forget() {
 	p.mu.Unlock()
 }
 
-type runner struct {
-	ctx  context.Context
-	sem  chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	errs []error
-	fail atomic.Int64
-}
-
-// goSet runs f on its own goroutine once a slot is free. The slot is taken
-// before the goroutine exists, so a push of half a million Sets never has
-// more than Parallel goroutines (and stacks) alive.
-func (r *runner) goSet(f func() error) {
-	select {
-	case r.sem <- struct{}{}:
-	case <-r.ctx.Done():
-		return
-	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer func() { <-r.sem }()
-		if err := f(); err != nil {
-			r.fail.Add(1)
-			r.mu.Lock()
-			if len(r.errs) < 10 {
-				r.errs = append(r.errs, err)
-			}
-			r.mu.Unlock()
-		}
-	}()
-}
-
-// wait waits for the phase and returns its errors joined.
-func (r *runner) wait(phase string) error {
-	r.wg.Wait()
-	if r.ctx.Err() != nil {
-		return r.ctx.Err()
-	}
-	if len(r.errs) == 0 {
-		return nil
-	}
-	err := fmt.Errorf("%s: %d SMPs failed, first: %w", phase, r.fail.Load(), errors.Join(r.errs...))
-	r.errs = nil
-	return err
-}
-
 // Apply programs res into the fabric fab was discovered from. topo must be
 // fab's snapshot (the plan's indices refer to it).
 func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, rz *plan.Realized, vls *plan.VLPlan) (Stats, error) {
 	var st Stats
-	par := p.Parallel
-	if par <= 0 {
-		par = 256
-	}
-	r := &runner{ctx: ctx, sem: make(chan struct{}, par)}
+	r := fanout.New(p.Parallel)
 	p.mu.Lock()
 	if p.known == nil {
 		p.known = map[uint64]*switchState{}
@@ -154,7 +103,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		port := ep.Port
 		path := n.Path
 		atomic.AddInt64(&st.PortInfoSets, 1)
-		r.goSet(func() error {
+		r.Go(func() error {
 			return p.C.Set(ctx, path, smp.AttrPortInfo, uint32(port), &pi, nil)
 		})
 	}
@@ -172,7 +121,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 			si.PortStateChange = false
 			path := n.Path
 			atomic.AddInt64(&st.SwitchInfoSets, 1)
-			r.goSet(func() error { return p.C.Set(ctx, path, smp.AttrSwitchInfo, 0, &si, nil) })
+			r.Go(func() error { return p.C.Set(ctx, path, smp.AttrSwitchInfo, 0, &si, nil) })
 		}
 		for b := 0; b < blocks; b++ {
 			var blk smp.LFTBlock
@@ -188,27 +137,22 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 			}
 			path, bb := n.Path, uint32(b)
 			atomic.AddInt64(&st.LFTBlocksSent, 1)
-			r.goSet(func() error {
+			r.Go(func() error {
 				return p.C.Set(ctx, path, smp.AttrLinearForwardingTable, bb, &blk, nil)
 			})
 		}
 	}
 	sl2vlSets := p.sl2vl(ctx, r, fab, topo, vls)
 	st.SL2VLSets = sl2vlSets
-	if err := r.wait("programming LIDs and forwarding tables"); err != nil {
-		st.Failed = r.fail.Load()
+	if err := r.Wait("programming LIDs and forwarding tables"); err != nil {
+		st.Failed = r.Failed()
 		p.Forget() // what the switches hold is now uncertain
 		return st, err
 	}
 	// Remember the tables as written.
 	p.mu.Lock()
 	for s, node := range sw {
-		guid := topo.Nodes[node].GUID
-		ks := p.known[guid]
-		if ks == nil {
-			ks = &switchState{sl2vl: map[[2]uint8][16]uint8{}}
-			p.known[guid] = ks
-		}
+		ks := p.stateLocked(topo.Nodes[node].GUID)
 		ks.lft = append(ks.lft[:0], rz.LFT[s]...)
 		ks.lid = rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})].Base
 	}
@@ -216,6 +160,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 
 	// Phase 2 and 3: Init → Armed → Active, both ends of every live link.
 	for _, state := range []uint8{smp.PortStateArmed, smp.PortStateActive} {
+		r := fanout.New(p.Parallel)
 		for guid, n := range fab.Nodes {
 			for port := range n.Ports {
 				pt := &n.Ports[port]
@@ -234,11 +179,11 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 				pi.PortState = state
 				path, pn := n.Path, uint32(port)
 				atomic.AddInt64(&st.StateSets, 1)
-				r.goSet(func() error { return p.C.Set(ctx, path, smp.AttrPortInfo, pn, &pi, nil) })
+				r.Go(func() error { return p.C.Set(ctx, path, smp.AttrPortInfo, pn, &pi, nil) })
 			}
 		}
-		if err := r.wait(fmt.Sprintf("moving ports to state %d", state)); err != nil {
-			st.Failed = r.fail.Load()
+		if err := r.Wait(fmt.Sprintf("moving ports to state %d", state)); err != nil {
+			st.Failed = r.Failed()
 			return st, err
 		}
 	}
@@ -258,6 +203,16 @@ func noChange(pi *smp.PortInfo) {
 	pi.LinkDownDefaultState = 0
 	pi.LinkSpeedEnabled = 0
 	pi.LinkWidthEnabled = 0
+}
+
+// stateLocked returns (creating) what is known of a switch; p.mu held.
+func (p *Programmer) stateLocked(guid uint64) *switchState {
+	ks := p.known[guid]
+	if ks == nil {
+		ks = &switchState{sl2vl: map[[2]uint8][16]uint8{}}
+		p.known[guid] = ks
+	}
+	return ks
 }
 
 // knownFor returns what the programmer wrote to a switch, or nil if that is
@@ -294,7 +249,7 @@ func sameBlock(lft []uint8, b int, blk *smp.LFTBlock) bool {
 // Sets it queued. A plan that uses only SL 0 mapped to VL 0 needs no table:
 // every SL2VL table maps SL 0 somewhere, and VL 0 is where the reset value
 // and every plan ibsm writes put it, so nothing is sent.
-func (p *Programmer) sl2vl(ctx context.Context, r *runner, fab *discovery.Fabric, topo *topology.Topology, vls *plan.VLPlan) int64 {
+func (p *Programmer) sl2vl(ctx context.Context, r *fanout.Group, fab *discovery.Fabric, topo *topology.Topology, vls *plan.VLPlan) int64 {
 	if vls == nil || onlySL0(vls) {
 		return 0
 	}
@@ -307,11 +262,7 @@ func (p *Programmer) sl2vl(ctx context.Context, r *runner, fab *discovery.Fabric
 		guid := topo.Nodes[node].GUID
 		fn := fab.Nodes[guid]
 		p.mu.Lock()
-		ks := p.known[guid]
-		if ks == nil {
-			ks = &switchState{sl2vl: map[[2]uint8][16]uint8{}}
-			p.known[guid] = ks
-		}
+		ks := p.stateLocked(guid)
 		p.mu.Unlock()
 		np := len(fn.Ports)
 		for in := 0; in < np; in++ {
@@ -331,7 +282,7 @@ func (p *Programmer) sl2vl(ctx context.Context, r *runner, fab *discovery.Fabric
 				tbl := smp.SL2VLTable(want)
 				path, mod := fn.Path, smp.SL2VLMod(uint8(in), uint8(out))
 				n++
-				r.goSet(func() error { return p.C.Set(ctx, path, smp.AttrSLtoVLMappingTable, mod, &tbl, nil) })
+				r.Go(func() error { return p.C.Set(ctx, path, smp.AttrSLtoVLMappingTable, mod, &tbl, nil) })
 			}
 		}
 	}

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/internal/fanout"
 	"github.com/ibsm/ibsm/host/lidstore"
 	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/host/pipeline"
@@ -295,51 +297,33 @@ func (s *SM) clearPortStateChange(ctx context.Context, fab *discovery.Fabric) er
 // pollSwitches Gets SwitchInfo of every switch; it reports whether any had
 // PortStateChange set (or did not answer) and clears the bit if asked.
 func (s *SM) pollSwitches(ctx context.Context, fab *discovery.Fabric, clear bool) (bool, error) {
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		changed bool
-		firstEr error
-	)
-	sem := make(chan struct{}, 256)
+	var changed atomic.Bool
+	g := fanout.New(s.Opts.Parallel)
 	for guid, n := range fab.Nodes {
 		if n.Info.NodeType != smp.NodeTypeSwitch {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(guid uint64, n *discovery.Node) {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			var si smp.SwitchInfo
 			if err := s.client.Get(ctx, n.Path, smp.AttrSwitchInfo, 0, &si); err != nil {
-				mu.Lock()
-				changed = true
-				if firstEr == nil {
-					firstEr = fmt.Errorf("switch 0x%016x: %w", guid, err)
-				}
-				mu.Unlock()
-				return
+				changed.Store(true)
+				return fmt.Errorf("switch 0x%016x: %w", guid, err)
 			}
 			if !si.PortStateChange {
-				return
+				return nil
 			}
-			mu.Lock()
-			changed = true
-			mu.Unlock()
-			if clear {
-				if err := s.client.Set(ctx, n.Path, smp.AttrSwitchInfo, 0, &si, nil); err != nil {
-					mu.Lock()
-					if firstEr == nil {
-						firstEr = fmt.Errorf("switch 0x%016x: clearing PortStateChange: %w", guid, err)
-					}
-					mu.Unlock()
-				}
+			changed.Store(true)
+			if !clear {
+				return nil
 			}
-		}(guid, n)
+			if err := s.client.Set(ctx, n.Path, smp.AttrSwitchInfo, 0, &si, nil); err != nil {
+				return fmt.Errorf("switch 0x%016x: clearing PortStateChange: %w", guid, err)
+			}
+			return nil
+		})
 	}
-	wg.Wait()
-	return changed, firstEr
+	err := g.Wait("polling SwitchInfo")
+	return changed.Load(), err
 }
 
 // LightSweep polls every switch for port state changes. It reports whether
