@@ -116,8 +116,9 @@ func (r *Runner) Run(ctx context.Context, in Input) (*Result, error) {
 		log = hclog.NewNullLogger()
 	}
 	var attempts []Attempt
+	topoHash := in.Topo.Hash() // once, not per engine tried
 	for _, e := range r.Engines {
-		res, err := r.runEngine(ctx, e, in)
+		res, err := r.runEngine(ctx, e, in, topoHash)
 		attempts = append(attempts, Attempt{Engine: e.Name, Err: err})
 		if err == nil {
 			res.Attempts = attempts
@@ -144,9 +145,8 @@ type PlanError struct {
 
 func (e *PlanError) Error() string { return e.msg }
 
-func (r *Runner) runEngine(ctx context.Context, e Engine, in Input) (*Result, error) {
+func (r *Runner) runEngine(ctx context.Context, e Engine, in Input, topoHash uint64) (*Result, error) {
 	res := &Result{Engine: e.Name}
-	topoHash := in.Topo.Hash()
 
 	t0 := time.Now()
 	rk := keyOf("routing", e.Name, e.SHA256, e.Version, e.ConfigHash, topoHash, in.LMC)

@@ -51,10 +51,9 @@ type SM struct {
 
 // Applied is the plan currently programmed.
 type Applied struct {
-	TopoHash uint64
-	Topo     *topology.Topology
-	Result   *pipeline.Result
-	At       time.Time
+	Topo   *topology.Topology
+	Result *pipeline.Result
+	At     time.Time
 }
 
 // Phase is the time and SMPs one phase took.
@@ -130,21 +129,38 @@ func delta(a, b transport.Stats) (gets, sets uint64) { return b.Gets - a.Gets, b
 // Plan discovers the fabric and computes a verified plan without
 // programming anything (ibsm verify / dump).
 func (s *SM) Plan(ctx context.Context) (*discovery.Fabric, *topology.Topology, *pipeline.Result, error) {
-	fab, err := s.disc.Run(ctx)
+	fab, topo, err := s.discover(ctx)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	res, _, err := s.plan(ctx, topo)
+	return fab, topo, res, err
+}
+
+// discover walks the fabric and cuts its snapshot.
+func (s *SM) discover(ctx context.Context) (*discovery.Fabric, *topology.Topology, error) {
+	fab, err := s.disc.Run(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	topo, err := fab.Topology()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("discovered fabric is inconsistent: %w", err)
+		return nil, nil, fmt.Errorf("discovered fabric is inconsistent: %w", err)
 	}
+	return fab, topo, nil
+}
+
+// plan runs the pipeline on topo with the persisted LIDs; it also returns
+// how many plugin calls that took.
+func (s *SM) plan(ctx context.Context, topo *topology.Topology) (*pipeline.Result, int, error) {
 	prev, err := s.previousLIDs()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, 0, err
 	}
 	pipe, lmc := s.pipe()
+	calls0 := pipe.Calls()
 	res, err := pipe.Run(ctx, pipeline.Input{Topo: topo, LMC: lmc, Previous: prev})
-	return fab, topo, res, err
+	return res, int(pipe.Calls() - calls0), err
 }
 
 func (s *SM) previousLIDs() (map[uint64]uint16, error) {
@@ -169,13 +185,9 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	rep := &Report{}
 	start := time.Now()
 	st0 := s.T.Stats()
-	fab, err := s.disc.Run(ctx)
+	fab, topo, err := s.discover(ctx)
 	if err != nil {
 		return nil, err
-	}
-	topo, err := fab.Topology()
-	if err != nil {
-		return nil, fmt.Errorf("discovered fabric is inconsistent: %w", err)
 	}
 	st1 := s.T.Stats()
 	rep.Discovery = Phase{Time: time.Since(start)}
@@ -188,15 +200,9 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	s.mu.Unlock()
 
 	t1 := time.Now()
-	prev, err := s.previousLIDs()
-	if err != nil {
-		return rep, err
-	}
-	pipe, lmc := s.pipe()
-	calls0 := pipe.Calls()
-	res, err := pipe.Run(ctx, pipeline.Input{Topo: topo, LMC: lmc, Previous: prev})
+	res, calls, err := s.plan(ctx, topo)
 	rep.Routing = Phase{Time: time.Since(t1)}
-	rep.PluginCalls = int(pipe.Calls() - calls0)
+	rep.PluginCalls = calls
 	if err != nil {
 		var pe *pipeline.PlanError
 		if errors.As(err, &pe) {
@@ -207,8 +213,8 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	rep.Engine = res.Engine
 	rep.Attempts = res.Attempts
 	rep.Stages = res.Timings
-	if cur != nil && cur.Result.Key == res.Key && cur.TopoHash == topo.Hash() && !needsStateChange(fab) {
-		// Unchanged fabric, unchanged plan: nothing to send.
+	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab) {
+		// Unchanged plan (its key covers the topology hash): nothing to send.
 		rep.Total = time.Since(start)
 		s.finishStats(rep, st0)
 		return rep, nil
@@ -231,7 +237,7 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 		s.Log.Error("could not persist LIDs", "file", s.Opts.LIDFile, "error", err)
 	}
 	s.mu.Lock()
-	s.applied = &Applied{TopoHash: topo.Hash(), Topo: topo, Result: res, At: time.Now()}
+	s.applied = &Applied{Topo: topo, Result: res, At: time.Now()}
 	s.mu.Unlock()
 	rep.Total = time.Since(start)
 	s.finishStats(rep, st0)
