@@ -33,8 +33,6 @@ type App struct {
 	// fault API), nil otherwise.
 	Sim *sim.Fabric
 	Log hclog.Logger
-	// Last is the plan computed by the last Plan-only run (verify, dump).
-	Last *pipeline.Result
 }
 
 // New builds everything the config names. On error nothing is left

@@ -23,6 +23,7 @@ import (
 	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/dump"
+	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
 )
@@ -213,8 +214,9 @@ func peakRSS() string {
 	return "n/a"
 }
 
-// planOnly discovers and plans without programming.
-func planOnly(c *common) (*app.App, *analysis.Report, error) {
+// planOnly discovers and plans without programming. The caller closes the
+// App.
+func planOnly(c *common) (*app.App, *pipeline.Result, error) {
 	cfg, err := c.load()
 	if err != nil {
 		return nil, nil, err
@@ -230,13 +232,7 @@ func planOnly(c *common) (*app.App, *analysis.Report, error) {
 		a.Close()
 		return nil, nil, err
 	}
-	rep, err := analysis.Analyse(res.Realized, res.VLs, analysis.Options{})
-	if err != nil {
-		a.Close()
-		return nil, nil, err
-	}
-	a.Last = res
-	return a, rep, nil
+	return a, res, nil
 }
 
 func cmdVerify(args []string, w io.Writer) error {
@@ -247,17 +243,21 @@ func cmdVerify(args []string, w io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	a, rep, err := planOnly(&c)
+	a, res, err := planOnly(&c)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	rep, err := analysis.Analyse(res.Realized, res.VLs, analysis.Options{})
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(w, "engine: %s\n", a.Last.Engine)
+	fmt.Fprintf(w, "engine: %s\n", res.Engine)
 	return rep.Text(w)
 }
 
@@ -269,7 +269,7 @@ func cmdDump(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	a, _, err := planOnly(&c)
+	a, res, err := planOnly(&c)
 	if err != nil {
 		return err
 	}
@@ -277,10 +277,10 @@ func cmdDump(args []string) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	if err := dump.WriteAll(*out, a.Last.Realized, a.Last.VLs); err != nil {
+	if err := dump.WriteAll(*out, res.Realized, res.VLs); err != nil {
 		return err
 	}
 	abs, _ := filepath.Abs(*out)
-	fmt.Printf("wrote OpenSM dumps for engine %s to %s\n", a.Last.Engine, abs)
+	fmt.Printf("wrote OpenSM dumps for engine %s to %s\n", res.Engine, abs)
 	return nil
 }
