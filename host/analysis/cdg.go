@@ -23,15 +23,6 @@ func forEachBit(bs []uint64, lo, hi int, fn func(i int)) {
 	}
 }
 
-// vlCap is the number of data VLs a port carries; an unreported VLCap (0)
-// counts as VL0 only.
-func vlCap(c uint8) int {
-	if c == 0 {
-		return 1
-	}
-	return int(c)
-}
-
 // finishVLs turns the merged dependency bitsets into per-VL channel
 // dependency graphs, checks them for cycles and checks every channel's VLs
 // against the VLCap of both ends of its link.
@@ -96,11 +87,7 @@ func (f *fabric) finishVLs(rep *Report, dep [16][]uint64, caOriginSL []uint16, c
 		}
 		used |= uint32(m)
 		p := f.chanPort(c)
-		port := f.topo.Port(p)
-		capv := vlCap(port.VLCap)
-		if port.Peer.Connected() {
-			capv = min(capv, vlCap(f.topo.Port(port.Peer).VLCap))
-		}
+		capv := f.topo.LinkVLs(p)
 		for _, vl := range maskList(uint32(m)) {
 			var msg string
 			switch {

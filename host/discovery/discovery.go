@@ -277,23 +277,6 @@ func (n *Node) portValid(p uint8) bool {
 	return n.Ports[p].Valid
 }
 
-// vlCapData maps PortInfo VLCap encoding to a number of data VLs.
-func vlCapData(c uint8) uint8 {
-	switch c {
-	case 1:
-		return 1
-	case 2:
-		return 2
-	case 3:
-		return 4
-	case 4:
-		return 8
-	case 5:
-		return 15
-	}
-	return 0
-}
-
 // Topology cuts the immutable snapshot. A link counts only if both ends
 // were read and agree on each other.
 func (f *Fabric) Topology() (*topology.Topology, error) {
@@ -314,7 +297,7 @@ func (f *Fabric) Topology() (*topology.Topology, error) {
 			tp.State = topology.PortState(pt.Info.PortState)
 			tp.Width = pt.Info.LinkWidthActive
 			tp.Speed = pt.Info.LinkSpeedActive
-			tp.VLCap = vlCapData(pt.Info.VLCap)
+			tp.VLCap = smp.DataVLs(pt.Info.VLCap)
 		}
 		if err := b.AddNode(tn); err != nil {
 			return nil, err

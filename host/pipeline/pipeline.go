@@ -283,14 +283,14 @@ func honours(t *topology.Topology, l *plan.LIDPlan, prev map[uint64]uint16) bool
 	return true
 }
 
-// minVLCap is the smallest data-VL count over ports with a live link.
+// minVLCap is the smallest number of data VLs over the fabric's links.
 func minVLCap(t *topology.Topology) int {
 	m := 15
 	for i := range t.Nodes {
 		for p := 1; p < len(t.Nodes[i].Ports); p++ {
-			pt := &t.Nodes[i].Ports[p]
-			if pt.Peer.Connected() && pt.VLCap > 0 && int(pt.VLCap) < m {
-				m = int(pt.VLCap)
+			r := topology.PortRef{Node: int32(i), Port: uint8(p)}
+			if t.Port(r).Peer.Connected() {
+				m = min(m, t.LinkVLs(r))
 			}
 		}
 	}

@@ -314,10 +314,7 @@ func checkVLPlan(c *collector, t *topology.Topology, v *plan.VLPlan) {
 			continue
 		}
 		out := topology.PortRef{Node: en.Node, Port: en.Out}
-		capv := vlCap(t.Port(out).VLCap)
-		if peer := t.Port(out).Peer; peer.Connected() {
-			capv = min(capv, vlCap(t.Port(peer).VLCap))
-		}
+		capv := t.LinkVLs(out)
 		for sl, vl := range en.VL {
 			if vl != 15 && int(vl) >= capv {
 				c.one("SL2VL 0x%016x in %d out %d: SL%d -> VL%d but the link carries %d data VL(s); map to a VL below VLCap or to 15 (drop)", n.GUID, en.In, en.Out, sl, vl, capv)
@@ -325,13 +322,6 @@ func checkVLPlan(c *collector, t *topology.Topology, v *plan.VLPlan) {
 			}
 		}
 	}
-}
-
-func vlCap(c uint8) int {
-	if c == 0 {
-		return 1
-	}
-	return int(c)
 }
 
 // checkRealized makes sure supplied tables belong to this topology and LID

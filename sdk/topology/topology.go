@@ -132,6 +132,19 @@ func (t *Topology) IsLinkUp(r PortRef) bool {
 	return t.Port(p.Peer).State >= StateInit
 }
 
+// LinkVLs is the number of data VLs traffic may use leaving through port r:
+// the smaller VLCap of the two ends of its link (of r alone if unlinked). An
+// unreported VLCap (0) counts as VL0 only.
+func (t *Topology) LinkVLs(r PortRef) int {
+	vls := func(c uint8) int { return max(int(c), 1) }
+	p := t.Port(r)
+	n := vls(p.VLCap)
+	if p.Peer.Connected() {
+		n = min(n, vls(t.Port(p.Peer).VLCap))
+	}
+	return n
+}
+
 // index (re)builds the derived lookups. Called by the builder and decoders.
 func (t *Topology) index() {
 	t.switches = t.switches[:0]

@@ -155,3 +155,11 @@ func TestNodeDescription(t *testing.T) {
 		}
 	}
 }
+
+func TestDataVLs(t *testing.T) {
+	for code, want := range map[uint8]uint8{0: 0, 1: 1, 2: 2, 3: 4, 4: 8, 5: 15, 6: 0, 15: 0} {
+		if got := DataVLs(code); got != want {
+			t.Errorf("DataVLs(%d) = %d, want %d", code, got, want)
+		}
+	}
+}

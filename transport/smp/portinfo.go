@@ -9,6 +9,18 @@ const (
 	PortStateActive   = 4
 )
 
+// DataVLs decodes PortInfo.VLCap (and OperationalVLs): 1 = VL0, 2 = VL0-1,
+// 3 = VL0-3, 4 = VL0-7, 5 = VL0-14; anything else is 0 (reserved).
+func DataVLs(code uint8) uint8 {
+	switch code {
+	case 1, 2, 3, 4:
+		return 1 << (code - 1)
+	case 5:
+		return 15
+	}
+	return 0
+}
+
 // Port physical states (PortInfo.PortPhysicalState).
 const (
 	PhysStateNoChange           = 0
