@@ -14,6 +14,7 @@ import (
 
 	"github.com/ibsm/ibsm/conf"
 	"github.com/ibsm/ibsm/host/app"
+	"github.com/ibsm/ibsm/integration/benchutil"
 )
 
 // binDir holds ibsm and the plugin binaries, built once for all tests.
@@ -36,20 +37,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// buildAll builds ibsm and the first-party plugins the way the benchmark
+// does, plus the misbehaving test engine.
 func buildAll(dir string) error {
-	targets := map[string]string{
-		"ibsm":                   "../host/cmd/ibsm",
-		"ibsm-plugin-minhop":     "../plugins/minhop",
-		"ibsm-plugin-updn":       "../plugins/updn",
-		"ibsm-plugin-sequential": "../plugins/sequential",
-		"ibsm-plugin-single":     "../plugins/single",
-		"ibsm-plugin-badengine":  "./testdata/badengine",
+	if err := benchutil.Build("go", "..", dir); err != nil {
+		return err
 	}
-	for name, pkg := range targets {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "ibsm-plugin-badengine"), "./testdata/badengine")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./testdata/badengine: %v\n%s", err, out)
 	}
 	return nil
 }
