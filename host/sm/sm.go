@@ -33,12 +33,22 @@ type Options struct {
 	Parallel int
 }
 
+// Agent answers the requests other nodes address to the SM (SA queries,
+// SMInfo). Handle runs on its own goroutine, concurrently with sweeps.
+type Agent interface {
+	// Handle answers p if it is a request for the agent and reports whether
+	// it was one.
+	Handle(ctx context.Context, p transport.Packet) bool
+}
+
 // SM drives one subnet.
 type SM struct {
 	T    transport.Transport
 	Pipe *pipeline.Runner
 	Opts Options
 	Log  hclog.Logger
+	// Agent, when set, answers SA and SMInfo requests while Run sweeps.
+	Agent Agent
 
 	client *mad.Client
 	disc   *discovery.Discoverer
@@ -358,7 +368,7 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 	heavy := true
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	traps := s.T.Unsolicited()
+	traps := s.demux(ctx)
 	for {
 		if heavy {
 			rep, err := s.HeavySweep(ctx)
@@ -373,9 +383,11 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 		case <-trigger:
 			heavy = true
 		case pkt, ok := <-traps:
-			if ok {
-				heavy = s.handleUnsolicited(pkt) || heavy
+			if !ok {
+				traps = nil // transport closed: stop selecting on it
+				continue
 			}
+			heavy = s.handleUnsolicited(pkt) || heavy
 		case <-tick.C:
 			if !heavy {
 				changed, err := s.LightSweep(ctx)
@@ -386,6 +398,38 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			}
 		}
 	}
+}
+
+// demux reads unsolicited MADs: traps go to the sweep loop, everything else
+// to the Agent, so SA queries are answered while a heavy sweep runs.
+func (s *SM) demux(ctx context.Context) <-chan transport.Packet {
+	traps := make(chan transport.Packet, 64)
+	in := s.T.Unsolicited()
+	go func() {
+		defer close(traps)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case p, ok := <-in:
+				if !ok {
+					return
+				}
+				if len(p.MAD) >= smp.MADLen && smp.PeekMethod(p.MAD) == smp.MethodTrap {
+					select {
+					case traps <- p:
+					case <-ctx.Done():
+						return
+					}
+					continue
+				}
+				if s.Agent == nil || !s.Agent.Handle(ctx, p) {
+					s.Log.Debug("unsolicited MAD ignored", "slid", p.SLID, "len", len(p.MAD))
+				}
+			}
+		}
+	}()
+	return traps
 }
 
 // handleUnsolicited answers traps with TrapRepress and reports whether the
