@@ -20,6 +20,19 @@ type Options struct {
 	// multipath planes (LMC > 0 realised from routing-engine planes) SA may
 	// hand any of them out, so all must arrive and all count in the CDG.
 	AllLIDs bool
+
+	// Shifts enables the shift-permutation metric (Report.Shift): 0 skips
+	// it, ShiftsAuto picks all shifts or a sample by size, ShiftsAll takes
+	// every shift, n > 0 a seeded sample of n shifts (all if n >= N-1).
+	Shifts int
+	// Bisections is the number of random bisections for the effective
+	// bisection bandwidth (Report.EBB); 0 skips it.
+	Bisections int
+	// Seed draws the shift sample and the bisections.
+	Seed int64
+	// CAOrder replaces the CA index order of the shift metric (endpoint
+	// indices of CA ports, each with an up link to a switch).
+	CAOrder []int32
 }
 
 // Walk states.
@@ -86,7 +99,14 @@ func Analyse(r *plan.Realized, vls *plan.VLPlan, opt Options) (*Report, error) {
 		}(ws[i])
 	}
 	wg.Wait()
-	return f.merge(ws, results, opt)
+	rep, err := f.merge(ws, results, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.trafficMetrics(rep, opt); err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 // chunkResult holds the order-dependent findings of one chunk of LIDs.

@@ -46,3 +46,52 @@ func BenchmarkAnalyseFatTree36(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTrafficFatTree24 times the fat-tree metrics on the 3-level tree of
+// 24-port switches (720 switches, 3,456 CAs): every shift (3,455 × 3,456
+// flow walks) and 100 bisections, routed with MinHop.
+func BenchmarkTrafficFatTree24(b *testing.B) {
+	topo, err := analysistest.FatTree3(24, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := analysistest.Realize(topo, analysistest.MinHop(topo), 0, plan.DLIDBase)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		opt  analysis.Options
+	}{
+		{"shifts=all", analysis.Options{Shifts: analysis.ShiftsAll}},
+		{"bisections=100", analysis.Options{Bisections: 100}},
+	} {
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/workers=%d", c.name, workers), func(b *testing.B) {
+				opt := c.opt
+				opt.Workers = workers
+				var before, after syscall.Rusage
+				syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+				n := 0
+				var rep *analysis.Report
+				for b.Loop() {
+					n++
+					if rep, err = analysis.Analyse(r, nil, opt); err != nil {
+						b.Fatal(err)
+					}
+				}
+				syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+				cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) / time.Duration(n)
+				b.ReportMetric(float64(cpu.Milliseconds()), "cpu-ms/op")
+				if rep.Shift != nil {
+					b.ReportMetric(rep.Shift.Millis, "shift-ms")
+					b.ReportMetric(float64(rep.Shift.Worst), "worst-load")
+				}
+				if rep.EBB != nil {
+					b.ReportMetric(rep.EBB.Millis, "ebb-ms")
+					b.ReportMetric(rep.EBB.EBB, "ebb")
+				}
+			})
+		}
+	}
+}

@@ -139,6 +139,10 @@ type Report struct {
 	AvgHops float64 `json:"avg_hops"`
 
 	Load LoadStats `json:"load"`
+	// Shift and EBB are the fat-tree quality metrics, present when
+	// Options asked for them.
+	Shift *ShiftStats `json:"shift,omitempty"`
+	EBB   *EBBStats   `json:"ebb,omitempty"`
 
 	VLs          []VLStats   `json:"vls"`
 	VLsUsed      []int       `json:"vls_used"`
@@ -191,6 +195,19 @@ func (r *Report) Text(w io.Writer) error {
 	fmt.Fprintf(&b, "channel load (all-to-all, %d CAs): max %d (%.3f normalised) on %s; max switch-to-switch %d (%.3f) on %s\n",
 		r.Load.CAs, r.Load.Max, r.Load.MaxNormalized, orDash(r.Load.MaxChannel),
 		r.Load.MaxSwitchLink, r.Load.MaxSwitchLinkNormalized, orDash(r.Load.MaxSwitchLinkChannel))
+	if s := r.Shift; s != nil {
+		which := "all"
+		if !s.All {
+			which = fmt.Sprintf("sample, seed %d", s.Seed)
+		}
+		fmt.Fprintf(&b, "shift permutations (%d CAs, %d shifts, %s): worst load %d at shift %d on %s; mean of per-shift max %.3f; congestion-free %d of %d; unrouted flows %d (%.0f ms)\n",
+			s.CAs, s.Shifts, which, s.Worst, s.WorstShift, orDash(s.WorstChannel), s.Mean, s.CongestionFree, s.Shifts, s.UnroutedFlows, s.Millis)
+		fmt.Fprintf(&b, "  CA order: %s\n", s.Order)
+	}
+	if e := r.EBB; e != nil {
+		fmt.Fprintf(&b, "effective bisection bandwidth: %.4f (%d bisections, seed %d; min %.4f, max %.4f; %d flows, %d unrouted) (%.0f ms)\n",
+			e.EBB, e.Bisections, e.Seed, e.Min, e.Max, e.Flows, e.UnroutedFlows, e.Millis)
+	}
 	fmt.Fprintf(&b, "SLs used: %v; VLs used: %v\n", r.SLsUsed, r.VLsUsed)
 	for _, v := range r.VLs {
 		if v.Acyclic {
