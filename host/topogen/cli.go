@@ -12,13 +12,13 @@ import (
 	"github.com/ibsm/ibsm/transport/netfile"
 )
 
-// Generator is any of FatTree, Torus, Random or RRG.
+// Generator is any of FatTree, Torus, Random, RRG, Load or Degraded.
 type Generator interface {
 	Generate() (*netfile.File, error)
 }
 
 // Kinds lists the topology kinds Parse accepts (ft is an alias of fat-tree).
-func Kinds() []string { return []string{"fat-tree", "ring", "torus", "mesh", "random", "rrg"} }
+func Kinds() []string { return []string{"fat-tree", "ring", "torus", "mesh", "random", "rrg", "file"} }
 
 const usageText = `usage: ibsm topo <kind> [flags] > fabric.net
 
@@ -29,6 +29,7 @@ Kinds:
   torus, mesh    k-ary n-cubes with or without wrap-around links
   random         random irregular switch graph (GT-ITM style), CAs placed at random
   rrg            random regular graph (Jellyfish)
+  file           an existing topology file (--in FILE), to degrade it
 
 Examples:
   ibsm topo fat-tree --radix 36 --levels 2          # 648 CAs, 54 switches
@@ -40,10 +41,18 @@ Examples:
   ibsm topo mesh --dims 8x8 --cas 1
   ibsm topo random --switches 32 --degree 8 --cas 256 --seed 7
   ibsm topo rrg --switches 512 --ports 12 --cas 4 --seed 1
+  ibsm topo ft --radix 36 --levels 2 --remove-links 0.01 --seed 7
+  ibsm topo file --in fabric.net --remove-links 0.05 --remove-switches 0.02 --seed 3
 
 Run 'ibsm topo <kind> -h' for the flags of one kind. Every kind also takes
 --width (1x 2x 4x 8x 12x, default 4x) and --speed (SDR DDR QDR FDR EDR HDR NDR,
 default QDR), and --switch-ports to declare more ports than the topology uses.
+
+Degraded fabrics (every kind): --remove-links F removes floor(F x L) of the L
+switch-to-switch cables, --remove-switches F removes floor(F x S) of the S
+switches (only switches without CAs are eligible), both drawn with --seed; CA
+cables are never removed. Draws that split the fabric are redrawn from the
+same seed unless --allow-disconnected. The file header says what was removed.
 
 ibsim 0.10 defaults to 2048 nodes and 256 switches; the file's first comment
 lines give the -N/-S/-P/-L flags that load it.
@@ -73,12 +82,30 @@ func Run(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := g.Generate()
+	var f *netfile.File
+	var deg *DegradeResult
+	if d, ok := g.(Degraded); ok {
+		var r DegradeResult
+		f, r, err = d.GenerateReport()
+		deg = &r
+	} else {
+		f, err = g.Generate()
+	}
 	if err != nil {
 		return err
 	}
 	if err := writeHeader(w, args, f); err != nil {
 		return err
+	}
+	if deg != nil {
+		split := ""
+		if !deg.Connected {
+			split = "; the fabric is SPLIT (--allow-disconnected)"
+		}
+		if _, err := fmt.Fprintf(w, "# degraded with seed %d: removed %d of %d switches and %d of %d switch-to-switch cables, %d draws redone because they split the fabric%s\n",
+			g.(Degraded).Degrade.Seed, deg.SwitchesRemoved, deg.SwitchesBefore, deg.LinksRemoved, deg.LinksBefore, deg.Redraws, split); err != nil {
+			return err
+		}
 	}
 	return netfile.Write(w, f)
 }
@@ -132,6 +159,9 @@ cables drawn uniformly (average inter-switch degree --degree), redrawn until con
 CAs in total, each on a switch chosen uniformly. CAs use the lowest ports, then the neighbours in
 ascending order. Same --seed, same file.
 `,
+	"file": `An existing ibnetdiscover/ibsim topology file, --in FILE, re-emitted (with its node
+order, names and GUIDs) after the optional --remove-links / --remove-switches.
+`,
 	"rrg": `A random regular graph built as Jellyfish does: --switches switches with --ports network
 ports each (exactly that many neighbours unless switches*ports is odd) and --cas CAs each, on
 ports 1..cas; neighbours follow in ascending order. Same --seed, same file.
@@ -140,8 +170,10 @@ ports 1..cas; neighbours follow in ascending order. Same --seed, same file.
 
 // kindFlags holds one kind's flag set and where its values land.
 type kindFlags struct {
-	fs    *flag.FlagSet
-	build func() (Generator, error)
+	fs      *flag.FlagSet
+	build   func() (Generator, error)
+	seed    *int64 // the kind's --seed, shared with degradation
+	degrade Degrade
 }
 
 // Parse turns 'kind --flag value ...' into a generator.
@@ -163,7 +195,19 @@ func Parse(args []string) (Generator, error) {
 	if kf.fs.NArg() > 0 {
 		return nil, fmt.Errorf("topo %s: unexpected argument %q; flags look like --switches 6", kind, kf.fs.Arg(0))
 	}
-	return kf.build()
+	g, err := kf.build()
+	if err != nil {
+		return nil, err
+	}
+	d := kf.degrade
+	d.Seed = *kf.seed
+	if !d.On() {
+		if d.AllowDisconnected {
+			return nil, fmt.Errorf("topo %s: --allow-disconnected without --remove-links or --remove-switches; add one, e.g. --remove-links 0.01", kind)
+		}
+		return g, nil
+	}
+	return Degraded{Base: g, Degrade: d}, nil
 }
 
 func newFlags(kind string) (*kindFlags, error) {
@@ -189,6 +233,12 @@ func newFlags(kind string) (*kindFlags, error) {
 	})
 	switchPorts := fs.Int("switch-ports", 0, "declared port count of every switch (default: what the topology uses)")
 	kf := &kindFlags{fs: fs}
+	fs.Float64Var(&kf.degrade.Links, "remove-links", 0, "fraction of switch-to-switch cables to remove, seeded by --seed (0.01 = 1%)")
+	fs.Float64Var(&kf.degrade.Switches, "remove-switches", 0, "fraction of switches to remove (only switches without CAs), seeded by --seed")
+	fs.BoolVar(&kf.degrade.AllowDisconnected, "allow-disconnected", false, "keep a degraded draw that splits the fabric instead of redrawing")
+	if kind != "random" && kind != "rrg" {
+		kf.seed = fs.Int64("seed", 1, "random seed of --remove-links / --remove-switches")
+	}
 	switch kind {
 	case "fat-tree":
 		var t FatTree
@@ -238,7 +288,8 @@ func newFlags(kind string) (*kindFlags, error) {
 		fs.IntVar(&t.Switches, "switches", 0, "number of switches (required)")
 		fs.Float64Var(&t.Degree, "degree", 0, "average inter-switch degree (required)")
 		fs.IntVar(&t.CAs, "cas", 0, "total number of CAs, placed uniformly at random (required)")
-		fs.Int64Var(&t.Seed, "seed", 1, "random seed")
+		fs.Int64Var(&t.Seed, "seed", 1, "random seed (also of --remove-links / --remove-switches)")
+		kf.seed = &t.Seed
 		kf.build = func() (Generator, error) {
 			for _, req := range []string{"switches", "degree", "cas"} {
 				if !flagSet(fs, req) {
@@ -253,7 +304,8 @@ func newFlags(kind string) (*kindFlags, error) {
 		fs.IntVar(&t.Switches, "switches", 0, "number of switches (required)")
 		fs.IntVar(&t.NetPorts, "ports", 0, "inter-switch ports per switch (required)")
 		fs.IntVar(&t.CAsPerSwitch, "cas", 1, "CAs per switch")
-		fs.Int64Var(&t.Seed, "seed", 1, "random seed")
+		fs.Int64Var(&t.Seed, "seed", 1, "random seed (also of --remove-links / --remove-switches)")
+		kf.seed = &t.Seed
 		kf.build = func() (Generator, error) {
 			for _, req := range []string{"switches", "ports"} {
 				if !flagSet(fs, req) {
@@ -262,6 +314,18 @@ func newFlags(kind string) (*kindFlags, error) {
 			}
 			t.SwitchPorts, t.Cable = *switchPorts, cable
 			return t, nil
+		}
+	case "file":
+		var l Load
+		fs.StringVar(&l.Path, "in", "", "topology file to read (required)")
+		kf.build = func() (Generator, error) {
+			if l.Path == "" {
+				return nil, errors.New("topo file: give --in FILE, e.g. file --in ft2-648.net --remove-links 0.01 --seed 7")
+			}
+			if flagSet(fs, "switch-ports") || flagSet(fs, "width") || flagSet(fs, "speed") {
+				return nil, errors.New("topo file: --switch-ports, --width and --speed apply to generated fabrics; a loaded file keeps its own")
+			}
+			return l, nil
 		}
 	default:
 		return nil, fmt.Errorf("topo: unknown topology kind %q; use one of %s (ft = fat-tree)", kind, strings.Join(Kinds(), ", "))
