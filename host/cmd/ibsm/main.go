@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,7 +33,8 @@ const usage = `usage: ibsm <command> [flags]
 
 Commands:
   run     --config FILE [--once]     run the subnet manager (until SIGTERM; SIGHUP reloads)
-  verify  --config FILE [--json]     compute the plan and print its metrics (no Set is sent)
+  verify  --config FILE [--json] [--shifts auto|all|N] [--bisections N] [--seed S]
+                                     compute the plan and print its metrics (no Set is sent)
   dump    --config FILE [--out DIR]  compute the plan and write OpenSM-format dumps for ibdmchk
   topo    <kind> [flags]             write a generated test topology (ibsm topo -h)
 `
@@ -240,15 +242,26 @@ func cmdVerify(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	c.flags(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	shifts := analysis.ShiftsAuto
+	fs.Func("shifts", fmt.Sprintf("shift permutations for the worst channel load: auto (every shift up to %d CAs, else a sample of %d), all, 0 to skip, or a sample size (default auto)", analysis.AllShiftsMaxCAs, analysis.DefaultShiftSample), func(v string) error {
+		n, err := parseShifts(v)
+		shifts = n
+		return err
+	})
+	bisections := fs.Int("bisections", analysis.DefaultBisections, "random bisections for the effective bisection bandwidth (0 to skip)")
+	seed := fs.Int64("seed", 1, "seed of the shift sample and the bisections")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *bisections < 0 {
+		return fmt.Errorf("--bisections %d: give 0 to skip or a positive count", *bisections)
 	}
 	a, res, err := planOnly(&c)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	rep, err := analysis.Analyse(res.Realized, res.VLs, analysis.Options{})
+	rep, err := analysis.Analyse(res.Realized, res.VLs, analysis.Options{Shifts: shifts, Bisections: *bisections, Seed: *seed})
 	if err != nil {
 		return err
 	}
@@ -259,6 +272,21 @@ func cmdVerify(args []string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "engine: %s\n", res.Engine)
 	return rep.Text(w)
+}
+
+// parseShifts reads --shifts: auto, all, or a count (0 skips).
+func parseShifts(v string) (int, error) {
+	switch strings.ToLower(v) {
+	case "auto":
+		return analysis.ShiftsAuto, nil
+	case "all":
+		return analysis.ShiftsAll, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: give auto, all, 0 to skip, or a number of shifts to sample", v)
+	}
+	return n, nil
 }
 
 func cmdDump(args []string) error {
