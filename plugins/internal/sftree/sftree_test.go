@@ -1,0 +1,186 @@
+package sftree
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ibsm/ibsm/plugins/internal/cdg"
+	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/plugins/internal/testfab"
+	"github.com/ibsm/ibsm/plugins/internal/updn"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// spineBase stands in for a fat-tree engine's CA planes in these tests:
+// Up*/Down* rooted at the spines is up/down by the same height ranking.
+func spineBase(t testing.TB, topo *topology.Topology, lmc uint8) *plan.Routes {
+	t.Helper()
+	r, _, err := updn.Route(context.Background(), topo, lmc, updn.Config{Auto: updn.AutoSpines})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// checkResult walks every switch plane from every switch, fails on loops
+// and wrong deliveries, compares the count of unrouted pairs with the
+// report, checks that CA planes are the base's own, and runs the shared
+// CDG checker over the realised tables.
+func checkResult(t *testing.T, topo *topology.Topology, base, r *plan.Routes, rep *Report, lmc uint8) {
+	t.Helper()
+	sws := topo.Switches()
+	unrouted := int64(0)
+	for d, node := range sws {
+		e := topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})
+		if n := len(r.Planes[e].Planes); n != 1 {
+			t.Fatalf("switch destination %d has %d planes, want 1", d, n)
+		}
+		pl := r.Planes[e].Planes[0]
+		for s := range sws {
+			if s == d {
+				continue
+			}
+			if pl[s] == plan.NoPort {
+				unrouted++
+				continue
+			}
+			if _, err := testfab.Walk(topo, pl, int32(s), e); err != nil {
+				t.Fatalf("switch %d -> switch %d: %v", s, d, err)
+			}
+		}
+	}
+	if unrouted != rep.Unreachable {
+		t.Errorf("%d switch pairs unrouted, report says %d", unrouted, rep.Unreachable)
+	}
+	if rep.UpDown+rep.ViaSubtree+rep.ViaSibling+rep.Unreachable != rep.Pairs {
+		t.Errorf("report does not add up: %+v", rep)
+	}
+	for e, ep := range topo.Endpoints() {
+		if topo.SwitchIndex(ep.Node) >= 0 {
+			continue
+		}
+		a, b := base.Planes[e].Planes, r.Planes[e].Planes
+		if len(a) != len(b) {
+			t.Fatalf("CA endpoint %d: %d planes, base has %d", e, len(b), len(a))
+		}
+		for k := range a {
+			if !slices.Equal(a[k], b[k]) {
+				t.Fatalf("CA endpoint %d plane %d differs from the fat-tree engine's", e, k)
+			}
+		}
+	}
+	real, err := testfab.Realize(topo, r, lmc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := cdg.Build(context.Background(), real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cyc := g.FindCycle(); cyc != nil {
+		t.Fatalf("credit loop with switch traffic: %s", cdg.Format(g, cyc, 10))
+	}
+}
+
+func TestFullTrees(t *testing.T) {
+	type fab struct {
+		name string
+		make func() (*topology.Topology, error)
+		lmc  uint8
+	}
+	fabs := []fab{
+		{"ft2-648", func() (*topology.Topology, error) { return sdktest.FatTree2(36, 18, 18) }, 0},
+		{"ft2-648-lmc2", func() (*topology.Topology, error) { return sdktest.FatTree2(36, 18, 18) }, 2},
+		{"ft3-k8", func() (*topology.Topology, error) { return sdktest.FatTree3(8) }, 1},
+		{"ft3-k24", func() (*topology.Topology, error) { return sdktest.FatTree3(24) }, 0},
+	}
+	for _, f := range fabs {
+		t.Run(f.name, func(t *testing.T) {
+			if testing.Short() && strings.Contains(f.name, "k24") {
+				t.Skip("3,456 CAs: skipped in -short")
+			}
+			topo, err := f.make()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := route.NewGraph(topo)
+			base := spineBase(t, topo, f.lmc)
+			r, rep, err := Route(context.Background(), g, HeightTree(g), base, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, topo, base, r, rep, f.lmc)
+			if rep.Unreachable != 0 || rep.Withdrawn != 0 || !rep.CDGChecked {
+				t.Errorf("full tree: %+v", rep)
+			}
+			if rep.ViaSubtree == 0 {
+				t.Errorf("no pair went through the subtree; spine-to-spine pairs need it: %+v", rep)
+			}
+			if sm := smSwitch(topo); rep.Root == g.SwitchGUID(sm) {
+				t.Errorf("subtree root is the SM's leaf 0x%016x", rep.Root)
+			}
+			t.Logf("root 0x%016x (%s); pairs %d: up/down %d, subtree %d; CDG edges %d; times updown %v combine %v verify %v",
+				rep.Root, rep.RootHow, rep.Pairs, rep.UpDown, rep.ViaSubtree, rep.CDGEdges, rep.UpDownTime, rep.CombineTime, rep.VerifyTime)
+		})
+	}
+}
+
+// degrade takes down a seeded share of the inter-switch links.
+func degrade(topo *topology.Topology, frac float64, seed uint64) int {
+	g := route.NewGraph(topo)
+	type lk struct {
+		s int32
+		p uint8
+	}
+	var links []lk
+	for s := int32(0); s < int32(g.N); s++ {
+		for _, l := range g.Links(s) {
+			if s < l.Peer {
+				links = append(links, lk{s, l.Port})
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5f7ee))
+	rng.Shuffle(len(links), func(i, j int) { links[i], links[j] = links[j], links[i] })
+	n := int(frac * float64(len(links)))
+	for _, l := range links[:n] {
+		testfab.SetLinkState(topo, l.s, l.p, topology.StateDown)
+	}
+	return n
+}
+
+func TestDegradedTrees(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		k    int
+		frac float64
+		seed uint64
+	}{
+		{"ft3-k12-1pct", 12, 0.01, 1},
+		{"ft3-k12-5pct", 12, 0.05, 2},
+		{"ft3-k16-5pct", 16, 0.05, 3},
+		{"ft3-k8-20pct", 8, 0.20, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topo, err := sdktest.FatTree3(tc.k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			removed := degrade(topo, tc.frac, tc.seed)
+			g := route.NewGraph(topo)
+			base := spineBase(t, topo, 0)
+			r, rep, err := Route(context.Background(), g, HeightTree(g), base, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, topo, base, r, rep, 0)
+			t.Logf("%d links down; root 0x%016x (%s); reach %.3f%%; pairs %d: up/down %d, subtree %d, sibling %d, unreachable %d (withdrawn %d)",
+				removed, rep.Root, rep.RootHow, rep.Reachability(), rep.Pairs, rep.UpDown, rep.ViaSubtree, rep.ViaSibling, rep.Unreachable, rep.Withdrawn)
+		})
+	}
+}

@@ -1,0 +1,159 @@
+package sftree
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/sdk/plan"
+)
+
+// upDown holds the switch graph split by rank: up links lead to a smaller
+// rank, down links to a larger one, sibling links join equal ranks.
+type upDown struct {
+	g    *route.Graph
+	rank []int32
+	up   [][]route.Link
+	down [][]route.Link
+	sib  [][]route.Link
+	// order lists ranked switches by rank, top first, so that a switch's
+	// parents come before it.
+	order []int32
+}
+
+func newUpDown(g *route.Graph, tree Tree) (*upDown, error) {
+	u := &upDown{g: g, rank: make([]int32, g.N), up: make([][]route.Link, g.N), down: make([][]route.Link, g.N), sib: make([][]route.Link, g.N)}
+	ranked := 0
+	for s := int32(0); s < int32(g.N); s++ {
+		r := tree.Rank(s)
+		if r >= 0 {
+			ranked++
+			u.order = append(u.order, s)
+		}
+		u.rank[s] = int32(r)
+	}
+	if ranked == 0 {
+		return nil, fmt.Errorf("sftree: the fat tree ranks no switch; check that the fabric is a fat tree (leaves carry the CAs)")
+	}
+	for s := int32(0); s < int32(g.N); s++ {
+		if u.rank[s] < 0 {
+			continue
+		}
+		for _, l := range g.Links(s) {
+			switch pr := u.rank[l.Peer]; {
+			case pr < 0:
+			case pr < u.rank[s]:
+				u.up[s] = append(u.up[s], l)
+			case pr > u.rank[s]:
+				u.down[s] = append(u.down[s], l)
+			default:
+				u.sib[s] = append(u.sib[s], l)
+			}
+		}
+	}
+	sort.SliceStable(u.order, func(i, j int) bool { return u.rank[u.order[i]] < u.rank[u.order[j]] })
+	return u, nil
+}
+
+// scratch is one worker's per-destination working space.
+type scratch struct {
+	dist  []uint8
+	queue []int32
+	cand  []uint8
+}
+
+func (u *upDown) newScratch() *scratch {
+	return &scratch{dist: make([]uint8, u.g.N), queue: make([]int32, 0, u.g.N)}
+}
+
+// row fills pl with the up*/down* plane toward switch d: the destination
+// uses port 0, each of its ancestors (switches that reach it descending
+// only) a down port on a shortest descent, every other switch that can
+// climb to an ancestor an up port on a shortest such climb, and all others
+// NoPort. Among equal ports the choice rotates with d (D-mod-k style), so
+// switch traffic toward different switches spreads over the ports.
+func (u *upDown) row(d int32, pl plan.Plane, sc *scratch) error {
+	for i := range pl {
+		pl[i] = plan.NoPort
+		sc.dist[i] = route.Unreachable
+	}
+	if u.rank[d] < 0 {
+		return nil
+	}
+	pl[d] = 0
+	sc.dist[d] = 0
+	// Ancestors by BFS over up links; BFS order is also ascending distance.
+	q := append(sc.queue[:0], d)
+	for h := 0; h < len(q); h++ {
+		x := q[h]
+		if sc.dist[x] >= route.MaxHops {
+			return fmt.Errorf("sftree: switch 0x%016x is more than %d levels above another: the ranking is not a tree", u.g.SwitchGUID(x), route.MaxHops)
+		}
+		for _, l := range u.up[x] {
+			if sc.dist[l.Peer] == route.Unreachable {
+				sc.dist[l.Peer] = sc.dist[x] + 1
+				q = append(q, l.Peer)
+			}
+		}
+	}
+	for _, a := range q[1:] {
+		want := sc.dist[a] - 1
+		c := sc.cand[:0]
+		for _, l := range u.down[a] {
+			if sc.dist[l.Peer] == want && (pl[l.Peer] != plan.NoPort) {
+				c = append(c, l.Port)
+			}
+		}
+		sc.cand = c
+		// BFS layering guarantees a child one level closer.
+		pl[a] = c[int(d)%len(c)]
+	}
+	sc.queue = q
+	// Climbers, parents first. Ancestors already hold a port.
+	for _, s := range u.order {
+		if pl[s] != plan.NoPort {
+			continue
+		}
+		best := route.Unreachable
+		for _, l := range u.up[s] {
+			if dp := sc.dist[l.Peer]; dp < best {
+				best = dp
+			}
+		}
+		if best == route.Unreachable {
+			continue
+		}
+		if best >= route.MaxHops {
+			return fmt.Errorf("sftree: up*/down* path from switch 0x%016x longer than %d hops", u.g.SwitchGUID(s), route.MaxHops)
+		}
+		c := sc.cand[:0]
+		for _, l := range u.up[s] {
+			if sc.dist[l.Peer] == best {
+				c = append(c, l.Port)
+			}
+		}
+		sc.cand = c
+		pl[s] = c[int(d)%len(c)]
+		sc.dist[s] = best + 1
+	}
+	return nil
+}
+
+// planes computes the up*/down* plane toward every switch, in parallel.
+func (u *upDown) planes(ctx context.Context) ([]plan.Plane, error) {
+	n := u.g.N
+	back := make([]uint8, n*n)
+	rows := make([]plan.Plane, n)
+	for d := range rows {
+		rows[d] = back[d*n : (d+1)*n : (d+1)*n]
+	}
+	err := route.ForEach(ctx, n, func() func(int32) error {
+		sc := u.newScratch()
+		return func(d int32) error { return u.row(d, rows[d], sc) }
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
