@@ -77,6 +77,35 @@ type walk struct {
 	mu   sync.Mutex
 	f    *Fabric
 	smps atomic.Int64
+
+	// inc is set for an incremental update (Update); nil for a full walk.
+	inc *incState
+}
+
+func newWalk(ctx context.Context, d *Discoverer, f *Fabric) *walk {
+	w := &walk{d: d, ctx: ctx, f: f}
+	w.qcond = sync.NewCond(&w.qmu)
+	return w
+}
+
+// drain runs par workers until no task is queued or running.
+func (w *walk) drain(par int) {
+	// Wake idle workers when ctx ends so they can return.
+	stop := context.AfterFunc(w.ctx, func() { w.qmu.Lock(); w.qcond.Broadcast(); w.qmu.Unlock() })
+	defer stop()
+	var wg sync.WaitGroup
+	for i := 0; i < par; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.work() }()
+	}
+	wg.Wait()
+}
+
+func (d *Discoverer) parallel() int {
+	if d.Parallel <= 0 {
+		return 256
+	}
+	return d.Parallel
 }
 
 // spawn queues f.
@@ -115,12 +144,7 @@ func (w *walk) work() {
 // Run discovers the fabric. It fails only if the SM's own node cannot be
 // read; everything else that fails is recorded in Fabric.Warnings.
 func (d *Discoverer) Run(ctx context.Context) (*Fabric, error) {
-	par := d.Parallel
-	if par <= 0 {
-		par = 256
-	}
-	w := &walk{d: d, ctx: ctx, f: &Fabric{Nodes: map[uint64]*Node{}}}
-	w.qcond = sync.NewCond(&w.qmu)
+	w := newWalk(ctx, d, &Fabric{Nodes: map[uint64]*Node{}})
 	var ni smp.NodeInfo
 	w.smps.Add(1)
 	if err := d.C.Get(ctx, nil, smp.AttrNodeInfo, 0, &ni); err != nil {
@@ -129,15 +153,7 @@ func (d *Discoverer) Run(ctx context.Context) (*Fabric, error) {
 	w.f.SMGUID, w.f.SMPort = ni.NodeGUID, ni.LocalPortNum
 	n := w.register(ni, nil)
 	w.explore(n, ni.LocalPortNum)
-	// Wake idle workers when ctx ends so they can return.
-	stop := context.AfterFunc(ctx, func() { w.qmu.Lock(); w.qcond.Broadcast(); w.qmu.Unlock() })
-	defer stop()
-	var wg sync.WaitGroup
-	for i := 0; i < par; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.work() }()
-	}
-	wg.Wait()
+	w.drain(d.parallel())
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -165,6 +181,9 @@ func (w *walk) register(ni smp.NodeInfo, path mad.Path) *Node {
 	}
 	n := &Node{Info: ni, Path: path, Ports: make([]Port, int(ni.NumPorts)+1)}
 	w.f.Nodes[ni.NodeGUID] = n
+	if w.inc != nil {
+		w.inc.count(func(s *UpdateSummary) { s.NewNodes++ })
+	}
 	return n
 }
 
@@ -212,6 +231,9 @@ func (w *walk) readPort(n *Node, p uint8, path mad.Path, guid uint64) {
 		w.warn("node 0x%016x: port %d beyond NumPorts %d", n.Info.NodeGUID, p, n.Info.NumPorts)
 		return
 	}
+	if w.inc != nil && !w.inc.claim(n, p) {
+		return // an update already read it
+	}
 	w.spawn(func() {
 		var pi smp.PortInfo
 		if err := w.get(path, smp.AttrPortInfo, uint32(p), &pi); err != nil {
@@ -239,6 +261,10 @@ func (w *walk) probe(n *Node, p uint8) {
 	path := n.Path.Extend(p)
 	var ni smp.NodeInfo
 	if err := w.get(path, smp.AttrNodeInfo, 0, &ni); err != nil {
+		if w.inc != nil {
+			w.inc.fail(n, p, n.Path, "NodeInfo of the far end", err)
+			return
+		}
 		w.warn("node 0x%016x port %d: no answer from the far end: %v", n.Info.NodeGUID, p, err)
 		return
 	}
@@ -254,21 +280,52 @@ func (w *walk) probe(n *Node, p uint8) {
 		w.warn("node 0x%016x reports port %d, earlier NumPorts %d", ni.NodeGUID, ni.LocalPortNum, len(far.Ports)-1)
 		return
 	}
-	n.mu.Lock()
-	n.Ports[p].PeerGUID, n.Ports[p].PeerPort = ni.NodeGUID, ni.LocalPortNum
-	n.mu.Unlock()
-	far.mu.Lock()
-	far.Ports[ni.LocalPortNum].PeerGUID, far.Ports[ni.LocalPortNum].PeerPort = n.Info.NodeGUID, p
-	if far.Info.NodeType != smp.NodeTypeSwitch && far.Ports[ni.LocalPortNum].GUID == 0 {
-		far.Ports[ni.LocalPortNum].GUID = ni.PortGUID
-	}
-	far.mu.Unlock()
-	if peer != nil {
+	w.link(n, p, far, ni.LocalPortNum, ni.PortGUID)
+	switch {
+	case peer != nil:
 		w.explore(peer, ni.LocalPortNum)
-	} else if far.Info.NodeType != smp.NodeTypeSwitch && !far.portValid(ni.LocalPortNum) {
+	case w.inc != nil:
+		// A new link to a node the model already holds: re-read what may
+		// have changed there. A switch gets all its ports read, so a
+		// switch that moved is not left with stale links.
+		if far.Info.NodeType == smp.NodeTypeSwitch {
+			for q := 0; q < len(far.Ports); q++ {
+				w.check(far, uint8(q), path)
+			}
+		} else {
+			w.check(far, ni.LocalPortNum, path)
+		}
+	case far.Info.NodeType != smp.NodeTypeSwitch && !far.portValid(ni.LocalPortNum):
 		// Another port of a known multi-port CA.
 		w.readPort(far, ni.LocalPortNum, path, ni.PortGUID)
 	}
+}
+
+// link records the cable (n, p) — (far, q). A full walk starts with no
+// links; an update may find either end cabled elsewhere in the model, and
+// those stale ends are cut first.
+func (w *walk) link(n *Node, p uint8, far *Node, q uint8, farPortGUID uint64) {
+	if w.inc != nil {
+		w.inc.linkMu.Lock()
+		defer w.inc.linkMu.Unlock()
+		n.mu.Lock()
+		known := n.Ports[p].PeerGUID == far.Info.NodeGUID && n.Ports[p].PeerPort == q
+		n.mu.Unlock()
+		if !known {
+			w.inc.count(func(s *UpdateSummary) { s.LinksUp++ })
+			w.cutStale(n, p, far.Info.NodeGUID, q)
+			w.cutStale(far, q, n.Info.NodeGUID, p)
+		}
+	}
+	n.mu.Lock()
+	n.Ports[p].PeerGUID, n.Ports[p].PeerPort = far.Info.NodeGUID, q
+	n.mu.Unlock()
+	far.mu.Lock()
+	far.Ports[q].PeerGUID, far.Ports[q].PeerPort = n.Info.NodeGUID, p
+	if far.Info.NodeType != smp.NodeTypeSwitch && far.Ports[q].GUID == 0 {
+		far.Ports[q].GUID = farPortGUID
+	}
+	far.mu.Unlock()
 }
 
 func (n *Node) portValid(p uint8) bool {

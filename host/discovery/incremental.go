@@ -1,0 +1,479 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// PortRef names a port by node GUID and port number.
+type PortRef struct {
+	GUID uint64
+	Port uint8
+}
+
+// Changes is what the SM learnt may have changed since the fabric model was
+// built: switches that reported a port state change (trap 128, or
+// SwitchInfo.PortStateChange seen by a light sweep) and single ports to
+// re-read (a link trap, a CA port whose PortInfo no longer matches the plan).
+type Changes struct {
+	Switches []uint64
+	Ports    []PortRef
+}
+
+// Empty reports whether there is nothing to re-read.
+func (c Changes) Empty() bool { return len(c.Switches) == 0 && len(c.Ports) == 0 }
+
+// Merge adds o to c.
+func (c *Changes) Merge(o Changes) {
+	c.Switches = append(c.Switches, o.Switches...)
+	c.Ports = append(c.Ports, o.Ports...)
+}
+
+// UpdateSummary says what an incremental update found.
+type UpdateSummary struct {
+	// PortsRead counts PortInfo reads; LinksDown/LinksUp links the model
+	// lost or gained; NewNodes nodes explored for the first time; Dropped
+	// nodes no longer reachable; Rounds the read rounds (a round re-reads
+	// what failed because its directed route crossed a link that is gone).
+	PortsRead, LinksDown, LinksUp, NewNodes, Dropped, Rounds int
+}
+
+// ErrUntrusted wraps every reason Update gives up: the caller must fall back
+// to a full discovery (Run).
+var ErrUntrusted = errors.New("incremental update cannot be trusted; run a full discovery")
+
+// maxRounds bounds the read rounds of an update. A round reads the changed
+// switches no other pending one stands in front of, and retries reads whose
+// route the previous round changed; a route has at most MaxHops switches.
+const maxRounds = 2 * smp.MaxHops
+
+type failure struct {
+	n    *Node
+	port uint8
+	path mad.Path
+	what string
+	err  error
+}
+
+// incState is the bookkeeping of an incremental update.
+type incState struct {
+	w      *walk
+	linkMu sync.Mutex // serialises link changes (link, unlink, cutStale)
+
+	mu      sync.Mutex
+	claimed map[*Node]map[uint8]bool // ports read (or being read) in this update
+	failed  []failure
+	sum     UpdateSummary
+}
+
+// claim reports whether (n, p) is still to be read in this update and marks
+// it read.
+func (s *incState) claim(n *Node, p uint8) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.claimed[n]
+	if m == nil {
+		m = map[uint8]bool{}
+		s.claimed[n] = m
+	}
+	if m[p] {
+		return false
+	}
+	m[p] = true
+	s.sum.PortsRead++
+	return true
+}
+
+func (s *incState) unclaim(n *Node, p uint8) {
+	s.mu.Lock()
+	delete(s.claimed[n], p)
+	s.sum.PortsRead--
+	s.mu.Unlock()
+}
+
+// fail records a read of (n, p) that failed while n's route was path.
+func (s *incState) fail(n *Node, p uint8, path mad.Path, what string, err error) {
+	s.mu.Lock()
+	s.failed = append(s.failed, failure{n: n, port: p, path: path, what: what, err: err})
+	s.mu.Unlock()
+}
+
+func (s *incState) count(f func(*UpdateSummary)) {
+	s.mu.Lock()
+	f(&s.sum)
+	s.mu.Unlock()
+}
+
+// isSMPort reports whether (n, p) is the SM's own CA port, the one CA port
+// the walk reads and probes without reaching it over a cable.
+func (w *walk) isSMPort(n *Node, p uint8) bool {
+	return n.Info.NodeGUID == w.f.SMGUID && p == w.f.SMPort
+}
+
+// check re-reads PortInfo of (n, p) through path and brings the model's
+// link at that port up to date: a link that went down is cut, a port that
+// came up (or retrained, so its far end may be another node) is probed.
+func (w *walk) check(n *Node, p uint8, path mad.Path) {
+	if !w.inc.claim(n, p) {
+		return
+	}
+	w.spawn(func() {
+		var pi smp.PortInfo
+		if err := w.get(path, smp.AttrPortInfo, uint32(p), &pi); err != nil {
+			w.inc.fail(n, p, path, "PortInfo", err)
+			return
+		}
+		isSwitch := n.Info.NodeType == smp.NodeTypeSwitch
+		n.mu.Lock()
+		old := n.Ports[p]
+		n.Ports[p].Info, n.Ports[p].Valid = pi, true
+		if isSwitch {
+			n.Ports[p].GUID = n.Info.PortGUID
+		}
+		n.mu.Unlock()
+		if p == 0 {
+			return
+		}
+		linked, up := old.PeerGUID != 0, pi.PortState >= smp.PortStateInit
+		// Probing needs a hop out of n: only switches and the SM's own CA
+		// port give one; other CA ports are seen from their switch.
+		canProbe := isSwitch || (w.isSMPort(n, p) && len(path) == 0)
+		// A linked port whose state moved retrained (an Active port the SM
+		// activated is back in Init): what is behind it may have been
+		// swapped. A swap that leaves the state as the model has it (an
+		// unprogrammed Init link swapped for another Init link) is not seen.
+		suspect := !old.Valid || old.Info.PortState != pi.PortState
+		switch {
+		case linked && !up:
+			w.unlink(n, p)
+		case !linked && !up && !isSwitch && !w.isSMPort(n, p):
+			// A CA port is known only through its cable (as in Run).
+			n.mu.Lock()
+			n.Ports[p] = Port{}
+			n.mu.Unlock()
+		case up && canProbe && (!linked || suspect):
+			w.probe(n, p)
+		}
+	})
+}
+
+// unlink cuts the model's link at (n, p) and re-reads the far end.
+func (w *walk) unlink(n *Node, p uint8) {
+	w.inc.linkMu.Lock()
+	far, q := w.cut(n, p)
+	w.inc.linkMu.Unlock()
+	w.inc.count(func(s *UpdateSummary) { s.LinksDown++ })
+	w.forgetCAPort(n, p)
+	if far != nil {
+		w.forgetCAPort(far, q)
+		w.recheckEnd(far, q)
+	}
+}
+
+// cut clears both ends of the link at (n, p) and returns the far end.
+// Caller holds linkMu.
+func (w *walk) cut(n *Node, p uint8) (*Node, uint8) {
+	n.mu.Lock()
+	g, q := n.Ports[p].PeerGUID, n.Ports[p].PeerPort
+	n.Ports[p].PeerGUID, n.Ports[p].PeerPort = 0, 0
+	n.mu.Unlock()
+	if g == 0 {
+		return nil, 0
+	}
+	w.mu.Lock()
+	far := w.f.Nodes[g]
+	w.mu.Unlock()
+	if far == nil || int(q) >= len(far.Ports) {
+		return nil, 0
+	}
+	far.mu.Lock()
+	defer far.mu.Unlock()
+	if far.Ports[q].PeerGUID != n.Info.NodeGUID || far.Ports[q].PeerPort != p {
+		return nil, 0
+	}
+	far.Ports[q].PeerGUID, far.Ports[q].PeerPort = 0, 0
+	return far, q
+}
+
+// cutStale cuts the link at (n, p) if it leads anywhere but (guid, q).
+// Caller holds linkMu.
+func (w *walk) cutStale(n *Node, p uint8, guid uint64, q uint8) {
+	n.mu.Lock()
+	g, gq := n.Ports[p].PeerGUID, n.Ports[p].PeerPort
+	n.mu.Unlock()
+	if g == 0 || (g == guid && gq == q) {
+		return
+	}
+	far, fq := w.cut(n, p)
+	w.inc.count(func(s *UpdateSummary) { s.LinksDown++ })
+	if far != nil {
+		w.forgetCAPort(far, fq)
+		w.recheckEnd(far, fq)
+	}
+}
+
+// forgetCAPort clears a CA port that lost its cable: a full walk would not
+// have read it.
+func (w *walk) forgetCAPort(n *Node, p uint8) {
+	if n.Info.NodeType == smp.NodeTypeSwitch || w.isSMPort(n, p) {
+		return
+	}
+	n.mu.Lock()
+	if n.Ports[p].PeerGUID == 0 {
+		n.Ports[p] = Port{}
+	}
+	n.mu.Unlock()
+}
+
+// recheckEnd re-reads the far end of a link that went away, if the model
+// reads it at all (switch ports and the SM's port).
+func (w *walk) recheckEnd(far *Node, q uint8) {
+	if far.Info.NodeType == smp.NodeTypeSwitch || w.isSMPort(far, q) {
+		far.mu.Lock()
+		path := far.Path
+		far.mu.Unlock()
+		w.check(far, q, path)
+	}
+}
+
+// Update brings old up to date after the given changes without walking the
+// whole fabric: it re-reads the ports of the switches that reported a
+// change (and the listed ports), cuts links that went down, explores what
+// is behind ports that came up with directed routes extended from the known
+// route to the switch, recomputes routes and drops nodes no longer
+// reachable. old is not modified. The result is what Run would find,
+// except for warnings about parts of the fabric Update did not read.
+//
+// Any failure that a changed route does not explain (a lost SMP after all
+// retries, a switch the model does not hold) returns an error wrapping
+// ErrUntrusted: the caller must fall back to Run.
+func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabric, UpdateSummary, error) {
+	if old == nil || old.Nodes[old.SMGUID] == nil {
+		return nil, UpdateSummary{}, fmt.Errorf("%w: no fabric model yet", ErrUntrusted)
+	}
+	f := old.Clone()
+	f.Warnings = nil
+	w := newWalk(ctx, d, f)
+	w.inc = &incState{w: w, claimed: map[*Node]map[uint8]bool{}}
+	pending := map[*Node]bool{}
+	for _, g := range ch.Switches {
+		n := f.Nodes[g]
+		if n == nil || n.Info.NodeType != smp.NodeTypeSwitch {
+			return nil, UpdateSummary{}, fmt.Errorf("%w: switch 0x%016x reported a change but is not a switch of the model", ErrUntrusted, g)
+		}
+		pending[n] = true
+	}
+	for _, r := range ch.Ports {
+		n := f.Nodes[r.GUID]
+		if n == nil || int(r.Port) >= len(n.Ports) {
+			return nil, UpdateSummary{}, fmt.Errorf("%w: port 0x%016x/%d is not in the model", ErrUntrusted, r.GUID, r.Port)
+		}
+		w.check(n, r.Port, n.Path)
+	}
+	par := d.parallel()
+	for round := 1; ; round++ {
+		w.inc.sum.Rounds = round
+		// A changed switch whose route crosses another changed switch is
+		// read after it: the link between them may be the one that went
+		// down, and reading over it would only time out.
+		for _, n := range f.ready(pending) {
+			delete(pending, n)
+			for p := range n.Ports {
+				w.check(n, uint8(p), n.Path)
+			}
+		}
+		w.drain(par)
+		if err := ctx.Err(); err != nil {
+			return nil, w.inc.sum, err
+		}
+		reach := f.reroute()
+		failed := w.inc.failed
+		w.inc.failed = nil
+		var retry []failure
+		for _, fl := range failed {
+			if !reach[fl.n] {
+				continue // gone, and its failure with it
+			}
+			if fl.n.Path.String() == fl.path.String() {
+				return nil, w.inc.sum, fmt.Errorf("%w: node 0x%016x port %d: %s via DR %s: %v", ErrUntrusted, fl.n.Info.NodeGUID, fl.port, fl.what, fl.path, fl.err)
+			}
+			retry = append(retry, fl)
+		}
+		for n := range pending {
+			if !reach[n] {
+				delete(pending, n) // gone: nothing to read
+			}
+		}
+		if len(retry) == 0 && len(pending) == 0 {
+			f.drop(reach, &w.inc.sum)
+			break
+		}
+		if round == maxRounds {
+			return nil, w.inc.sum, fmt.Errorf("%w: routes still changing after %d rounds", ErrUntrusted, maxRounds)
+		}
+		for _, fl := range retry {
+			w.inc.unclaim(fl.n, fl.port)
+			w.check(fl.n, fl.port, fl.n.Path)
+		}
+	}
+	f.SMPs = w.smps.Load()
+	return f, w.inc.sum, nil
+}
+
+// ready returns the pending switches whose route crosses no other pending
+// switch (following the model's links hop by hop from the SM).
+func (f *Fabric) ready(pending map[*Node]bool) []*Node {
+	var out []*Node
+	for n := range pending {
+		cur, behind := f.Nodes[f.SMGUID], false
+		for _, hop := range n.Path {
+			if cur != n && pending[cur] {
+				behind = true
+				break
+			}
+			if int(hop) >= len(cur.Ports) || f.Nodes[cur.Ports[hop].PeerGUID] == nil {
+				break // the model has no such hop: read it and let it fail
+			}
+			cur = f.Nodes[cur.Ports[hop].PeerGUID]
+		}
+		if !behind {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// reroute recomputes every node's directed route breadth-first over the
+// model's links from the SM, as a walk would reach them (through switches
+// and the SM's own port), and returns the nodes reached. Not safe to run
+// concurrently with a walk.
+func (f *Fabric) reroute() map[*Node]bool {
+	root := f.Nodes[f.SMGUID]
+	reach := map[*Node]bool{root: true}
+	root.Path = nil
+	queue := []*Node{root}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		isSwitch := n.Info.NodeType == smp.NodeTypeSwitch
+		if !isSwitch && n != root {
+			continue
+		}
+		if len(n.Path) >= smp.MaxHops {
+			continue
+		}
+		for p := 1; p < len(n.Ports); p++ {
+			if !isSwitch && uint8(p) != f.SMPort {
+				continue
+			}
+			pt := &n.Ports[p]
+			far := f.Nodes[pt.PeerGUID]
+			if pt.PeerGUID == 0 || far == nil || reach[far] || int(pt.PeerPort) >= len(far.Ports) {
+				continue
+			}
+			if fp := &far.Ports[pt.PeerPort]; fp.PeerGUID != n.Info.NodeGUID || int(fp.PeerPort) != p {
+				continue
+			}
+			reach[far] = true
+			far.Path = n.Path.Extend(uint8(p))
+			queue = append(queue, far)
+		}
+	}
+	return reach
+}
+
+// drop removes the nodes reroute did not reach and every link to them.
+func (f *Fabric) drop(reach map[*Node]bool, sum *UpdateSummary) {
+	for g, n := range f.Nodes {
+		if !reach[n] {
+			delete(f.Nodes, g)
+			sum.Dropped++
+		}
+	}
+	for g, n := range f.Nodes {
+		for p := range n.Ports {
+			pt := &n.Ports[p]
+			if pt.PeerGUID == 0 || f.Nodes[pt.PeerGUID] != nil {
+				continue
+			}
+			pt.PeerGUID, pt.PeerPort = 0, 0
+			if n.Info.NodeType != smp.NodeTypeSwitch && !(g == f.SMGUID && uint8(p) == f.SMPort) {
+				*pt = Port{}
+			}
+		}
+	}
+}
+
+// Clone returns a deep copy of f that can be changed without touching f.
+func (f *Fabric) Clone() *Fabric {
+	g := &Fabric{Nodes: make(map[uint64]*Node, len(f.Nodes)), SMGUID: f.SMGUID, SMPort: f.SMPort,
+		Warnings: append([]string(nil), f.Warnings...), SMPs: f.SMPs}
+	for guid, n := range f.Nodes {
+		c := &Node{Info: n.Info, Desc: n.Desc, Path: n.Path, Ports: append([]Port(nil), n.Ports...)}
+		if n.Switch != nil {
+			si := *n.Switch
+			c.Switch = &si
+		}
+		g.Nodes[guid] = c
+	}
+	return g
+}
+
+// Diff lists how a and b differ in what the SM acts on: nodes, node types,
+// descriptions, port GUIDs, links, and of every port read the state,
+// width, speed, VLCap, LID, LMC and MasterSMLID. Routes, PortStateChange
+// and the fields that depend on the port an SMP arrived on are ignored.
+// An empty result means a and b describe the same fabric.
+func Diff(a, b *Fabric) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if a.SMGUID != b.SMGUID || a.SMPort != b.SMPort {
+		add("SM at 0x%016x/%d vs 0x%016x/%d", a.SMGUID, a.SMPort, b.SMGUID, b.SMPort)
+	}
+	guids := make([]uint64, 0, len(a.Nodes)+len(b.Nodes))
+	for g := range a.Nodes {
+		guids = append(guids, g)
+	}
+	for g := range b.Nodes {
+		if a.Nodes[g] == nil {
+			guids = append(guids, g)
+		}
+	}
+	sort.Slice(guids, func(i, j int) bool { return guids[i] < guids[j] })
+	for _, g := range guids {
+		x, y := a.Nodes[g], b.Nodes[g]
+		if x == nil || y == nil {
+			add("node 0x%016x only in one fabric (first has it: %v)", g, x != nil)
+			continue
+		}
+		if x.Info.NodeType != y.Info.NodeType || x.Desc != y.Desc || len(x.Ports) != len(y.Ports) {
+			add("node 0x%016x: type/desc/ports %d %q %d vs %d %q %d", g, x.Info.NodeType, x.Desc, len(x.Ports), y.Info.NodeType, y.Desc, len(y.Ports))
+			continue
+		}
+		if (x.Switch == nil) != (y.Switch == nil) || (x.Switch != nil && x.Switch.LinearFDBTop != y.Switch.LinearFDBTop) {
+			add("node 0x%016x: SwitchInfo %+v vs %+v", g, x.Switch, y.Switch)
+		}
+		for p := range x.Ports {
+			u, v := &x.Ports[p], &y.Ports[p]
+			if u.Valid != v.Valid || u.GUID != v.GUID || u.PeerGUID != v.PeerGUID || u.PeerPort != v.PeerPort {
+				add("node 0x%016x port %d: valid %v guid %#x peer 0x%016x/%d vs valid %v guid %#x peer 0x%016x/%d",
+					g, p, u.Valid, u.GUID, u.PeerGUID, u.PeerPort, v.Valid, v.GUID, v.PeerGUID, v.PeerPort)
+				continue
+			}
+			ui, vi := u.Info, v.Info
+			if ui.PortState != vi.PortState || ui.LinkWidthActive != vi.LinkWidthActive || ui.LinkSpeedActive != vi.LinkSpeedActive ||
+				ui.VLCap != vi.VLCap || ui.LID != vi.LID || ui.LMC != vi.LMC || ui.MasterSMLID != vi.MasterSMLID {
+				add("node 0x%016x port %d: state %d width %d speed %d vlcap %d lid %d lmc %d sm %d vs state %d width %d speed %d vlcap %d lid %d lmc %d sm %d",
+					g, p, ui.PortState, ui.LinkWidthActive, ui.LinkSpeedActive, ui.VLCap, ui.LID, ui.LMC, ui.MasterSMLID,
+					vi.PortState, vi.LinkWidthActive, vi.LinkSpeedActive, vi.VLCap, vi.LID, vi.LMC, vi.MasterSMLID)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,267 @@
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/topogen"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/netfile"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// clearPSC clears PortStateChange on every switch of fab, as the SM does
+// after a sweep, so that the next fault leaves the bit only where it hit.
+func (r *rig) clearPSC(t *testing.T, fab *discovery.Fabric) {
+	t.Helper()
+	for _, n := range fab.Nodes {
+		if n.Info.NodeType != smp.NodeTypeSwitch {
+			continue
+		}
+		var si smp.SwitchInfo
+		must(t, r.c.Get(context.Background(), n.Path, smp.AttrSwitchInfo, 0, &si))
+		if si.PortStateChange {
+			must(t, r.c.Set(context.Background(), n.Path, smp.AttrSwitchInfo, 0, &si, nil))
+		}
+	}
+}
+
+// changed lists the switches of the model whose PortStateChange bit is set
+// in the simulator (what traps and a light sweep report).
+func (r *rig) changed(t *testing.T, f *netfile.File, model *discovery.Fabric) discovery.Changes {
+	t.Helper()
+	var ch discovery.Changes
+	for _, n := range f.Nodes {
+		if n.Type != topology.Switch || model.Nodes[n.GUID] == nil {
+			continue
+		}
+		if _, psc, err := r.fab.SwitchInfo(n.GUID); err == nil && psc {
+			ch.Switches = append(ch.Switches, n.GUID)
+		}
+	}
+	return ch
+}
+
+// checkPaths asserts every recorded route leads to its node.
+func (r *rig) checkPaths(t *testing.T, fab *discovery.Fabric) {
+	t.Helper()
+	for guid, n := range fab.Nodes {
+		var ni smp.NodeInfo
+		if err := r.c.Get(context.Background(), n.Path, smp.AttrNodeInfo, 0, &ni); err != nil || ni.NodeGUID != guid {
+			t.Fatalf("route %s of node %#x: %v, reaches %#x", n.Path, guid, err, ni.NodeGUID)
+		}
+	}
+}
+
+func switchLinks(f *netfile.File) []netfile.Link {
+	var out []netfile.Link
+	for _, l := range f.Links() {
+		if l.A.Type == topology.Switch && l.B.Type == topology.Switch {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func caLink(f *netfile.File, skip uint64) netfile.Link {
+	for _, l := range f.Links() {
+		if l.A.Type != topology.Switch && l.A.GUID != skip {
+			return l
+		}
+		if l.B.Type != topology.Switch && l.B.GUID != skip {
+			return netfile.Link{A: l.B, PA: l.PB, B: l.A, PB: l.PA}
+		}
+	}
+	return netfile.Link{}
+}
+
+// TestUpdateMatchesFullDiscovery applies fault sequences and checks after
+// each step that the incremental update of the previous model equals a
+// full discovery, with fewer SMPs.
+func TestUpdateMatchesFullDiscovery(t *testing.T) {
+	type step struct {
+		name  string
+		fault func(r *rig, f *netfile.File) error
+	}
+	down := func(i int) func(r *rig, f *netfile.File) error {
+		return func(r *rig, f *netfile.File) error { l := switchLinks(f)[i]; return r.fab.LinkDown(l.A.GUID, uint8(l.PA)) }
+	}
+	up := func(i int) func(r *rig, f *netfile.File) error {
+		return func(r *rig, f *netfile.File) error { l := switchLinks(f)[i]; return r.fab.LinkUp(l.A.GUID, uint8(l.PA)) }
+	}
+	sm := func(r *rig) uint64 { return r.sm }
+	caDown := func(r *rig, f *netfile.File) error { l := caLink(f, sm(r)); return r.fab.LinkDown(l.A.GUID, uint8(l.PA)) }
+	caUp := func(r *rig, f *netfile.File) error { l := caLink(f, sm(r)); return r.fab.LinkUp(l.A.GUID, uint8(l.PA)) }
+	// leafCut takes down every uplink of the switch at the far end of the
+	// last CA link: the leaf and its hosts vanish.
+	leaf := func(f *netfile.File) *netfile.Node {
+		ls := f.Links()
+		for i := len(ls) - 1; i >= 0; i-- {
+			if ls[i].A.Type != topology.Switch {
+				return ls[i].B
+			}
+			if ls[i].B.Type != topology.Switch {
+				return ls[i].A
+			}
+		}
+		return nil
+	}
+	leafLinks := func(r *rig, f *netfile.File, isUp bool) error {
+		n := leaf(f)
+		for p := 1; p < len(n.Ports); p++ {
+			if n.Ports[p].Peer != nil && n.Ports[p].Peer.Type == topology.Switch {
+				var err error
+				if isUp {
+					err = r.fab.LinkUp(n.GUID, uint8(p))
+				} else {
+					err = r.fab.LinkDown(n.GUID, uint8(p))
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	removeSwitch := func(r *rig, f *netfile.File) error { l := switchLinks(f)[0]; return r.fab.RemoveNode(l.B.GUID) }
+	removeCA := func(r *rig, f *netfile.File) error { return r.fab.RemoveNode(caLink(f, sm(r)).A.GUID) }
+
+	tests := []struct {
+		name  string
+		file  func(t *testing.T) *netfile.File
+		steps []step
+	}{
+		{"fat tree 2 levels", func(t *testing.T) *netfile.File { return gen(t, topogen.FatTree{Radix: 4, Levels: 2}) }, []step{
+			{"switch link down", down(0)},
+			{"second switch link down", down(3)},
+			{"first back up", up(0)},
+			{"CA link down", caDown},
+			{"CA back (a new CA)", caUp},
+			{"leaf cut off", func(r *rig, f *netfile.File) error { return leafLinks(r, f, false) }},
+			{"leaf back (a new subtree)", func(r *rig, f *netfile.File) error { return leafLinks(r, f, true) }},
+			{"second link up", up(3)},
+			{"CA removed", removeCA},
+			{"switch removed", removeSwitch},
+		}},
+		{"fat tree 3 levels", func(t *testing.T) *netfile.File { return gen(t, topogen.FatTree{Radix: 4, Levels: 3}) }, []step{
+			{"link down", down(0)},
+			{"another link down", down(5)},
+			{"both up", func(r *rig, f *netfile.File) error {
+				if err := up(0)(r, f); err != nil {
+					return err
+				}
+				return up(5)(r, f)
+			}},
+			{"switch removed", removeSwitch},
+		}},
+		{"line", line, []step{
+			{"middle link down", func(r *rig, f *netfile.File) error { return r.fab.LinkDown(0x20, 2) }},
+			{"middle link up", func(r *rig, f *netfile.File) error { return r.fab.LinkUp(0x20, 2) }},
+		}},
+		{"two-port CA", dualRail, []step{
+			{"CA port 1 down", func(r *rig, f *netfile.File) error { return r.fab.LinkDown(0x3000, 1) }},
+			{"a parallel cable down", func(r *rig, f *netfile.File) error { return r.fab.LinkDown(0x10, 3) }},
+			{"CA port 1 up", func(r *rig, f *netfile.File) error { return r.fab.LinkUp(0x3000, 1) }},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.file(t)
+			r := attach(t, f, 0, 0, transport.Options{Window: 32}, nil)
+			model, _ := r.discover(t, 8)
+			r.clearPSC(t, model)
+			for _, st := range tc.steps {
+				must(t, st.fault(r, f))
+				ch := r.changed(t, f, model)
+				if ch.Empty() {
+					t.Fatalf("%s: no switch reported a change", st.name)
+				}
+				d := &discovery.Discoverer{C: r.c, Parallel: 8}
+				inc, sum, err := d.Update(context.Background(), model, ch)
+				if err != nil {
+					t.Fatalf("%s: %v", st.name, err)
+				}
+				full, fullTopo := r.discover(t, 8)
+				if diff := discovery.Diff(inc, full); len(diff) != 0 {
+					t.Fatalf("%s: incremental model differs from a full discovery:\n%s", st.name, strings.Join(diff, "\n"))
+				}
+				incTopo, err := inc.Topology()
+				must(t, err)
+				if incTopo.Hash() != fullTopo.Hash() {
+					t.Fatalf("%s: topology hash %x, full discovery %x", st.name, incTopo.Hash(), fullTopo.Hash())
+				}
+				if inc.SMPs >= full.SMPs {
+					t.Fatalf("%s: update used %d SMPs, full discovery %d", st.name, inc.SMPs, full.SMPs)
+				}
+				if sum.LinksDown+sum.LinksUp == 0 {
+					t.Fatalf("%s: summary %+v saw no link change", st.name, sum)
+				}
+				r.checkPaths(t, inc)
+				t.Logf("%s: %d SMPs incremental, %d full; %+v", st.name, inc.SMPs, full.SMPs, sum)
+				r.clearPSC(t, inc)
+				model = inc
+			}
+		})
+	}
+}
+
+func TestUpdateUntrusted(t *testing.T) {
+	f := line(t)
+	tests := []struct {
+		name string
+		ch   discovery.Changes
+		// wrap interposes on the connection after the first discovery.
+		blackhole []uint8
+		want      string
+	}{
+		{"unknown switch", discovery.Changes{Switches: []uint64{0x99}}, nil, "not a switch of the model"},
+		{"a CA named as a switch", discovery.Changes{Switches: []uint64{0x1000}}, nil, "not a switch of the model"},
+		{"unknown port", discovery.Changes{Ports: []discovery.PortRef{{GUID: 0x2000, Port: 7}}}, nil, "not in the model"},
+		// S2 is reached over S1[2]; its SMPs vanish but nothing says the
+		// route changed, so the update cannot tell what happened.
+		{"switch not answering", discovery.Changes{Switches: []uint64{0x20}}, []uint8{1, 2}, "0x0000000000000020"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var bh *blackhole
+			r := attach(t, f, 0, 0, transport.Options{Timeout: 20 * time.Millisecond, Retries: transport.NoRetries},
+				func(c transport.Conn) transport.Conn { bh = &blackhole{Conn: c, prefix: []uint8{0xFF}}; return bh })
+			model, _ := r.discover(t, 4)
+			if tc.blackhole != nil {
+				bh.prefix = tc.blackhole
+			}
+			_, _, err := (&discovery.Discoverer{C: r.c}).Update(context.Background(), model, tc.ch)
+			if !errors.Is(err, discovery.ErrUntrusted) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v; want ErrUntrusted mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// An update with nothing changed reads the named ports, changes nothing and
+// leaves the old model untouched.
+func TestUpdateNoChange(t *testing.T) {
+	f := gen(t, topogen.FatTree{Radix: 4, Levels: 2})
+	r := attach(t, f, 0, 0, transport.Options{}, nil)
+	model, topo := r.discover(t, 8)
+	sw := topo.Nodes[topo.Switches()[0]].GUID
+	inc, sum, err := (&discovery.Discoverer{C: r.c}).Update(context.Background(), model, discovery.Changes{Switches: []uint64{sw}})
+	must(t, err)
+	if d := discovery.Diff(inc, model); len(d) != 0 {
+		t.Fatalf("diff: %q", d)
+	}
+	// The ports are in Init (nothing programmed them), so the update
+	// re-probes each cable to check what is behind it, but finds the
+	// same nodes.
+	if n := len(model.Nodes[sw].Ports); sum.PortsRead < n || sum.LinksDown+sum.LinksUp+sum.NewNodes+sum.Dropped != 0 {
+		t.Fatalf("summary %+v; want at least %d ports read and no change", sum, n)
+	}
+	if inc.Nodes[sw] == model.Nodes[sw] {
+		t.Fatal("update shares nodes with the old model")
+	}
+}
