@@ -89,13 +89,22 @@ func TestUpdateMatchesFullDiscovery(t *testing.T) {
 		fault func(r *rig, f *netfile.File) error
 	}
 	down := func(i int) func(r *rig, f *netfile.File) error {
-		return func(r *rig, f *netfile.File) error { l := switchLinks(f)[i]; return r.fab.LinkDown(l.A.GUID, uint8(l.PA)) }
+		return func(r *rig, f *netfile.File) error {
+			l := switchLinks(f)[i]
+			return r.fab.LinkDown(l.A.GUID, uint8(l.PA))
+		}
 	}
 	up := func(i int) func(r *rig, f *netfile.File) error {
-		return func(r *rig, f *netfile.File) error { l := switchLinks(f)[i]; return r.fab.LinkUp(l.A.GUID, uint8(l.PA)) }
+		return func(r *rig, f *netfile.File) error {
+			l := switchLinks(f)[i]
+			return r.fab.LinkUp(l.A.GUID, uint8(l.PA))
+		}
 	}
 	sm := func(r *rig) uint64 { return r.sm }
-	caDown := func(r *rig, f *netfile.File) error { l := caLink(f, sm(r)); return r.fab.LinkDown(l.A.GUID, uint8(l.PA)) }
+	caDown := func(r *rig, f *netfile.File) error {
+		l := caLink(f, sm(r))
+		return r.fab.LinkDown(l.A.GUID, uint8(l.PA))
+	}
 	caUp := func(r *rig, f *netfile.File) error { l := caLink(f, sm(r)); return r.fab.LinkUp(l.A.GUID, uint8(l.PA)) }
 	// leafCut takes down every uplink of the switch at the far end of the
 	// last CA link: the leaf and its hosts vanish.
