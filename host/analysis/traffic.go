@@ -413,6 +413,9 @@ func (f *fabric) trafficMetrics(rep *Report, opt Options) error {
 	if err != nil {
 		return err
 	}
+	if len(t.order) < 2 {
+		return nil // no CA pairs, no traffic to measure
+	}
 	if opt.Shifts != 0 {
 		rep.Shift = t.shifts(opt.Shifts, opt.Seed, opt.Workers, opt.CAOrder != nil)
 	}

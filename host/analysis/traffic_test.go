@@ -423,3 +423,21 @@ func TestTrafficOrderAndErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestTrafficWithoutPairs(t *testing.T) {
+	topo, err := analysistest.FatTree2(1, 1, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analysistest.Realize(topo, analysistest.MinHop(topo), 0, plan.DLIDBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analysis.Analyse(r, nil, analysis.Options{Shifts: analysis.ShiftsAll, Bisections: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.CAs != 1 || rep.Shift != nil || rep.EBB != nil {
+		t.Errorf("one CA: %d CAs, shift %+v, eBB %+v; want no traffic metrics", rep.CAs, rep.Shift, rep.EBB)
+	}
+}
