@@ -9,6 +9,12 @@
 // tree toward the LID; sources, loads and dependencies are then accumulated
 // along that tree. Destinations are spread over goroutines; results are merged
 // in LID order, so the report is deterministic.
+//
+// On request (Options.Shifts, Options.Bisections) it also routes individual
+// flows for the fat-tree quality metrics: the worst channel load over shift
+// permutations and the effective bisection bandwidth (traffic.go). These
+// cost O(flows·hops) time and O(channels + CAs) memory per worker, and are
+// off by default so the SM's verifier does not pay for them.
 package analysis
 
 import (
