@@ -1,0 +1,24 @@
+// Package umad attaches the SM to real InfiniBand hardware through the
+// kernel's user MAD interface, /dev/infiniband/umadN, in pure Go.
+//
+// Open resolves the HCA port from sysfs as libibumad does, holds the
+// port's issmN device (which sets the port's IsSM capability bit while
+// open), switches the umad file to the header with pkey_index
+// (IB_USER_MAD_ENABLE_PKEY) and registers three agents: LID-routed SMPs
+// (class 0x01) and directed-route SMPs (0x81) on QP0, receiving Get, Set
+// and Trap so other SMs' SMInfo and the SMAs' traps reach us, and the SA
+// (0x03, class version 2) on QP1 with kernel RMPP for every SA request
+// method. The returned Conn is a transport.Conn: wrap it with
+// transport.New.
+//
+// Every read and write is one record: the 64-byte struct ib_user_mad_hdr
+// (Header) followed by the MAD. Requests are sent with the kernel's
+// response timeout and no kernel retries; the kernel delivers the response,
+// or a record with status ETIMEDOUT, which the Conn consumes so the
+// Transport's own timer reports transport.ErrTimeout and its retry (same
+// TID) is accepted by the kernel. Multi-record SA answers are written whole
+// with the RMPP Active flag; the kernel segments them.
+//
+// Nothing here needs cgo. Tests drive the Conn through a fake kernel at
+// the byte level; sysfs and /dev roots are injectable (Paths).
+package umad
