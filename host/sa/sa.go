@@ -1,0 +1,245 @@
+// Package sa is the SM's answering side: Subnet Administration queries
+// (class 0x03: PathRecord, NodeRecord, PortInfoRecord, SMInfoRecord,
+// ClassPortInfo) and SMInfo SMPs, all answered from the plan the SM has
+// programmed (sm.Applied), never from a separate database.
+//
+// # Transports with and without RMPP
+//
+// A GetTable answer is one RMPP message (IBA 13.6). With Options.RMPP the
+// agent builds the whole message as one buffer, RMPP-flagged, of exactly
+// 56 + records×stride bytes (it may be shorter or longer than 256); the umad
+// kernel agent segments and reassembles it. Without RMPP (ibsim, whose
+// clients exchange single 256-byte MADs) the answer is one MAD holding as
+// many records as fit in its 200 data bytes, still flagged as a
+// single-segment RMPP message (Active|First|Last, segment 1, PayloadLength
+// = 20 + records×stride) so that smp.RMPPMessageLen tells the transport the
+// real length; records that did not fit are dropped and a warning is
+// logged once per query kind. The requester then sees a truncated table:
+// that is a limit of the transport, not of the SA.
+//
+// # What is not implemented
+//
+// No SA Set/Delete (InformInfo, ServiceRecord, multicast), no
+// partitions beyond the default P_Key, no QoS classes, no off-subnet
+// (router) paths. SMInfo Sets from other SMs are answered with our own
+// SMInfo and logged; there is no SM handover or standby logic.
+package sa
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// Source gives the agent the SM's current state. *sm.SM implements it.
+type Source interface {
+	// Applied is the plan in force (nil before the first SUBNET UP).
+	Applied() *sm.Applied
+	// Fabric is the last discovered fabric: NodeInfo, NodeDescription and
+	// PortInfo (MTU, speeds, capabilities) as the ports reported them.
+	Fabric() *discovery.Fabric
+}
+
+// Options configure an Agent.
+type Options struct {
+	// RMPP: the transport segments RMPP messages (umad). False for ibsim
+	// and the embedded fabric: every answer is one 256-byte MAD.
+	RMPP bool
+	// Priority is SMInfo.Priority (0..15).
+	Priority uint8
+	// SMKey is this SM's SM_Key. SA requests carrying it are trusted (they
+	// see M_Keys and the SM_Key); SMInfo reveals it only to requesters that
+	// present it. 0 means there is nothing to hide.
+	SMKey uint64
+	// PacketLifeTime is PathRecord.PacketLifeTime (6 bits; 0 selects 18,
+	// about 1 s, the common SA default).
+	PacketLifeTime uint8
+}
+
+// DefaultPacketLifeTime is used when Options.PacketLifeTime is 0.
+const DefaultPacketLifeTime = 18
+
+// Agent answers SA and SMInfo requests; it implements sm.Agent.
+type Agent struct {
+	src  Source
+	t    transport.Transport
+	opts Options
+	log  hclog.Logger
+
+	mu     sync.Mutex
+	idx    *index
+	warned map[string]bool
+}
+
+var _ sm.Agent = (*Agent)(nil)
+
+// New returns an Agent that answers from src and sends on t.
+func New(src Source, t transport.Transport, opts Options, log hclog.Logger) *Agent {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if opts.PacketLifeTime == 0 {
+		opts.PacketLifeTime = DefaultPacketLifeTime
+	}
+	if opts.Priority > 15 {
+		log.Warn("SM priority is 4 bits; clamping", "priority", opts.Priority, "used", 15)
+		opts.Priority = 15
+	}
+	if opts.PacketLifeTime > 0x3F {
+		log.Warn("packet lifetime is 6 bits; clamping", "packet_lifetime", opts.PacketLifeTime, "used", 0x3F)
+		opts.PacketLifeTime = 0x3F
+	}
+	return &Agent{src: src, t: t, opts: opts, log: log, warned: map[string]bool{}}
+}
+
+// Handle answers p if it is an SA request or an SMP addressed to the SM
+// (SMInfo, or any other attribute the fabric handed us because no SMA
+// implements it) and reports whether it was. Traps are not ours.
+func (a *Agent) Handle(ctx context.Context, p transport.Packet) (handled bool) {
+	defer func() {
+		// A bug here must not take the sweep loop down with it; say loudly
+		// that a request went unanswered.
+		if r := recover(); r != nil {
+			a.log.Error("BUG: SA agent panicked; request dropped", "panic", r, "slid", p.SLID, "stack", string(debug.Stack()))
+			handled = true
+		}
+	}()
+	return a.handle(p)
+}
+
+func (a *Agent) handle(p transport.Packet) bool {
+	switch smp.PeekClass(p.MAD) {
+	case smp.ClassSA:
+		a.handleSA(p)
+		return true
+	case smp.ClassSMPLID, smp.ClassSMPDR:
+		return a.handleSMP(p)
+	}
+	return false
+}
+
+func (a *Agent) send(p transport.Packet, what string) {
+	if err := a.t.Send(p); err != nil {
+		a.log.Warn("answer not sent", "what", what, "dlid", p.DLID, "error", err)
+	}
+}
+
+// warnOnce logs msg at Warn the first time for kind, at Debug afterwards.
+func (a *Agent) warnOnce(kind, msg string, args ...any) {
+	a.mu.Lock()
+	first := !a.warned[kind]
+	a.warned[kind] = true
+	a.mu.Unlock()
+	if first {
+		a.log.Warn(msg, args...)
+	} else {
+		a.log.Debug(msg, args...)
+	}
+}
+
+// current returns the index of the plan in force, building it on first
+// use after the plan or the fabric changed; nil before the first plan.
+func (a *Agent) current() *index {
+	ap := a.src.Applied()
+	if ap == nil {
+		return nil
+	}
+	fab := a.src.Fabric()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.idx != nil && a.idx.applied == ap && a.idx.fabric == fab {
+		return a.idx
+	}
+	x, err := buildIndex(ap, fab)
+	if err != nil {
+		a.log.Error("cannot answer SA queries from the applied plan", "error", err)
+		a.idx = nil
+		return nil
+	}
+	a.idx = x
+	return x
+}
+
+// smInfo is what this SM reports about itself.
+func (a *Agent) smInfo(revealKey bool) (smp.SMInfo, uint16) {
+	si := smp.SMInfo{Priority: a.opts.Priority, SMState: smp.SMStateDiscovering}
+	if revealKey || a.opts.SMKey == 0 {
+		si.SMKey = a.opts.SMKey
+	}
+	// ActCount is a heartbeat (IBA 14.4.1): the SM's MAD activity grows
+	// while it is alive.
+	si.ActCount = uint32(a.t.Stats().Sent)
+	var lid uint16
+	if x := a.current(); x != nil {
+		si.GUID, lid, si.SMState = x.smGUID, x.smLID, smp.SMStateMaster
+	} else if f := a.src.Fabric(); f != nil {
+		if n := f.Nodes[f.SMGUID]; n != nil && int(f.SMPort) < len(n.Ports) {
+			si.GUID = n.Ports[f.SMPort].GUID
+		}
+	}
+	return si, lid
+}
+
+// handleSMP answers SMPs the fabric delivered to the SM's port: SMInfo
+// Get/Set, and Unsupported for attributes only an SMA would implement.
+func (a *Agent) handleSMP(p transport.Packet) bool {
+	m := smp.PeekMethod(p.MAD)
+	if m&smp.MethodResponse != 0 || m == smp.MethodTrap || m == smp.MethodTrapRepress {
+		return false
+	}
+	var s smp.SMP
+	if err := s.Decode(p.MAD); err != nil {
+		a.log.Debug("malformed SMP dropped", "slid", p.SLID, "error", err)
+		return true
+	}
+	if s.IsDR() && s.Direction {
+		a.log.Debug("DR SMP request with the D bit set dropped", "slid", p.SLID)
+		return true
+	}
+	var status uint16
+	switch {
+	case s.Method != smp.MethodGet && s.Method != smp.MethodSet:
+		status = smp.StatusUnsupportedMethod
+	case s.AttrID != smp.AttrSMInfo:
+		status = smp.StatusUnsupportedMethodAttr
+	}
+	reqInfo := smp.SMInfo{}
+	_ = reqInfo.Unmarshal(s.Data[:]) // 64 bytes: cannot fail
+	if status == 0 && s.Method == smp.MethodSet {
+		a.log.Info("SMInfo Set from another SM answered with our state; handover is not implemented",
+			"from_lid", p.SLID, "control", s.AttrMod, "their_guid", fmt.Sprintf("%#016x", reqInfo.GUID),
+			"their_priority", reqInfo.Priority, "their_state", reqInfo.SMState)
+	}
+	s.Data = [smp.DataLen]byte{}
+	if status == 0 {
+		si, _ := a.smInfo(a.opts.SMKey != 0 && reqInfo.SMKey == a.opts.SMKey)
+		if err := si.MarshalTo(s.Data[:]); err != nil {
+			a.log.Error("BUG: SMInfo does not encode", "error", err)
+			return true
+		}
+	}
+	s.TurnAround(status)
+	out := transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID}
+	if !s.IsDR() {
+		if p.SLID == 0 {
+			a.log.Debug("LID-routed SMP without a source LID: cannot answer", "attr", s.AttrID)
+			return true
+		}
+		out = transport.Packet{DLID: p.SLID, SL: p.SL, QP: p.QP}
+	}
+	buf := make([]byte, smp.MADLen)
+	if err := s.EncodeTo(buf); err != nil {
+		a.log.Debug("SMP answer does not encode", "error", err)
+		return true
+	}
+	out.MAD = buf
+	a.send(out, "SMInfo")
+	return true
+}
