@@ -3,7 +3,6 @@ package benchutil
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -51,106 +49,6 @@ func OpenSMTools() (ibsim, opensm, preload string, err error) {
 		return "", "", "", fmt.Errorf("missing %s; run integration/setup.sh as root", strings.Join(missing, ", "))
 	}
 	return ibsim, opensm, preload, nil
-}
-
-var reIBSimFlags = regexp.MustCompile(`(?m)^# ibsim [^:]*: ibsim (.*) <file>$`)
-
-// IBSimFlags returns the flags `ibsm topo` recorded in the header of a
-// generated .net file for loading it into ibsim (table sizes, -L 49152),
-// without -s (added by StartIBSim). Files without that header get ibsim's
-// defaults.
-func IBSimFlags(netFile string) ([]string, error) {
-	f, err := os.Open(netFile)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	head := make([]byte, 4096)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	m := reIBSimFlags.FindSubmatch(head[:n])
-	if m == nil {
-		return nil, nil
-	}
-	var out []string
-	for _, a := range strings.Fields(string(m[1])) {
-		if a != "-s" {
-			out = append(out, a)
-		}
-	}
-	return out, nil
-}
-
-// IBSim is a running ibsim with a private socket name.
-type IBSim struct {
-	Sockname string
-	cmd      *exec.Cmd
-	waited   chan struct{}
-	log      *os.File
-}
-
-// StartIBSim starts ibsim on netFile with a socket name no other simulator
-// on this machine uses, and returns once it reports that it is ready. Its
-// output goes to dir/ibsim.log. Call Stop, also on failure paths.
-func StartIBSim(ctx context.Context, ibsimPath, netFile, dir string, ready time.Duration) (*IBSim, error) {
-	flags, err := IBSimFlags(netFile)
-	if err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(dir, "ibsim.log")
-	lf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	// Abstract socket names are per network namespace; pid+time makes them
-	// unique among concurrent benchmark runs.
-	sock := fmt.Sprintf("ibsmbench%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	args := append([]string{"-s", "-n"}, flags...)
-	args = append(args, netFile)
-	cmd := exec.Command(ibsimPath, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "IBSIM_SOCKNAME="+sock)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("starting ibsim: %w", err)
-	}
-	s := &IBSim{Sockname: sock, cmd: cmd, waited: make(chan struct{}), log: lf}
-	go func() { cmd.Wait(); close(s.waited) }()
-
-	deadline := time.Now().Add(ready)
-	for {
-		b, _ := os.ReadFile(logPath)
-		if strings.Contains(string(b), "Network simulator ready") {
-			return s, nil
-		}
-		select {
-		case <-s.waited:
-			s.Stop()
-			return nil, fmt.Errorf("ibsim exited before it was ready; its output:\n%s", tailLines(string(b), 20))
-		case <-ctx.Done():
-			s.Stop()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return nil, fmt.Errorf("ibsim not ready after %s; its output:\n%s", ready, tailLines(string(b), 20))
-		}
-	}
-}
-
-// Stop kills ibsim's process group and waits for it. Safe to call twice.
-func (s *IBSim) Stop() {
-	if s == nil || s.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	<-s.waited
-	s.log.Close()
 }
 
 // OpenSMRun is one `opensm --once` bring-up and what its log says.
