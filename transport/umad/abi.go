@@ -132,15 +132,19 @@ func (h *Header) Decode(b []byte) error {
 // requests for (bit m = method m).
 type MethodMask [2]uint64
 
-// Set adds methods to the mask.
+// Set adds request methods (0..127) to the mask; a response method is a
+// programming error, as the kernel routes responses by TID.
 func (m *MethodMask) Set(methods ...uint8) {
 	for _, x := range methods {
+		if x >= 128 {
+			panic(fmt.Sprintf("umad: method %#02x has the response bit; agents register request methods", x))
+		}
 		m[x/64] |= 1 << (x % 64)
 	}
 }
 
 // Has reports whether method x is in the mask.
-func (m MethodMask) Has(x uint8) bool { return m[x/64]&(1<<(x%64)) != 0 }
+func (m MethodMask) Has(x uint8) bool { return x < 128 && m[x/64]&(1<<(x%64)) != 0 }
 
 // regReq is struct ib_user_mad_reg_req.
 type regReq struct {
