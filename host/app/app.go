@@ -20,6 +20,7 @@ import (
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/ibsim"
 	"github.com/ibsm/ibsm/transport/sim"
 )
 
@@ -32,7 +33,10 @@ type App struct {
 	// Sim is the embedded fabric when transport = "sim" (tests drive its
 	// fault API), nil otherwise.
 	Sim *sim.Fabric
-	Log hclog.Logger
+	// IBSim is the ibsim attachment when transport = "ibsim" (its
+	// Attachment names the SM's port), nil otherwise.
+	IBSim *ibsim.Conn
+	Log   hclog.Logger
 }
 
 // New builds everything the config names. On error nothing is left
@@ -50,7 +54,7 @@ func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err e
 	if err := os.MkdirAll(cfg.SM.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w (set sm.state_dir to a writable path)", err)
 	}
-	if err := a.openFabric(); err != nil {
+	if err := a.openFabric(ctx); err != nil {
 		return nil, err
 	}
 	a.Plugins, err = pluginhost.New(pluginhost.Options{Logger: log.Named("plugin")})
@@ -69,7 +73,7 @@ func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err e
 	return a, nil
 }
 
-func (a *App) openFabric() error {
+func (a *App) openFabric(ctx context.Context) error {
 	cfg := a.Config
 	var conn transport.Conn
 	switch cfg.Fabric.Transport {
@@ -87,8 +91,26 @@ func (a *App) openFabric() error {
 		if err != nil {
 			return fmt.Errorf("attaching the SM to the embedded fabric: %w", err)
 		}
+	case conf.TransportIBSim:
+		// ibsim picks the node by name (attach); sm_node/sm_port, when
+		// given, are checked against where it put us.
+		var want *ibsim.Expect
+		if cfg.Fabric.SMNode != 0 {
+			want = &ibsim.Expect{NodeGUID: cfg.Fabric.SMNode, Port: cfg.Fabric.SMPort}
+		}
+		c, err := ibsim.Dial(ctx, ibsim.Options{
+			SockName: cfg.Fabric.Socket,
+			Attach:   cfg.Fabric.Attach,
+			IsSM:     true,
+			Expect:   want,
+			Logger:   a.Log.Named("ibsim"),
+		})
+		if err != nil {
+			return fmt.Errorf("%s: attaching the SM to ibsim: %w", cfg.Fabric.DeclRange, err)
+		}
+		a.IBSim, conn = c, c
 	default:
-		return fmt.Errorf("transport %q is not available in this build yet; use transport = \"sim\"", cfg.Fabric.Transport)
+		return fmt.Errorf("transport %q is not available in this build yet; use transport = \"sim\" or \"ibsim\"", cfg.Fabric.Transport)
 	}
 	a.T = transport.New(conn, transport.Options{
 		Window:  cfg.SM.MADWindow,
@@ -180,7 +202,8 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
 	old := a.Config
 	if cfg.Fabric.Transport != old.Fabric.Transport || cfg.Fabric.Topology != old.Fabric.Topology ||
-		cfg.Fabric.SMNode != old.Fabric.SMNode || cfg.Fabric.SMPort != old.Fabric.SMPort {
+		cfg.Fabric.SMNode != old.Fabric.SMNode || cfg.Fabric.SMPort != old.Fabric.SMPort ||
+		cfg.Fabric.Socket != old.Fabric.Socket || cfg.Fabric.Attach != old.Fabric.Attach {
 		a.Log.Warn("fabric settings changed; they take effect at the next restart")
 	}
 	if cfg.SM.StateDir != old.SM.StateDir {
