@@ -172,7 +172,8 @@ func (a *Agent) handleSA(p transport.Packet) {
 		a.saError(p, &req, method, smp.StatusBusy, "no plan programmed yet")
 		return
 	}
-	q := query{a: a, x: x, req: &req, trusted: req.SMKey == a.opts.SMKey}
+	// SM_Key 0 is what untrusted clients send (saquery's default).
+	q := query{a: a, x: x, req: &req, trusted: req.SMKey != 0 && req.SMKey == a.opts.SMKey}
 	limit := 0
 	switch {
 	case get:
