@@ -32,7 +32,7 @@ type fakeSource struct {
 	fab *discovery.Fabric
 }
 
-func (f *fakeSource) Applied() *sm.Applied        { return f.ap }
+func (f *fakeSource) Applied() *sm.Applied      { return f.ap }
 func (f *fakeSource) Fabric() *discovery.Fabric { return f.fab }
 
 type fakeTransport struct {
