@@ -381,7 +381,7 @@ func (s *IBSim) Dump(ctx context.Context, node string) (string, error) {
 		cmd += " " + PortRef(node, 0)
 	}
 	out, err := s.ConsoleOutput(ctx, cmd)
-	if err == nil && strings.Contains(out, "not found") && strings.HasPrefix(strings.TrimSpace(out), "# nodeid") {
+	if err == nil && node != "" && strings.Contains(out, fmt.Sprintf("# nodeid %q not found", node)) {
 		err = &ConsoleError{Command: cmd, Output: out}
 	}
 	return out, err
