@@ -8,23 +8,22 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/plugins/internal/cdg"
+	"github.com/ibsm/ibsm/plugins/internal/ftree"
 	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
-	"github.com/ibsm/ibsm/plugins/internal/updn"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
-// spineBase stands in for a fat-tree engine's CA planes in these tests:
-// Up*/Down* rooted at the spines is up/down by the same height ranking.
-func spineBase(t testing.TB, topo *topology.Topology, lmc uint8) *plan.Routes {
+// ftreeBase is the ftree engine's routing and its tree.
+func ftreeBase(t testing.TB, topo *topology.Topology, lmc uint8) (*plan.Routes, Tree) {
 	t.Helper()
-	r, _, err := updn.Route(context.Background(), topo, lmc, updn.Config{Auto: updn.AutoSpines})
+	r, res, err := ftree.Route(context.Background(), topo, lmc, ftree.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return r, FromFtree(res.Tree)
 }
 
 // checkResult walks every switch plane from every switch, fails on loops
@@ -109,8 +108,8 @@ func TestFullTrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := route.NewGraph(topo)
-			base := spineBase(t, topo, f.lmc)
-			r, rep, err := Route(context.Background(), g, HeightTree(g), base, Options{})
+			base, tree := ftreeBase(t, topo, f.lmc)
+			r, rep, err := Route(context.Background(), g, tree, base, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,8 +172,8 @@ func TestDegradedTrees(t *testing.T) {
 			}
 			removed := degrade(topo, tc.frac, tc.seed)
 			g := route.NewGraph(topo)
-			base := spineBase(t, topo, 0)
-			r, rep, err := Route(context.Background(), g, HeightTree(g), base, Options{})
+			base, tree := ftreeBase(t, topo, 0)
+			r, rep, err := Route(context.Background(), g, tree, base, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,3 +183,27 @@ func TestDegradedTrees(t *testing.T) {
 		})
 	}
 }
+
+// benchTree times Route alone (the fat-tree base is built before the
+// timer); run with -bench FatTree -benchtime 3x.
+func benchTree(b *testing.B, k int, verify bool) {
+	topo, err := sdktest.FatTree3(k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := route.NewGraph(topo)
+	base, tree := ftreeBase(b, topo, 0)
+	var rep *Report
+	testfab.Bench(b, func() error {
+		var err error
+		_, rep, err = Route(context.Background(), g, tree, base, Options{SkipVerify: !verify})
+		return err
+	})
+	b.ReportMetric(rep.Reachability(), "reach-%")
+	b.ReportMetric(float64(rep.UpDownTime.Milliseconds()), "updown-ms")
+	b.ReportMetric(float64(rep.VerifyTime.Milliseconds()), "verify-ms")
+}
+
+func BenchmarkFatTree36(b *testing.B)         { benchTree(b, 36, true) }
+func BenchmarkFatTree36NoVerify(b *testing.B) { benchTree(b, 36, false) }
+func BenchmarkFatTree48(b *testing.B)         { benchTree(b, 48, true) }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// TestConformance runs the kit on fat trees only: sftree, like ftree,
+// refuses fabrics that are not fat trees. The kit demands every switch
+// pair routed, which is what sftree adds to ftree.
+func TestConformance(t *testing.T) {
+	ft2, err := sdktest.FatTree2(8, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft3, err := sdktest.FatTree3(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &engine{log: hclog.NewNullLogger()}
+	sdktest.RoutingEngine(t, e, sdktest.Options{LMC: 1, Fabrics: map[string]*topology.Topology{"ft2": ft2, "ft3": ft3}})
+}
+
+func TestConfigure(t *testing.T) {
+	e := &engine{log: hclog.NewNullLogger()}
+	obj := func(m map[string]cty.Value) cty.Value { return cty.ObjectVal(m) }
+	tests := []struct {
+		name    string
+		v       cty.Value
+		root    uint64
+		verify  bool
+		wantErr string
+	}{
+		{"defaults", e.Schema().Defaults(), 0, true, ""},
+		{"null", cty.NullVal(e.Schema().ObjectType()), 0, true, ""},
+		{"root and no verify", obj(map[string]cty.Value{"subtree_root": cty.StringVal(" 0x2c90000000002"), "verify_cdg": cty.False}), 0x2c90000000002, false, ""},
+		{"root without prefix", obj(map[string]cty.Value{"subtree_root": cty.StringVal("1234")}), 0, true, "0x prefix"},
+		{"zero root", obj(map[string]cty.Value{"subtree_root": cty.StringVal("0x0")}), 0, true, "non-zero"},
+		{"bad ftree root", obj(map[string]cty.Value{"root_guids": cty.ListVal([]cty.Value{cty.StringVal("0xzz")})}), 0, true, "root_guids"},
+		{"verify not bool", obj(map[string]cty.Value{"verify_cdg": cty.StringVal("yes")}), 0, true, "must be a bool"},
+	}
+	for _, tc := range tests {
+		err := e.Configure(tc.v)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if e.opt.Root != tc.root || e.opt.SkipVerify == tc.verify {
+			t.Errorf("%s: options %+v, want root %x verify %v", tc.name, e.opt, tc.root, tc.verify)
+		}
+	}
+	if info := e.Info(); info.Name != "sftree" || info.Kind != "routing_engine" {
+		t.Errorf("Info = %+v", info)
+	}
+}

@@ -1,0 +1,115 @@
+// Command sftree is the first-party sFtree routing engine plugin: the ftree
+// engine's routes toward every CA, unchanged, plus switch-to-switch routes
+// after Bogdanski et al. (ACM TACO 2012) that reach every switch from every
+// switch and keep the channel dependency graph acyclic on one VL with
+// switch traffic included (plugins/internal/sftree). Switch destinations get
+// one plane (a switch's port 0 has LMC 0); CA destinations keep ftree's
+// 2^LMC planes.
+//
+// Pairs it cannot route deadlock-free are left at NoPort and logged, never
+// routed some other way; the host's verifier decides.
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/plugins/internal/pcfg"
+	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/plugins/internal/sftree"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/zclconf/go-cty/cty"
+)
+
+const version = "0.1.0"
+
+func main() {
+	sdk.Serve(&engine{log: pcfg.Logger("sftree")})
+}
+
+type engine struct {
+	log  hclog.Logger
+	opt  sftree.Options
+	base baseConfig
+}
+
+var _ sdk.RoutingEngine = (*engine)(nil)
+
+func (e *engine) Info() sdk.Info {
+	return sdk.Info{Name: "sftree", Version: version, Kind: sdk.KindRouting, Capabilities: []string{"lmc"}}
+}
+
+func (e *engine) Schema() schema.Block {
+	attrs := []schema.Attribute{
+		schema.Attr("subtree_root", cty.String,
+			`Node GUID ("0x...") of the leaf switch all down-to-up turns of switch-to-switch routes happen under. Unset, the first leaf (in ftree's leaf order) that reaches every switch on an up/down path is chosen, avoiding the leaf the SM is cabled to.`),
+		schema.Attr("verify_cdg", cty.Bool,
+			"Check the channel dependency graph of all routes, switch traffic included, and withdraw switch routes that would close a credit loop. Turning it off saves a little time on huge fabrics and leaves deadlock-freedom to the host's verifier.").
+			WithDefault(cty.True),
+	}
+	return schema.Object(append(attrs, baseSchema()...)...)
+}
+
+func (e *engine) Configure(v cty.Value) error {
+	root, err := pcfg.String(v, "subtree_root", "")
+	if err != nil {
+		return fmt.Errorf("sftree: %w", err)
+	}
+	var guid uint64
+	if strings.TrimSpace(root) != "" {
+		if guid, err = parseGUID(root); err != nil {
+			return fmt.Errorf("sftree: subtree_root: %w", err)
+		}
+	}
+	verify, err := pcfg.Bool(v, "verify_cdg", true)
+	if err != nil {
+		return fmt.Errorf("sftree: %w", err)
+	}
+	bc, err := configureBase(v)
+	if err != nil {
+		return fmt.Errorf("sftree: %w", err)
+	}
+	e.opt = sftree.Options{Root: guid, SkipVerify: !verify}
+	e.base = bc
+	return nil
+}
+
+func parseGUID(s string) (uint64, error) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "0x") && !strings.HasPrefix(t, "0X") {
+		return 0, fmt.Errorf("%q is not a GUID: write it as hex with a 0x prefix, e.g. 0x0002c90000000001", s)
+	}
+	g, err := strconv.ParseUint(t[2:], 16, 64)
+	if err != nil || g == 0 {
+		return 0, fmt.Errorf("%q is not a non-zero 64-bit hex GUID", s)
+	}
+	return g, nil
+}
+
+func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	if req.Topo == nil {
+		return nil, fmt.Errorf("sftree: no topology in the request")
+	}
+	base, tree, err := baseRoutes(ctx, e.log, req, e.base)
+	if err != nil {
+		return nil, err
+	}
+	r, rep, err := sftree.Route(ctx, route.NewGraph(req.Topo), tree, base, e.opt)
+	if err != nil {
+		return nil, err
+	}
+	e.log.Info("switch-to-switch routes", "subtree_root", fmt.Sprintf("0x%016x", rep.Root), "why", rep.RootHow,
+		"pairs", rep.Pairs, "up_down", rep.UpDown, "via_subtree", rep.ViaSubtree, "via_sibling", rep.ViaSibling,
+		"reachable_pct", fmt.Sprintf("%.3f", rep.Reachability()), "cdg_checked", rep.CDGChecked, "cdg_edges", rep.CDGEdges,
+		"updown_time", rep.UpDownTime, "combine_time", rep.CombineTime, "verify_time", rep.VerifyTime)
+	if rep.Unreachable > 0 {
+		e.log.Warn("some switch pairs have no deadlock-free sFtree route; they are left unrouted, not routed another way",
+			"unreachable_pairs", rep.Unreachable, "withdrawn_for_credit_loops", rep.Withdrawn, "examples", rep.Examples)
+	}
+	return r, nil
+}
