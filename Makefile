@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(notdir $(wildcard plugins/[a-z]*))
 EXAMPLE ?= conf/examples/ft2-648.hcl
 
-.PHONY: all build plugins run test unit deps sdk-isolation fuzz bench clean
+.PHONY: all build plugins run test unit deps sdk-isolation fuzz bench bench-opensm clean
 
 all: build
 
@@ -51,6 +51,12 @@ fuzz:
 # Benchmarks (not tests): bring-up of the 3-level fat tree of 36-port switches.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./integration/
+
+# The race against OpenSM 3.3.23 on ibsim (not a test): every fat tree, both
+# SMs on fresh ibsim instances, Markdown table on stdout. RACE_FLAGS adds
+# flags, e.g. RACE_FLAGS='-topos ft2-36 -runs 1'.
+bench-opensm: deps
+	$(GO) run ./integration/race $(RACE_FLAGS)
 
 clean:
 	rm -rf $(BIN)
