@@ -69,7 +69,10 @@ type incState struct {
 	mu      sync.Mutex
 	claimed map[*Node]map[uint8]bool // ports read (or being read) in this update
 	failed  []failure
-	sum     UpdateSummary
+	// deferred are far ends of cut links whose route crossed the cut: read
+	// in the next round, over their new route.
+	deferred []PortRef
+	sum      UpdateSummary
 }
 
 // claim reports whether (n, p) is still to be read in this update and marks
@@ -234,12 +237,42 @@ func (w *walk) forgetCAPort(n *Node, p uint8) {
 // recheckEnd re-reads the far end of a link that went away, if the model
 // reads it at all (switch ports and the SM's port).
 func (w *walk) recheckEnd(far *Node, q uint8) {
-	if far.Info.NodeType == smp.NodeTypeSwitch || w.isSMPort(far, q) {
-		far.mu.Lock()
-		path := far.Path
-		far.mu.Unlock()
-		w.check(far, q, path)
+	if far.Info.NodeType != smp.NodeTypeSwitch && !w.isSMPort(far, q) {
+		return
 	}
+	far.mu.Lock()
+	path := far.Path
+	far.mu.Unlock()
+	if !w.intact(path, far) {
+		// Reading over a link the model just cut would only time out.
+		w.inc.mu.Lock()
+		w.inc.deferred = append(w.inc.deferred, PortRef{far.Info.NodeGUID, q})
+		w.inc.mu.Unlock()
+		return
+	}
+	w.check(far, q, path)
+}
+
+// intact reports whether path still leads to target over the model's links.
+func (w *walk) intact(path mad.Path, target *Node) bool {
+	w.mu.Lock()
+	cur := w.f.Nodes[w.f.SMGUID]
+	w.mu.Unlock()
+	for _, hop := range path {
+		cur.mu.Lock()
+		var g uint64
+		if int(hop) < len(cur.Ports) {
+			g = cur.Ports[hop].PeerGUID
+		}
+		cur.mu.Unlock()
+		w.mu.Lock()
+		cur = w.f.Nodes[g]
+		w.mu.Unlock()
+		if cur == nil {
+			return false
+		}
+	}
+	return cur == target
 }
 
 // Update brings old up to date after the given changes without walking the
@@ -293,8 +326,8 @@ func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabr
 			return nil, w.inc.sum, err
 		}
 		reach := f.reroute()
-		failed := w.inc.failed
-		w.inc.failed = nil
+		failed, deferred := w.inc.failed, w.inc.deferred
+		w.inc.failed, w.inc.deferred = nil, nil
 		var retry []failure
 		for _, fl := range failed {
 			if !reach[fl.n] {
@@ -310,7 +343,14 @@ func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabr
 				delete(pending, n) // gone: nothing to read
 			}
 		}
-		if len(retry) == 0 && len(pending) == 0 {
+		var later []*Node
+		var laterPorts []uint8
+		for _, r := range deferred {
+			if n := f.Nodes[r.GUID]; n != nil && reach[n] {
+				later, laterPorts = append(later, n), append(laterPorts, r.Port)
+			}
+		}
+		if len(retry) == 0 && len(pending) == 0 && len(later) == 0 {
 			f.drop(reach, &w.inc.sum)
 			break
 		}
@@ -321,9 +361,36 @@ func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabr
 			w.inc.unclaim(fl.n, fl.port)
 			w.check(fl.n, fl.port, fl.n.Path)
 		}
+		for i, n := range later {
+			w.check(n, laterPorts[i], n.Path)
+		}
 	}
 	f.SMPs = w.smps.Load()
 	return f, w.inc.sum, nil
+}
+
+// Order splits switches into those whose route crosses no other of them
+// (front) and the rest (behind): what the SM can safely touch over the old
+// routes before an update, and what it should touch only after.
+func (f *Fabric) Order(switches []uint64) (front, behind []uint64) {
+	pending := map[*Node]bool{}
+	for _, g := range switches {
+		if n := f.Nodes[g]; n != nil {
+			pending[n] = true
+		}
+	}
+	ok := map[uint64]bool{}
+	for _, n := range f.ready(pending) {
+		ok[n.Info.NodeGUID] = true
+	}
+	for _, g := range switches {
+		if ok[g] {
+			front = append(front, g)
+		} else {
+			behind = append(behind, g)
+		}
+	}
+	return front, behind
 }
 
 // ready returns the pending switches whose route crosses no other pending

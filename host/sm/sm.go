@@ -7,8 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -31,6 +31,17 @@ type Options struct {
 	LIDFile string
 	// Parallel bounds SMP-issuing goroutines in discovery and programming.
 	Parallel int
+	// TrapCoalesce is how long the sweep loop waits after a trap for more
+	// traps before it re-routes once for all of them (default 50ms).
+	TrapCoalesce time.Duration
+	// TrapMinInterval is the least time between two trap-driven sweeps, so
+	// a flapping link cannot keep the SM re-routing (default 500ms).
+	TrapMinInterval time.Duration
+	// CAChecksPerSweep is how many CA ports each light sweep re-reads (in
+	// turn, so every CA port is checked every ceil(CAs/N) light sweeps) to
+	// catch changes no switch reports, e.g. a CA whose LID was reset
+	// (default 64; negative disables).
+	CAChecksPerSweep int
 }
 
 // Agent answers the requests other nodes address to the SM (SA queries,
@@ -57,6 +68,8 @@ type SM struct {
 	mu      sync.Mutex
 	fabric  *discovery.Fabric
 	applied *Applied
+	lids    *lidIndex // LID → port of applied, built on first use
+	caNext  int       // light sweep CA check cursor
 }
 
 // Applied is the plan currently programmed.
@@ -90,6 +103,14 @@ type Report struct {
 	Retries  uint64
 	Timeouts uint64
 	Attempts []pipeline.Attempt
+	// Incremental is set when discovery re-read only what changed
+	// (Update says what it found); Fallback says why a sweep that was
+	// meant to be incremental re-discovered everything instead.
+	Incremental bool
+	Update      discovery.UpdateSummary
+	Fallback    string
+	// Traps is how many traps this sweep answers (coalesced).
+	Traps int
 }
 
 // New wires an SM.
@@ -202,6 +223,12 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	st1 := s.T.Stats()
 	rep.Discovery = Phase{Time: time.Since(start)}
 	rep.Discovery.Gets, rep.Discovery.Sets = delta(st0, st1)
+	return s.route(ctx, rep, fab, topo, start, st0, nil)
+}
+
+// route plans and programs a freshly discovered fabric. clear lists the
+// switches whose PortStateChange to clear after programming (nil: all).
+func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo *topology.Topology, start time.Time, st0 transport.Stats, clear []uint64) (*Report, error) {
 	rep.Warnings = fab.Warnings
 	countTopo(rep, topo)
 	s.mu.Lock()
@@ -223,8 +250,9 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	rep.Engine = res.Engine
 	rep.Attempts = res.Attempts
 	rep.Stages = res.Timings
-	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab) {
-		// Unchanged plan (its key covers the topology hash): nothing to send.
+	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab) && !drift(fab, topo, res) {
+		// Unchanged plan (its key covers the topology hash) that the
+		// fabric holds: nothing to send.
 		rep.Total = time.Since(start)
 		s.finishStats(rep, st0)
 		return rep, nil
@@ -232,10 +260,17 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	rep.Rerouted = true
 	t2 := time.Now()
 	st2 := s.T.Stats()
+	if clear != nil {
+		clear = append(clear, activating(fab)...)
+	}
 	pst, err := s.prog.Apply(ctx, fab, topo, res.Realized, res.VLs)
 	rep.Program = pst
 	if err == nil {
-		err = s.clearPortStateChange(ctx, fab)
+		if clear == nil {
+			err = s.clearPortStateChange(ctx, fab)
+		} else {
+			_, _, err = s.pollSwitches(ctx, fab, clear, true)
+		}
 	}
 	st3 := s.T.Stats()
 	rep.Distribution = Phase{Time: time.Since(t2)}
@@ -246,8 +281,13 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	if err := s.saveLIDs(topo, res); err != nil {
 		s.Log.Error("could not persist LIDs", "file", s.Opts.LIDFile, "error", err)
 	}
+	// The model now holds what was written, so the next incremental sweep
+	// diffs against the fabric as programmed.
+	done := programmed(fab, topo, res)
 	s.mu.Lock()
+	s.fabric = done
 	s.applied = &Applied{Topo: topo, Result: res, At: time.Now()}
+	s.lids = nil
 	s.mu.Unlock()
 	rep.Total = time.Since(start)
 	s.finishStats(rep, st0)
@@ -306,98 +346,71 @@ func (s *SM) saveLIDs(t *topology.Topology, res *pipeline.Result) error {
 // only changes that happened after this sweep (our own port activations
 // set the bit too).
 func (s *SM) clearPortStateChange(ctx context.Context, fab *discovery.Fabric) error {
-	_, err := s.pollSwitches(ctx, fab, true)
+	_, _, err := s.pollSwitches(ctx, fab, nil, true)
 	return err
 }
 
-// pollSwitches Gets SwitchInfo of every switch; it reports whether any had
-// PortStateChange set (or did not answer) and clears the bit if asked.
-func (s *SM) pollSwitches(ctx context.Context, fab *discovery.Fabric, clear bool) (bool, error) {
-	var changed atomic.Bool
+// pollSwitches Gets SwitchInfo of the given switches (nil: every switch of
+// fab) and returns those that had PortStateChange set or did not answer,
+// and separately those that did not answer; it clears the bit if asked.
+// The error names the switches that failed.
+func (s *SM) pollSwitches(ctx context.Context, fab *discovery.Fabric, which []uint64, clear bool) ([]uint64, []uint64, error) {
+	if which == nil {
+		for guid, n := range fab.Nodes {
+			if n.Info.NodeType == smp.NodeTypeSwitch {
+				which = append(which, guid)
+			}
+		}
+	}
+	var mu sync.Mutex
+	var changed, failed []uint64
+	mark := func(g uint64) { mu.Lock(); changed = append(changed, g); mu.Unlock() }
+	fail := func(g uint64) { mu.Lock(); changed, failed = append(changed, g), append(failed, g); mu.Unlock() }
 	g := fanout.New(s.Opts.Parallel)
-	for guid, n := range fab.Nodes {
-		if n.Info.NodeType != smp.NodeTypeSwitch {
+	seen := map[uint64]bool{}
+	for _, guid := range which {
+		n := fab.Nodes[guid]
+		if seen[guid] || n == nil || n.Info.NodeType != smp.NodeTypeSwitch {
 			continue
 		}
+		seen[guid] = true
 		g.Go(func() error {
 			var si smp.SwitchInfo
 			if err := s.client.Get(ctx, n.Path, smp.AttrSwitchInfo, 0, &si); err != nil {
-				changed.Store(true)
+				fail(guid)
 				return fmt.Errorf("switch 0x%016x: %w", guid, err)
 			}
 			if !si.PortStateChange {
 				return nil
 			}
-			changed.Store(true)
+			mark(guid)
 			if !clear {
 				return nil
 			}
 			if err := s.client.Set(ctx, n.Path, smp.AttrSwitchInfo, 0, &si, nil); err != nil {
+				fail(guid)
 				return fmt.Errorf("switch 0x%016x: clearing PortStateChange: %w", guid, err)
 			}
 			return nil
 		})
 	}
 	err := g.Wait("polling SwitchInfo")
-	return changed.Load(), err
+	sort.Slice(changed, func(i, j int) bool { return changed[i] < changed[j] })
+	return changed, failed, err
 }
 
-// LightSweep polls every switch for port state changes. It reports whether
-// a heavy sweep is needed.
+// LightSweep polls every switch for port state changes and checks the SM's
+// own port and a share of the CA ports. It reports whether a sweep is
+// needed.
 func (s *SM) LightSweep(ctx context.Context) (bool, error) {
-	fab := s.Fabric()
-	if fab == nil || s.Applied() == nil {
-		return true, nil
-	}
-	changed, err := s.pollSwitches(ctx, fab, false)
-	if err != nil {
-		s.Log.Info("light sweep: a switch did not answer; re-discovering", "error", err)
-		return true, nil
-	}
-	return changed, nil
+	ch, full, err := s.lightSweep(ctx)
+	return full != "" || !ch.Empty(), err
 }
 
-// Run sweeps until ctx is done: a heavy sweep first, then light sweeps every
-// SweepInterval; a change, a trap or Trigger() starts a heavy sweep. Heavy
-// sweep failures are logged and retried at the next interval.
-func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Report, error)) error {
-	interval := s.Opts.SweepInterval
-	if interval <= 0 {
-		interval = 10 * time.Second
-	}
-	heavy := true
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	traps := s.demux(ctx)
-	for {
-		if heavy {
-			rep, err := s.HeavySweep(ctx)
-			if onSweep != nil {
-				onSweep(rep, err)
-			}
-			heavy = err != nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-trigger:
-			heavy = true
-		case pkt, ok := <-traps:
-			if !ok {
-				traps = nil // transport closed: stop selecting on it
-				continue
-			}
-			heavy = s.handleUnsolicited(pkt) || heavy
-		case <-tick.C:
-			if !heavy {
-				changed, err := s.LightSweep(ctx)
-				if err != nil {
-					s.Log.Warn("light sweep failed", "error", err)
-				}
-				heavy = changed
-			}
-		}
-	}
+// LightSweepChanges is LightSweep saying what changed (for
+// IncrementalSweep) or why only a heavy sweep will do ("" if not).
+func (s *SM) LightSweepChanges(ctx context.Context) (discovery.Changes, string, error) {
+	return s.lightSweep(ctx)
 }
 
 // demux reads unsolicited MADs: traps go to the sweep loop, everything else
@@ -430,27 +443,4 @@ func (s *SM) demux(ctx context.Context) <-chan transport.Packet {
 		}
 	}()
 	return traps
-}
-
-// handleUnsolicited answers traps with TrapRepress and reports whether the
-// trap calls for a heavy sweep.
-func (s *SM) handleUnsolicited(p transport.Packet) bool {
-	if len(p.MAD) < smp.MADLen || smp.PeekMethod(p.MAD) != smp.MethodTrap {
-		return false
-	}
-	var req smp.SMP
-	if err := req.Decode(p.MAD); err != nil {
-		s.Log.Warn("malformed trap ignored", "error", err)
-		return false
-	}
-	rep := req
-	rep.Method = smp.MethodTrapRepress
-	buf := make([]byte, smp.MADLen)
-	if err := rep.EncodeTo(buf); err == nil {
-		if err := s.T.Send(transport.Packet{DLID: p.SLID, MAD: buf}); err != nil {
-			s.Log.Warn("TrapRepress not sent", "error", err)
-		}
-	}
-	s.Log.Info("trap received; re-sweeping", "from_lid", p.SLID, "attr", fmt.Sprintf("%#04x", req.AttrID))
-	return true
 }

@@ -383,6 +383,30 @@ func (f *Fabric) RemoveNode(guid uint64) error {
 	return nil
 }
 
+// SetPortLID changes the LID and LMC of a CA port or of a switch's port 0
+// behind the SM's back, like ibsim's Baselid console command: a switch
+// sets PortStateChange (but sends no trap, as ibsim does); a CA port
+// changes silently, which only an SM that re-reads CA ports notices.
+func (f *Fabric) SetPortLID(guid uint64, p uint8, lid uint16, lmc uint8) error {
+	n, pt, err := f.port(guid, p)
+	if err != nil {
+		return err
+	}
+	if n.typ == topology.Switch && p != 0 {
+		return fmt.Errorf("sim: switch 0x%016x has its LID on port 0, not %d", guid, p)
+	}
+	if lid >= 0xC000 || lmc > 7 {
+		return fmt.Errorf("sim: LID %d / LMC %d: want a unicast LID below 0xC000 and LMC 0..7", lid, lmc)
+	}
+	n.mu.Lock()
+	pt.addr.Store(uint32(lid) | uint32(lmc)<<16)
+	n.mu.Unlock()
+	if n.typ == topology.Switch {
+		n.psc.Store(true)
+	}
+	return nil
+}
+
 // SetDropRate makes the fabric silently drop that fraction (0..1) of the
 // MADs sent into it, using a generator seeded with seed.
 func (f *Fabric) SetDropRate(rate float64, seed int64) error {

@@ -1,0 +1,379 @@
+package sm_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/host/topogen"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/netfile"
+	"github.com/ibsm/ibsm/transport/sim"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// fullModel discovers the fabric from scratch over tr.
+func fullModel(t *testing.T, tr transport.Transport) (*discovery.Fabric, *topology.Topology) {
+	t.Helper()
+	f, err := (&discovery.Discoverer{C: &mad.Client{T: tr}, Parallel: 8}).Run(context.Background())
+	must(t, err)
+	topo, err := f.Topology()
+	must(t, err)
+	return f, topo
+}
+
+// sameAsFull asserts the SM's model equals a full re-discovery, and that a
+// heavy sweep now finds nothing to do.
+func sameAsFull(t *testing.T, name string, s *sm.SM, tr transport.Transport) {
+	t.Helper()
+	full, topo := fullModel(t, tr)
+	if d := discovery.Diff(s.Fabric(), full); len(d) != 0 {
+		t.Fatalf("%s: SM model differs from a full discovery:\n%s", name, strings.Join(d, "\n"))
+	}
+	if h := s.Applied().Topo.Hash(); h != topo.Hash() {
+		t.Fatalf("%s: applied topology %x, full discovery %x", name, h, topo.Hash())
+	}
+	sets0 := tr.Stats().Sets
+	rep, err := s.HeavySweep(context.Background())
+	must(t, err)
+	if rep.Rerouted || tr.Stats().Sets-sets0 != uint64(0) {
+		t.Fatalf("%s: a heavy sweep after the incremental one still changed things: %+v", name, rep.Program)
+	}
+}
+
+func switchLinks(f *netfile.File) []netfile.Link {
+	var out []netfile.Link
+	for _, l := range f.Links() {
+		if l.A.Type == topology.Switch && l.B.Type == topology.Switch {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// lastCA returns the last CA cable in file order (far from the SM's port,
+// which is the first CA's).
+func lastCA(f *netfile.File) netfile.Link {
+	ls := f.Links()
+	for i := len(ls) - 1; i >= 0; i-- {
+		if ls[i].A.Type != topology.Switch {
+			return ls[i]
+		}
+		if ls[i].B.Type != topology.Switch {
+			return netfile.Link{A: ls[i].B, PA: ls[i].PB, B: ls[i].A, PB: ls[i].PA}
+		}
+	}
+	return netfile.Link{}
+}
+
+func TestIncrementalSweepMatchesHeavy(t *testing.T) {
+	type fault struct {
+		name string
+		do   func(fab *sim.Fabric, f *netfile.File) error
+	}
+	sw := func(i int, up bool) func(*sim.Fabric, *netfile.File) error {
+		return func(fab *sim.Fabric, f *netfile.File) error {
+			l := switchLinks(f)[i]
+			if up {
+				return fab.LinkUp(l.A.GUID, uint8(l.PA))
+			}
+			return fab.LinkDown(l.A.GUID, uint8(l.PA))
+		}
+	}
+	ca := func(up bool) func(*sim.Fabric, *netfile.File) error {
+		return func(fab *sim.Fabric, f *netfile.File) error {
+			l := lastCA(f)
+			if up {
+				return fab.LinkUp(l.A.GUID, uint8(l.PA))
+			}
+			return fab.LinkDown(l.A.GUID, uint8(l.PA))
+		}
+	}
+	tests := []struct {
+		name   string
+		gen    topogen.FatTree
+		faults []fault
+	}{
+		{"2 levels", topogen.FatTree{Radix: 4, Levels: 2}, []fault{
+			{"link down", sw(0, false)},
+			{"link up", sw(0, true)},
+			{"CA link down", ca(false)},
+			{"new CA", ca(true)},
+			{"CA removed", func(fab *sim.Fabric, f *netfile.File) error { return fab.RemoveNode(lastCA(f).A.GUID) }},
+			{"switch removed", func(fab *sim.Fabric, f *netfile.File) error { return fab.RemoveNode(switchLinks(f)[1].B.GUID) }},
+		}},
+		{"3 levels", topogen.FatTree{Radix: 4, Levels: 3}, []fault{
+			{"link down", sw(2, false)},
+			{"two more down", func(fab *sim.Fabric, f *netfile.File) error {
+				if err := sw(4, false)(fab, f); err != nil {
+					return err
+				}
+				return sw(9, false)(fab, f)
+			}},
+			{"all up", func(fab *sim.Fabric, f *netfile.File) error {
+				for _, i := range []int{2, 4, 9} {
+					if err := sw(i, true)(fab, f); err != nil {
+						return err
+					}
+				}
+				return nil
+			}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := tc.gen.Generate()
+			must(t, err)
+			fab, tr := attach(t, f)
+			s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8}, nil)
+			ctx := context.Background()
+			_, err = s.HeavySweep(ctx)
+			must(t, err)
+			for _, ft := range tc.faults {
+				must(t, ft.do(fab, f))
+				ch, full, err := s.LightSweepChanges(ctx)
+				must(t, err)
+				if full != "" || len(ch.Switches) == 0 {
+					t.Fatalf("%s: light sweep found %+v (full: %q)", ft.name, ch, full)
+				}
+				rep, err := s.IncrementalSweep(ctx, ch)
+				must(t, err)
+				if !rep.Incremental || rep.Fallback != "" || !rep.Rerouted {
+					t.Fatalf("%s: report %+v", ft.name, rep)
+				}
+				if p := rep.Program; p.LFTBlocksSent >= p.LFTBlocksTotal {
+					t.Fatalf("%s: %d of %d LFT blocks re-sent", ft.name, p.LFTBlocksSent, p.LFTBlocksTotal)
+				}
+				checkProgrammed(t, fab, s)
+				sameAsFull(t, ft.name, s, tr)
+				if again, full, err := s.LightSweepChanges(ctx); err != nil || !again.Empty() || full != "" {
+					t.Fatalf("%s: light sweep after the re-route = %+v %q, %v; want nothing", ft.name, again, full, err)
+				}
+			}
+		})
+	}
+}
+
+// A CA whose LID changes behind the SM's back leaves no PortStateChange on
+// any switch; the light sweep's CA check finds it and one PortInfo Set
+// repairs it.
+func TestLightSweepCatchesCAChange(t *testing.T) {
+	f := fatTree(t)
+	fab, tr := attach(t, f)
+	tests := []struct {
+		name   string
+		checks int
+		// sweeps is how many light sweeps it takes at most to see it.
+		sweeps int
+	}{
+		{"all CAs each sweep", 100, 1},
+		{"two CAs per sweep", 2, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8, CAChecksPerSweep: tc.checks}, nil)
+			ctx := context.Background()
+			_, err := s.HeavySweep(ctx)
+			must(t, err)
+			l := lastCA(f)
+			must(t, fab.SetPortLID(l.A.GUID, uint8(l.PA), 0x999, 0))
+			for _, sw := range f.Nodes {
+				if sw.Type == topology.Switch {
+					if _, psc, _ := fab.SwitchInfo(sw.GUID); psc {
+						t.Fatalf("switch %#x reports a change; the test proves nothing", sw.GUID)
+					}
+				}
+			}
+			var ch discovery.Changes
+			n := 0
+			for ; n < tc.sweeps && ch.Empty(); n++ {
+				ch, _, err = s.LightSweepChanges(ctx)
+				must(t, err)
+			}
+			if len(ch.Ports) != 1 || ch.Ports[0].GUID != l.A.GUID || len(ch.Switches) != 0 {
+				t.Fatalf("after %d light sweeps: %+v", n, ch)
+			}
+			rep, err := s.IncrementalSweep(ctx, ch)
+			must(t, err)
+			if rep.PluginCalls != 0 || rep.Program.PortInfoSets != 1 || rep.Program.LFTBlocksSent != 0 {
+				t.Fatalf("repair: %d plugin calls, program %+v; want one PortInfo Set", rep.PluginCalls, rep.Program)
+			}
+			checkProgrammed(t, fab, s)
+		})
+	}
+}
+
+// trapSender attaches an extra agent at a switch's port 0 to send traps
+// LID-routed to the SM, as a switch's SMA would.
+func trapSender(t *testing.T, fab *sim.Fabric, sw uint64) transport.Conn {
+	t.Helper()
+	c, err := fab.Attach(sw, 0)
+	must(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func sendTrap(t *testing.T, c transport.Conn, smLID, from uint16, n *smp.Notice, tid uint64) {
+	t.Helper()
+	var s smp.SMP
+	s.InitLID(smp.MethodTrap, smp.AttrNotice, 0)
+	s.TID = tid
+	must(t, s.SetAttr(n))
+	buf := make([]byte, smp.MADLen)
+	must(t, s.EncodeTo(buf))
+	must(t, c.Send(transport.Packet{DLID: smLID, SLID: from, MAD: buf}))
+}
+
+// logSink collects log lines.
+type logSink struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+func (l *logSink) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
+
+func TestRunTraps(t *testing.T) {
+	f := fatTree(t)
+	fab, tr := attach(t, f)
+	sink := &logSink{}
+	log := hclog.New(&hclog.LoggerOptions{Output: sink, Level: hclog.Info, JSONFormat: true})
+	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100),
+		sm.Options{Parallel: 8, SweepInterval: time.Hour, TrapCoalesce: 30 * time.Millisecond, TrapMinInterval: 300 * time.Millisecond}, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	reps := make(chan *sm.Report, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Run(ctx, nil, func(r *sm.Report, err error) {
+			if err != nil {
+				t.Errorf("sweep: %v", err)
+			}
+			reps <- r
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	next := func(what string) *sm.Report {
+		t.Helper()
+		select {
+		case r := <-reps:
+			return r
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no sweep", what)
+			return nil
+		}
+	}
+	quiet := func(what string, d time.Duration) {
+		t.Helper()
+		select {
+		case r := <-reps:
+			t.Fatalf("%s: unexpected sweep %+v", what, r)
+		case <-time.After(d):
+		}
+	}
+	next("first heavy sweep")
+	a := s.Applied()
+	smLID := a.Result.LIDs.Ports[a.Topo.EndpointIndex(a.Topo.SM)].Base
+	lidOf := func(guid uint64) uint16 {
+		return a.Result.LIDs.Ports[a.Topo.EndpointIndex(topology.PortRef{Node: a.Topo.NodeByGUID(guid), Port: 0})].Base
+	}
+
+	// A link between two switches goes down: both switches trap, but a
+	// trap whose LID route to the SM crossed that link is lost (as in
+	// ibsim); one sweep answers what arrives, re-reading only what changed.
+	others0 := fab.Stats().Others
+	l := switchLinks(f)[0]
+	must(t, fab.LinkDown(l.A.GUID, uint8(l.PA)))
+	r := next("link down")
+	if !r.Incremental || r.Traps < 1 || !r.Rerouted || r.Fallback != "" || r.Links != 15 || r.Timeouts != 0 {
+		t.Fatalf("link down: %+v", r)
+	}
+	checkProgrammed(t, fab, s)
+	// One TrapRepress per trap (and nothing else that is not Get/Set)
+	// reached the fabric.
+	if d := fab.Stats().Others - others0; d != uint64(r.Traps) {
+		t.Fatalf("%d non-Get/Set SMPs sent for %d traps", d, r.Traps)
+	}
+	out := sink.String()
+	for _, want := range []string{`"trap":128`, `"guid":"0x` + strings.TrimPrefix(hex16(l.A.GUID), "0x"), `"lid":`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("log lacks %s:\n%s", want, out)
+		}
+	}
+
+	// Informational trap 144 is repressed and logged; no sweep.
+	sender := trapSender(t, fab, l.B.GUID)
+	others0 = fab.Stats().Others
+	sendTrap(t, sender, smLID, lidOf(l.B.GUID), smp.NewTrap144(smp.ProducerSwitch, smp.Trap144{LID: lidOf(l.B.GUID), CapabilityMask: smp.CapIsSM}), 7)
+	quiet("trap 144", 200*time.Millisecond)
+	if !strings.Contains(sink.String(), `"trap":144`) {
+		t.Fatalf("trap 144 not logged:\n%s", sink.String())
+	}
+
+	// A malformed trap (not a Notice) is repressed, warned about, ignored.
+	var bad smp.SMP
+	bad.InitLID(smp.MethodTrap, smp.AttrSMInfo, 0) // the SMA leaves SMInfo to the SM
+	buf := make([]byte, smp.MADLen)
+	must(t, bad.EncodeTo(buf))
+	must(t, sender.Send(transport.Packet{DLID: smLID, SLID: lidOf(l.B.GUID), MAD: buf}))
+	quiet("malformed trap", 200*time.Millisecond)
+	if !strings.Contains(sink.String(), "other than Notice") {
+		t.Fatalf("malformed trap not warned about:\n%s", sink.String())
+	}
+
+	// A burst of trap 128 with nothing changed: one sweep, no re-route.
+	quiet("before the burst", 100*time.Millisecond)
+	for i := 0; i < 10; i++ {
+		sendTrap(t, sender, smLID, lidOf(l.B.GUID), smp.NewTrap128(lidOf(l.B.GUID)), uint64(100+i))
+	}
+	r = next("burst")
+	if r.Traps != 10 || r.Rerouted || !r.Incremental {
+		t.Fatalf("burst: %+v", r)
+	}
+	quiet("after the burst", 150*time.Millisecond)
+	// 12 traps sent through the fabric (144, malformed, 10 × 128) and 12
+	// TrapRepress.
+	if d := fab.Stats().Others - others0; d != 24 {
+		t.Fatalf("%d TrapRepress for 12 traps", d)
+	}
+
+	// Trap 128 from a LID the plan does not hold: every switch is polled
+	// (no full re-discovery) and the link that came back is found.
+	must(t, fab.LinkUp(l.A.GUID, uint8(l.PA)))
+	r = next("link up")
+	if !r.Rerouted || r.Links != 16 {
+		t.Fatalf("link up: %+v", r)
+	}
+	sendTrap(t, sender, smLID, lidOf(l.B.GUID), smp.NewTrap128(0x7777), 200)
+	r = next("unknown LID")
+	if !r.Incremental || r.Rerouted || r.Fallback != "" {
+		t.Fatalf("unknown LID: %+v", r)
+	}
+	if !strings.Contains(sink.String(), "polling every switch") {
+		t.Fatalf("no log of why every switch was polled:\n%s", sink.String())
+	}
+	checkProgrammed(t, fab, s)
+	sameAsFull(t, "after traps", s, tr)
+}
+
+func hex16(v uint64) string {
+	const digits = "0123456789abcdef"
+	b := []byte("0x0000000000000000")
+	for i := 17; i >= 2; i-- {
+		b[i] = digits[v&0xF]
+		v >>= 4
+	}
+	return string(b)
+}
