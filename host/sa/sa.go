@@ -10,7 +10,8 @@
 // 56 + records×stride bytes (it may be shorter or longer than 256); the umad
 // kernel agent segments and reassembles it. Without RMPP (ibsim, whose
 // clients exchange single 256-byte MADs) the answer is one MAD holding as
-// many records as fit in its 200 data bytes, still flagged as a
+// many records as fit in 160 data bytes (see singleMADData: the 200 a MAD
+// has, less what umad2sim loses), still flagged as a
 // single-segment RMPP message (Active|First|Last, segment 1, PayloadLength
 // = 20 + records×stride) so that smp.RMPPMessageLen tells the transport the
 // real length; records that did not fit are dropped and a warning is

@@ -11,6 +11,15 @@ import (
 // AttributeOffset, reserved, ComponentMask): PayloadLength counts it.
 const saHeaderLen = smp.SADataOffset - smp.RMPPHeaderEnd // 20
 
+// singleMADData is how many bytes of records a GetTable answer carries
+// without RMPP. Not the 200 bytes a MAD has room for: umad2sim, through
+// which infiniband-diags tools reach ibsim, hands its reader only the first
+// 216 bytes of a MAD (it receives into a 288-byte sim_request buffer and
+// takes its 72-byte umad header off that), so records past byte 216 would
+// arrive as garbage. Seen with saquery -p: a third PathRecord came back
+// with its DLID and SLID missing.
+const singleMADData = 216 - smp.SADataOffset // 160
+
 // rmppNoRespTime is the RRespTime a sender puts in RMPP DATA segments when
 // it does not ask for a time (IBA 13.6.2.1; the Linux MAD layer does the same).
 const rmppNoRespTime = 0x1F
@@ -179,7 +188,7 @@ func (a *Agent) handleSA(p transport.Packet) {
 	case get:
 		limit = 1 // a second match means ERR_REQ_TOO_MANY
 	case !a.opts.RMPP:
-		limit = smp.SADataLen / kind.stride
+		limit = singleMADData / kind.stride
 	}
 	t := &table{stride: kind.stride}
 	if status, why := kind.run(&q, t, limit); status != 0 {
