@@ -38,7 +38,7 @@ const (
 
 var simSeq atomic.Int64
 
-func startSim(t *testing.T) *benchutil.IBSim {
+func startSim(t testing.TB) *benchutil.IBSim {
 	t.Helper()
 	bin, err := exec.LookPath("ibsim")
 	if err != nil {
