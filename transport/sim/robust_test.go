@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ibsm/ibsm/transport/netfile"
 	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/smp"
 )
@@ -97,5 +98,49 @@ func TestSwitchAttach(t *testing.T) {
 		if ni := nodeInfo(t, r); ni.NodeGUID != tc.guid || ni.LocalPortNum != tc.local {
 			t.Fatalf("path %v: %+v", tc.path, ni)
 		}
+	}
+}
+
+func TestSetPortLID(t *testing.T) {
+	f := netfile.New()
+	sw, _ := f.AddSwitch("S", 0x10, 2)
+	ca, _ := f.AddCA("H", 0x1000, 1)
+	if err := f.Connect(ca, 1, sw, 1, netfile.Width4x, netfile.QDR); err != nil {
+		t.Fatal(err)
+	}
+	fab, err := New(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		guid    uint64
+		port    uint8
+		lid     uint16
+		wantErr bool
+		psc     bool // the switch's PortStateChange afterwards
+	}{
+		{"CA port: silent", 0x1000, 1, 7, false, false},
+		{"switch port 0: PortStateChange", 0x10, 0, 9, false, true},
+		{"switch port 1 has no LID", 0x10, 1, 9, true, false},
+		{"multicast LID refused", 0x1000, 1, 0xC001, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fab.byGUID[0x10].psc.Store(false)
+			err := fab.SetPortLID(tc.guid, tc.port, tc.lid, 0)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if _, psc, _ := fab.SwitchInfo(0x10); psc != tc.psc {
+				t.Fatalf("PortStateChange = %v, want %v", psc, tc.psc)
+			}
+			if tc.wantErr {
+				return
+			}
+			if snap, _ := fab.PortInfo(tc.guid, tc.port); snap.LID != tc.lid {
+				t.Fatalf("LID %d, want %d", snap.LID, tc.lid)
+			}
+		})
 	}
 }
