@@ -4,8 +4,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ibsm/ibsm/transport/netfile"
 	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/netfile"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
