@@ -12,6 +12,11 @@
 //     ibsim answered it (ibsim exits if it cannot connect to that name), so
 //     a CONNECT that timed out is disowned to a goroutine that disconnects
 //     it when the late answer comes;
+//   - the data socket is connected to ibsim's out<k> once CONNECT names k:
+//     unconnected, the kernel caps our queue at net.unix.max_dgram_qlen
+//     (10) and ibsim spins, freezing the fabric, whenever we lag 10
+//     replies behind (observed: windows of 16+ lost whole windows of MADs
+//     on a loaded machine);
 //   - a dedicated goroutine reads the data socket at all times and never
 //     blocks on the consumer (overruns are dropped and counted), because
 //     ibsim busy-waits, freezing the whole fabric, on a client whose queue
@@ -206,6 +211,13 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		return nil, err
 	}
 	c.out = abs(fmt.Sprintf("%s:out%d", c.base, c.slot))
+	if err := c.connectData(); err != nil {
+		// ibsim already connected out<k> to us: a failed write to us
+		// frees the slot, but say how to recover if it does not.
+		c.closeSockets()
+		return nil, fmt.Errorf("ibsim: connecting our data socket to @%s:out%d: %w (ibsim keeps slot %d until a write to us fails or its console command X frees it)",
+			c.base, c.slot, err, c.slot)
+	}
 	go c.readLoop()
 	if err := c.setup(ctx); err != nil {
 		if cerr := c.Close(); cerr != nil {
@@ -301,6 +313,25 @@ func (c *Conn) connect(ctx context.Context) error {
 	c.slot = got.ID
 	c.att.Slot, c.att.NodeID = got.ID, got.NodeID
 	return nil
+}
+
+// connectData connects our data socket to ibsim's out<k>, which ibsim has
+// connected to us. Mutually connected, ibsim's writes to us are bounded by
+// its send buffer (~200 replies); unconnected, the kernel would also apply
+// net.unix.max_dgram_qlen (10) to our queue, and ibsim busy-waits, freezing
+// the fabric, whenever our reader lags 10 datagrams behind.
+func (c *Conn) connectData() error {
+	rc, err := c.data.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cerr error
+	if err := rc.Control(func(fd uintptr) {
+		cerr = syscall.Connect(int(fd), &syscall.SockaddrUnix{Name: c.out.Name})
+	}); err != nil {
+		return err
+	}
+	return cerr
 }
 
 // readCtl waits for the reply of type want on the control socket.
@@ -638,7 +669,7 @@ func (c *Conn) send(h *Header, mad []byte) error {
 		return err
 	}
 	c.data.SetWriteDeadline(time.Now().Add(c.opts.SendTimeout))
-	if _, err := c.data.WriteToUnix(buf[:], c.out); err != nil {
+	if _, err := c.data.Write(buf[:]); err != nil { // connected to out<k>
 		if c.isClosed() && errors.Is(err, net.ErrClosed) {
 			return transport.ErrClosed
 		}
