@@ -228,7 +228,11 @@ func (c *Conn) Send(p transport.Packet) error {
 		f.timeoutMS = c.timeoutMS
 	}
 	bp := c.bufs.Get().(*[]byte)
-	defer c.bufs.Put(bp)
+	defer func() {
+		if cap(*bp) <= 4096 { // do not pin large RMPP messages in the pool
+			c.bufs.Put(bp)
+		}
+	}()
 	rec, err := encodeSend(*bp, p, f)
 	if err != nil {
 		return err

@@ -19,6 +19,13 @@
 // TID) is accepted by the kernel. Multi-record SA answers are written whole
 // with the RMPP Active flag; the kernel segments them.
 //
+// MADs pass through unchanged. On hardware the kernel's SMI code walks
+// directed-route hop pointers: an originator sends hop pointer 0 (as with
+// ibsim) and its responses arrive with hop pointer 0, while a DR request
+// from another SM arrives with hop pointer hop count + 1, and the response
+// must keep that value (the kernel decrements it on the way out; a
+// response with hop pointer 0 is treated as already home).
+//
 // Nothing here needs cgo. Tests drive the Conn through a fake kernel at
 // the byte level; sysfs and /dev roots are injectable (Paths).
 package umad
