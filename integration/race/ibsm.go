@@ -86,7 +86,7 @@ func RunIBSM(ctx context.Context, binDir string, sim *benchutil.IBSim, engine, d
 	}
 	if res.ExitCode != 0 {
 		if i := strings.Index(res.Stderr, "every routing engine failed"); i >= 0 {
-			r.Rejected = firstLine(res.Stderr[i:], 300)
+			r.Rejected = firstLines(res.Stderr[i:], 4, 500)
 			return r, nil
 		}
 		return nil, fmt.Errorf("ibsm run --once on ibsim exited %d:\n%s", res.ExitCode, tail(res.Stderr, 15))
@@ -95,6 +95,18 @@ func RunIBSM(ctx context.Context, binDir string, sim *benchutil.IBSim, engine, d
 		return nil, fmt.Errorf("%w\nstdout:\n%s", err, tail(res.Stdout, 15))
 	}
 	return r, nil
+}
+
+// firstLines joins up to k lines of s with " / ", cut to n bytes.
+func firstLines(s string, k, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > k {
+		l = l[:k]
+	}
+	for i := range l {
+		l[i] = strings.TrimSpace(l[i])
+	}
+	return firstLine(strings.Join(l, " / "), n)
 }
 
 func firstLine(s string, n int) string {

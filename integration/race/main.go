@@ -146,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("race", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.topos, "topos", "ft2-36,ft3-24,ft3-36", "topologies, comma-separated (ft2-36, ft3-24, ft3-36)")
-	fs.StringVar(&o.engines, "engines", "updn,minhop,ftree", "engines as osm[:ibsm-plugin], comma-separated; the ibsm plugin defaults to the same name")
+	fs.StringVar(&o.engines, "engines", "updn,minhop,ftree:sftree", "engines as osm[:ibsm-plugin], comma-separated; the ibsm plugin defaults to the same name (ftree:sftree pairs OpenSM's ftree with ibsm's sftree)")
 	fs.StringVar(&o.sms, "sms", "opensm,ibsm", "which SMs to run")
 	fs.IntVar(&o.runs, "runs", 3, "bring-ups per SM and engine on the smaller trees (medians are reported)")
 	fs.IntVar(&o.bigRuns, "big-runs", 1, "bring-ups per SM and engine on ft3-36")

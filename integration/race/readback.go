@@ -162,7 +162,9 @@ type Quality struct {
 	EBB         float64
 	// Acyclic: the channel dependency graph of all traffic on one VL has
 	// no cycle (deadlock-free without VLs).
-	Acyclic  bool
+	Acyclic bool
+	// Cycle is one dependency cycle when not Acyclic (out-ports).
+	Cycle    []string
 	AvgHops  float64
 	MaxHops  int
 	NotActve int
@@ -190,6 +192,9 @@ func Measure(p *Programmed, opt analysis.Options) (*Quality, *analysis.Report, e
 	}
 	for _, v := range rep.VLs {
 		q.Acyclic = q.Acyclic && v.Acyclic
+		if !v.Acyclic && q.Cycle == nil {
+			q.Cycle = v.Cycle
+		}
 	}
 	if rep.Shift != nil {
 		q.ShiftWorst, q.Shifts, q.ShiftAll = rep.Shift.Worst, rep.Shift.Shifts, rep.Shift.All

@@ -216,6 +216,14 @@ func detail(t *TopoResult, e *EngineResult, sm *SMResult) string {
 		parts = append(parts, fmt.Sprintf("CA pairs %d/%d, switch pairs %d/%d reachable, %d loop LIDs, a2a max normalised %.3f, hops avg %.2f max %d, shift over %s, %d linked ports not ACTIVE",
 			q.CAPairs.Reachable, q.CAPairs.Total, q.SwitchPairs.Reachable, q.SwitchPairs.Total, q.LoopLIDs, q.A2ANorm, q.AvgHops, q.MaxHops, shifts, q.NotActve))
 	}
+	if q := sm.Quality; q != nil && len(q.Cycle) > 0 {
+		c := q.Cycle
+		more := ""
+		if len(c) > 6 {
+			c, more = c[:6], fmt.Sprintf(" … (%d channels)", len(q.Cycle))
+		}
+		parts = append(parts, "one CDG cycle: "+strings.Join(c, " → ")+more)
+	}
 	if sm.Nondeterministic {
 		parts = append(parts, "**the programmed LFTs differed between runs** (quality is the first run's)")
 	}
