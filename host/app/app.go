@@ -14,6 +14,7 @@ import (
 	"github.com/ibsm/ibsm/conf"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/pluginhost"
+	"github.com/ibsm/ibsm/host/sa"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/verify"
 	"github.com/ibsm/ibsm/sdk"
@@ -22,6 +23,7 @@ import (
 	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/ibsim"
 	"github.com/ibsm/ibsm/transport/sim"
+	"github.com/ibsm/ibsm/transport/umad"
 )
 
 // App is one configured subnet manager.
@@ -70,6 +72,12 @@ func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err e
 		SweepInterval: cfg.SM.SweepInterval,
 		LIDFile:       filepath.Join(cfg.SM.StateDir, "guid2lid"),
 	}, log.Named("sm"))
+	// Only umad's kernel agent segments RMPP; ibsim and the embedded fabric
+	// carry single MADs, so their SA answers must fit in one.
+	a.SM.Agent = sa.New(a.SM, a.T, sa.Options{
+		RMPP:     cfg.Fabric.Transport == conf.TransportUMAD,
+		Priority: cfg.SM.Priority,
+	}, log.Named("sa"))
 	return a, nil
 }
 
@@ -109,8 +117,18 @@ func (a *App) openFabric(ctx context.Context) error {
 			return fmt.Errorf("%s: attaching the SM to ibsim: %w", cfg.Fabric.DeclRange, err)
 		}
 		a.IBSim, conn = c, c
+	case conf.TransportUMAD:
+		c, info, err := umad.Open(cfg.Fabric.Device, int(cfg.Fabric.Port), umad.Options{
+			Timeout: cfg.SM.MADTimeout,
+			Logger:  a.Log.Named("umad"),
+		})
+		if err != nil {
+			return fmt.Errorf("%s: opening the InfiniBand port: %w", cfg.Fabric.DeclRange, err)
+		}
+		a.Log.Info("attached to HCA port", "port_guid", fmt.Sprintf("%#016x", info.PortGUID), "lid", info.LID, "state", info.State)
+		conn = c
 	default:
-		return fmt.Errorf("transport %q is not available in this build yet; use transport = \"sim\" or \"ibsim\"", cfg.Fabric.Transport)
+		return fmt.Errorf("transport %q is not available in this build; use transport = \"sim\", \"ibsim\" or \"umad\"", cfg.Fabric.Transport)
 	}
 	a.T = transport.New(conn, transport.Options{
 		Window:  cfg.SM.MADWindow,
