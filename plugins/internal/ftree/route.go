@@ -52,17 +52,58 @@ type Router struct {
 	t *Tree
 	// div[l] is the divisor that extracts level l's digit from a CA index.
 	div []int64
-	// rowOf[v] is v's row in upT, -1 if nothing is below v.
-	rowOf []int32
-	// upT[rowOf[v]*N + s] is the index into Up[s] of the group s climbs
-	// through toward v, noUp or multiUp.
-	upT []uint8
+	// below[v] lists the switches that can climb to v, nearest first
+	// (level by level), each with the index into its Up of the group it
+	// climbs through toward v, or multiUp.
+	below [][]centry
+	// Flat copies of the groups for the per-switch loop: switch s's up
+	// groups are up[upOff[s]:upOff[s+1]], its slots slot[slotOff[s]:...]
+	// (flat group index, -1 missing), likewise for down.
+	upOff, downOff, slotOff []int32
+	up, down                []cgroup
+	slot                    []int32
+	par                     [][]uint8 // ports of parallel groups, by cgroup.par
 }
 
-// NewRouter precomputes the up-reachability table: O(switches × links
-// below each switch) work, rows × switches bytes.
+// centry is one switch below another.
+type centry struct {
+	node int32
+	g    uint8
+}
+
+// cgroup is a compact Group: the peer, the first port and, for parallel
+// cables, where the full port list is.
+type cgroup struct {
+	peer int32
+	port uint8
+	npar uint8 // number of cables
+	par  uint16
+}
+
+func (r *Router) compact(gs []Group) []cgroup {
+	out := make([]cgroup, len(gs))
+	for i, g := range gs {
+		out[i] = cgroup{peer: g.Peer, port: g.Ports[0], npar: uint8(len(g.Ports))}
+		if len(g.Ports) > 1 {
+			out[i].par = uint16(len(r.par))
+			r.par = append(r.par, g.Ports)
+		}
+	}
+	return out
+}
+
+// port picks among a group's parallel cables.
+func (r *Router) port(g *cgroup, sp uint32) uint8 {
+	if g.npar == 1 {
+		return g.port
+	}
+	return r.par[g.par][sp%uint32(g.npar)]
+}
+
+// NewRouter precomputes, for every switch, the switches below it and how
+// they climb to it: O(Σ links below each switch) work and memory.
 func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
-	r := &Router{t: t, div: make([]int64, t.Levels), rowOf: make([]int32, t.N)}
+	r := &Router{t: t, div: make([]int64, t.Levels)}
 	if t.Levels > 0 {
 		d := int64(1)
 		for l := t.Levels - 1; l >= 0; l-- {
@@ -72,38 +113,59 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 			}
 		}
 	}
-	var rows []int32
-	for s := int32(0); s < int32(t.N); s++ {
-		r.rowOf[s] = -1
-		if len(t.Down[s]) > 0 {
-			r.rowOf[s] = int32(len(rows))
-			rows = append(rows, s)
+	r.upOff = make([]int32, t.N+1)
+	r.downOff = make([]int32, t.N+1)
+	r.slotOff = make([]int32, t.N+1)
+	r.par = [][]uint8{nil}
+	for s := 0; s < t.N; s++ {
+		r.up = append(r.up, r.compact(t.Up[s])...)
+		r.down = append(r.down, r.compact(t.Down[s])...)
+		for _, gi := range t.UpSlots[s] {
+			if gi >= 0 {
+				r.slot = append(r.slot, r.upOff[s]+int32(gi))
+			} else {
+				r.slot = append(r.slot, -1)
+			}
 		}
+		r.upOff[s+1] = int32(len(r.up))
+		r.downOff[s+1] = int32(len(r.down))
+		r.slotOff[s+1] = int32(len(r.slot))
+	}
+	if len(r.par) > 1<<16 {
+		return nil, fmt.Errorf("ftree: %d groups of parallel cables, more than the %d supported", len(r.par), 1<<16)
 	}
 	n := t.N
-	r.upT = make([]uint8, len(rows)*n)
-	err := route.ForEach(ctx, len(rows), func() func(int32) error {
+	r.below = make([][]centry, n)
+	err := route.ForEach(ctx, n, func() func(int32) error {
 		queue := make([]int32, 0, n)
-		return func(ri int32) error {
-			v := rows[ri]
-			row := r.upT[int(ri)*n : int(ri+1)*n]
-			for i := range row {
-				row[i] = noUp
+		val := make([]uint8, n)
+		for i := range val {
+			val[i] = noUp
+		}
+		return func(v int32) error {
+			if len(t.Down[v]) == 0 {
+				return nil
 			}
 			queue = append(queue[:0], v)
 			for h := 0; h < len(queue); h++ {
 				x := queue[h]
 				for _, dg := range t.Down[x] {
 					c, ug := dg.Peer, uint8(dg.Rev)
-					switch cur := row[c]; {
+					switch cur := val[c]; {
 					case cur == noUp:
-						row[c] = ug
+						val[c] = ug
 						queue = append(queue, c)
 					case cur != ug:
-						row[c] = multiUp
+						val[c] = multiUp
 					}
 				}
 			}
+			list := make([]centry, len(queue)-1)
+			for i, c := range queue[1:] {
+				list[i] = centry{node: c, g: val[c]}
+				val[c] = noUp
+			}
+			r.below[v] = list
 			return nil
 		}
 	})
@@ -167,26 +229,39 @@ func isSwitchEP(t *Tree, e int32) bool { return t.Graph.Attachment(e).IsSwitch }
 
 // worker is one goroutine's scratch space.
 type worker struct {
-	r    *Router
-	run  int32   // current ancestor-set stamp
-	anc  []int32 // anc[s] == run: s reaches the target by descending only
+	r   *Router
+	run int32   // current ancestor-set stamp
+	anc []int32 // anc[s] == run: s reaches the target by descending only
+	// elig[a] are the down groups (indices into Down[a]) of ancestor a
+	// that keep descending toward the target.
 	elig [][]int16
-	// main path of the current destination plane
+	// simple lists ancestors with one single-cable way down, and its port:
+	// their entry is the same for every plane toward the target's CAs.
+	simple []centry
+	// Current destination plane.
 	dst      int32
-	onMain   []int32 // == dst+1 when on the main path
-	mainPort []uint8 // down port of a main-path switch
-	mainAt   []int32 // main-path switch per level, -1 above its top
+	asg      []int32  // == dst: the switch has its entry in this plane
+	mark     []int64  // closure marks: dst<<8 | level of the main-path switch
+	onMain   []int32  // == dst: on the main path
+	mainPort []uint8  // down port of a main-path switch
+	mainAt   []int32  // main-path switch per level, -1 above its top
+	dig      []int32  // per-level digit of the destination plane
+	sp       []uint32 // per-level spread of the destination plane
 	queue    []int32
 	rep      Report
 }
 
 func (r *Router) newWorker() *worker {
 	n := r.t.N
-	w := &worker{r: r, anc: make([]int32, n), elig: make([][]int16, n), onMain: make([]int32, n),
-		mainPort: make([]uint8, n), mainAt: make([]int32, r.t.Levels), queue: make([]int32, 0, n)}
+	l := r.t.Levels
+	w := &worker{r: r, anc: make([]int32, n), elig: make([][]int16, n), asg: make([]int32, n), mark: make([]int64, n),
+		onMain: make([]int32, n), mainPort: make([]uint8, n), mainAt: make([]int32, l),
+		dig: make([]int32, l), sp: make([]uint32, l), queue: make([]int32, 0, n)}
 	for i := range w.anc {
 		w.anc[i] = -1
+		w.asg[i] = -1
 		w.onMain[i] = -1
+		w.mark[i] = -1
 	}
 	return w
 }
@@ -194,7 +269,8 @@ func (r *Router) newWorker() *worker {
 // ancestors stamps the switches that reach target by descending only, and
 // for each the down groups that keep descending toward it.
 func (w *worker) ancestors(target int32) {
-	t := w.r.t
+	r := w.r
+	t := r.t
 	w.run++
 	w.anc[target] = w.run
 	w.queue = append(w.queue[:0], target)
@@ -208,6 +284,14 @@ func (w *worker) ancestors(target int32) {
 				w.queue = append(w.queue, p)
 			}
 			w.elig[p] = append(w.elig[p], int16(ug.Rev))
+		}
+	}
+	w.simple = w.simple[:0]
+	for _, a := range w.queue[1:] {
+		if el := w.elig[a]; len(el) == 1 {
+			if g := &r.down[r.downOff[a]+int32(el[0])]; g.npar == 1 {
+				w.simple = append(w.simple, centry{node: a, g: g.port})
+			}
 		}
 	}
 }
@@ -301,136 +385,155 @@ func (r *Router) RouteSwitches(ctx context.Context, routes *plan.Routes) (*Repor
 
 // fill writes one plane toward endpoint e, which hangs off switch target
 // (whose ancestors are stamped) through port out, for CA index i, plane k.
+//
+// Ancestors of the target descend: along the main path, which climbs from
+// the target by the digits of i, or else toward it. Every other switch
+// climbs to the lowest main-path switch it can reach (the closure lists,
+// deepest main-path switch first); in a degraded tree, switches that reach
+// none climb to any parent that has a route.
 func (w *worker) fill(pl plan.Plane, e, target int32, i int64, k int, out uint8) {
 	r := w.r
 	t := r.t
-	n := int32(t.N)
 	w.dst++
 	stamp := w.dst
 	for l := range w.mainAt {
 		w.mainAt[l] = -1
+		w.dig[l] = int32(r.digit(i, int32(l), k))
+		w.sp[l] = uint32(r.spread(i, int32(l), k) & 0x7FFFFFFF)
 	}
-	// The main path: climb from the target by the digits of i.
+	for _, a := range w.simple {
+		pl[a.node] = a.g
+		w.asg[a.node] = stamp
+	}
 	lt := t.Level[target]
 	w.mainAt[lt] = target
 	for l := lt; l > 0; l-- {
 		s := w.mainAt[l]
-		ups := t.Up[s]
-		if len(ups) == 0 {
+		lo, hi := r.upOff[s], r.upOff[s+1]
+		if lo == hi {
 			break
 		}
-		gi := int(t.UpSlots[s][r.digit(i, l, k)])
-		sp := r.spread(i, l, k)
-		if gi < 0 {
-			gi = int(sp % int64(len(ups))) // the slot's cable is missing
+		g := r.slot[r.slotOff[s]+w.dig[l]]
+		sp := w.sp[l]
+		if g < 0 {
+			g = lo + int32(sp%uint32(hi-lo)) // the slot's cable is missing
 		}
-		ug := &ups[gi]
-		p := ug.Peer
-		dg := &t.Down[p][ug.Rev]
+		p := r.up[g].peer
+		dg := &r.down[r.downOff[p]+t.Up[s][g-lo].Rev]
 		w.onMain[p] = stamp
-		w.mainPort[p] = dg.Ports[sp%int64(len(dg.Ports))]
+		w.mainPort[p] = r.port(dg, sp)
+		pl[p] = w.mainPort[p]
+		w.asg[p] = stamp
 		w.mainAt[l-1] = p
 	}
-	for _, s := range t.outside {
-		pl[s] = plan.NoPort
-	}
-	for _, s := range t.Order {
-		if s == target {
-			pl[s] = out
-			continue
-		}
-		ls := t.Level[s]
-		if w.anc[s] == w.run {
-			if w.onMain[s] == stamp {
-				pl[s] = w.mainPort[s]
-				continue
-			}
-			pl[s] = w.down(s, ls, i, k, stamp, target)
-			continue
-		}
-		pl[s] = w.up(pl, s, ls, i, k, n)
-	}
-}
-
-// down picks an ancestor's way down when it is off the main path: a child
-// on the main path if it has one, else a descending child by the digit.
-func (w *worker) down(s, ls int32, i int64, k int, stamp, target int32) uint8 {
-	t := w.r.t
-	el := w.elig[s]
-	pick := -1
-	for _, di := range el {
-		c := t.Down[s][di].Peer
-		if c == target || w.onMain[c] == stamp {
-			pick = int(di)
-			break
-		}
-	}
-	lc := ls + 1
-	sp := w.r.spread(i, lc, k)
-	if pick < 0 {
-		pick = int(el[(w.r.digit(i, lc, k)+sp)%int64(len(el))])
-	}
-	ports := t.Down[s][pick].Ports
-	return ports[sp%int64(len(ports))]
-}
-
-// up picks a non-ancestor's way up: toward the lowest main-path switch it
-// can climb to; failing that (degraded trees), any parent that has a route,
-// trying the digit's slot first.
-func (w *worker) up(pl plan.Plane, s, ls int32, i int64, k int, n int32) uint8 {
-	r := w.r
-	t := r.t
-	ups := t.Up[s]
-	if len(ups) == 0 {
-		return plan.NoPort
-	}
-	sp := r.spread(i, ls, k)
-	for m := ls - 1; m >= 0; m-- {
+	pl[target] = out
+	w.asg[target] = stamp
+	for m := lt - 1; m >= 0; m-- {
 		v := w.mainAt[m]
 		if v < 0 {
 			continue
 		}
-		row := r.rowOf[v]
-		if row < 0 {
-			continue
-		}
-		base := row * n
-		gi := int(r.upT[base+s])
-		if gi == int(noUp) {
-			continue
-		}
-		if gi == int(multiUp) {
+		key := int64(stamp)<<8 | int64(m)
+		for _, c := range r.below[v] {
+			s := c.node
+			w.mark[s] = key
+			if w.asg[s] == stamp || w.anc[s] == w.run {
+				continue
+			}
+			sp := w.sp[t.Level[s]]
+			lo := r.upOff[s]
+			if c.g != multiUp {
+				pl[s] = r.port(&r.up[lo+int32(c.g)], sp)
+				w.asg[s] = stamp
+				continue
+			}
 			// Several parents lead to v: take the sp-th of them.
-			cnt := 0
-			for _, ug := range ups {
-				if ug.Peer == v || r.upT[base+ug.Peer] != noUp {
+			hi := r.upOff[s+1]
+			cnt := uint32(0)
+			for j := lo; j < hi; j++ {
+				if p := r.up[j].peer; p == v || w.mark[p] == key {
 					cnt++
 				}
 			}
-			want := int(sp % int64(cnt))
-			for j, ug := range ups {
-				if ug.Peer == v || r.upT[base+ug.Peer] != noUp {
+			want := sp % cnt
+			for j := lo; j < hi; j++ {
+				if p := r.up[j].peer; p == v || w.mark[p] == key {
 					if want == 0 {
-						gi = j
+						pl[s] = r.port(&r.up[j], sp)
+						w.asg[s] = stamp
 						break
 					}
 					want--
 				}
 			}
 		}
-		ports := ups[gi].Ports
-		return ports[sp%int64(len(ports))]
 	}
-	start := 0
-	if gi := t.UpSlots[s][r.digit(i, ls, k)]; gi >= 0 {
-		start = int(gi)
-	} else {
-		start = int(sp % int64(len(ups)))
+	for _, s := range t.outside {
+		pl[s] = plan.NoPort
 	}
-	for j := 0; j < len(ups); j++ {
-		ug := &ups[(start+j)%len(ups)]
-		if pl[ug.Peer] != plan.NoPort {
-			return ug.Ports[sp%int64(len(ug.Ports))]
+	for _, s := range t.Order {
+		if w.asg[s] == stamp {
+			continue
+		}
+		var p uint8
+		if w.anc[s] == w.run {
+			p = w.down(s, stamp, target)
+		} else {
+			p = w.up(s, stamp)
+		}
+		pl[s] = p
+		if p != plan.NoPort {
+			w.asg[s] = stamp
+		}
+	}
+}
+
+// down picks the way down of an ancestor off the main path: a child on the
+// main path if it has one, else a descending child by the digit.
+func (w *worker) down(s, stamp, target int32) uint8 {
+	r := w.r
+	el := w.elig[s]
+	lc := r.t.Level[s] + 1
+	sp := w.sp[lc]
+	base := r.downOff[s]
+	if len(el) == 1 {
+		return r.port(&r.down[base+int32(el[0])], sp)
+	}
+	at := -1
+	for _, di := range el {
+		c := r.down[base+int32(di)].peer
+		if c == target || w.onMain[c] == stamp {
+			at = int(di)
+			break
+		}
+	}
+	if at < 0 {
+		at = int(el[(uint32(w.dig[lc])+sp)%uint32(len(el))])
+	}
+	return r.port(&r.down[base+int32(at)], sp)
+}
+
+// up picks the way up of a switch that cannot climb to the main path (on a
+// full tree: toward a top switch off the main path, e.g. an aggregation
+// switch in another column): the parent at the digit's slot if it has a
+// route, else the next parent that has one.
+func (w *worker) up(s, stamp int32) uint8 {
+	r := w.r
+	lo, hi := r.upOff[s], r.upOff[s+1]
+	if lo == hi {
+		return plan.NoPort
+	}
+	ls := r.t.Level[s]
+	sp := w.sp[ls]
+	k := hi - lo
+	start := int32(sp % uint32(k))
+	if g := r.slot[r.slotOff[s]+w.dig[ls]]; g >= 0 {
+		start = g - lo
+	}
+	for j := int32(0); j < k; j++ {
+		g := &r.up[lo+(start+j)%k]
+		if w.asg[g.peer] == stamp {
+			return r.port(g, sp)
 		}
 	}
 	return plan.NoPort
