@@ -10,6 +10,7 @@ package ibsim_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -381,6 +382,37 @@ func TestTraps(t *testing.T) {
 	}
 	if _, n := nextTrap(t, tr); n.TrapNumber != 128 {
 		t.Errorf("after ReLink: trap %d, want 128", n.TrapNumber)
+	}
+
+	// An SA query from another node reaches the SM as an unsolicited
+	// request and the SM's turned-around answer finds its way back (ibsim
+	// routes it by the TID bits it wrote).
+	h2 := dial(t, sim, ibsim.Options{Attach: "h2"})
+	trh2 := transport.New(h2, transport.Options{Timeout: time.Second, Retries: transport.NoRetries})
+	defer trh2.Close()
+	go func() {
+		for p := range tr.Unsolicited() {
+			if p.MAD[1] != smp.ClassSA {
+				continue
+			}
+			resp := append([]byte(nil), p.MAD...)
+			resp[3] |= smp.MethodResponse
+			resp[64] = 0x5A // a recognisable answer
+			if err := tr.Send(transport.Packet{DLID: p.SLID, QP: p.QP, MAD: resp}); err != nil {
+				t.Errorf("SM answering SA: %v", err)
+			}
+			return
+		}
+	}()
+	q := make([]byte, smp.MADLen)
+	q[0], q[1], q[2], q[3] = 1, smp.ClassSA, smp.SAClassVersion, smp.MethodGet
+	binary.BigEndian.PutUint16(q[16:], 0x0011) // NodeRecord
+	resp, err := trh2.Do(ctx(t), transport.Packet{DLID: 1, QP: 1, MAD: q})
+	if err != nil {
+		t.Fatalf("SA query from h2 to the SM: %v", err)
+	}
+	if resp.MAD[64] != 0x5A || resp.SLID != 1 || resp.QP != 1 {
+		t.Errorf("SA answer from SLID %d QP %d data %#x, want the SM's from LID 1 QP 1", resp.SLID, resp.QP, resp.MAD[64])
 	}
 
 	// Our port now has LID 1 and SM LID 1: setting IsSM again on reattach
