@@ -1,0 +1,170 @@
+// Command ftree is the first-party fat-tree routing engine plugin (the
+// algorithm is in plugins/internal/ftree): Zahavi et al.'s routing, as in
+// OpenSM's ftree, with a dedicated downward path per destination CA chosen
+// by the CA's index, so shift permutations are congestion-free on full
+// trees. Unlike OpenSM's ftree it keeps routing degraded trees (pure
+// up*/down*, one VL, the pairs without a legal route reported, never
+// min-hop), supports LMC > 0 (each LID of a range through a different top
+// switch), and re-routes a failed cable by re-choosing only the
+// destinations that used it.
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/plugins/internal/ftree"
+	"github.com/ibsm/ibsm/plugins/internal/pcfg"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/zclconf/go-cty/cty"
+)
+
+const version = "0.1.0"
+
+func main() {
+	sdk.Serve(&engine{log: pcfg.Logger("ftree")})
+}
+
+type engine struct {
+	log hclog.Logger
+	cfg ftree.Config
+}
+
+var _ sdk.RoutingEngine = (*engine)(nil)
+
+func (e *engine) Info() sdk.Info {
+	return sdk.Info{Name: "ftree", Version: version, Kind: sdk.KindRouting, Capabilities: []string{"lmc"}}
+}
+
+func (e *engine) Schema() schema.Block {
+	return schema.Object(
+		schema.Attr("root_guids", cty.List(cty.String),
+			`Node GUIDs ("0x...") of the top switches of the tree. Default: per connected component, the switches farthest from any CA-carrying switch. Set it when spare or partially cabled switches make that guess wrong.`),
+		schema.Attr("root_guid_file", cty.String,
+			`A file with one root node GUID per line, as OpenSM's root_guid_file ('#' starts a comment). Combined with root_guids.`),
+		schema.Attr("ca_order", cty.List(cty.String),
+			`CA node or port GUIDs in the order of the application's ranks. Routes are spread by this order, so rank shifts are congestion-free. Default: leaf by leaf (leaves sharing parents together), CAs by port.`),
+		schema.Attr("ca_order_file", cty.String,
+			`A file with one CA node or port GUID per line, as OpenSM's cn_guid_file but ordered. Listed after ca_order.`),
+	)
+}
+
+func (e *engine) Configure(v cty.Value) error {
+	roots, err := guidsFrom(v, "root_guids", "root_guid_file")
+	if err != nil {
+		return fmt.Errorf("ftree: %w", err)
+	}
+	order, err := guidsFrom(v, "ca_order", "ca_order_file")
+	if err != nil {
+		return fmt.Errorf("ftree: %w", err)
+	}
+	e.cfg = ftree.Config{Roots: roots, CAOrder: order}
+	return nil
+}
+
+// guidsFrom reads the GUID list attribute and then the GUID file attribute.
+func guidsFrom(v cty.Value, listAttr, fileAttr string) ([]uint64, error) {
+	strs, err := pcfg.Strings(v, listAttr)
+	if err != nil {
+		return nil, err
+	}
+	out, err := parseGUIDs(strs, listAttr)
+	if err != nil {
+		return nil, err
+	}
+	path, err := pcfg.String(v, fileAttr, "")
+	if err != nil || path == "" {
+		return out, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fileAttr, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var lines []string
+	var where []string
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+			where = append(where, fmt.Sprintf("%s line %d", path, n))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: reading %s: %w", fileAttr, path, err)
+	}
+	for i, l := range lines {
+		g, err := parseGUIDs([]string{l}, where[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g...)
+	}
+	return dedup(out), nil
+}
+
+func parseGUIDs(strs []string, what string) ([]uint64, error) {
+	var out []uint64
+	for _, s := range strs {
+		t := strings.TrimSpace(s)
+		if !strings.HasPrefix(t, "0x") && !strings.HasPrefix(t, "0X") {
+			return nil, fmt.Errorf("%s: %q is not a GUID: write it as hex with a 0x prefix, e.g. 0x0002c90000000001", what, s)
+		}
+		g, err := strconv.ParseUint(t[2:], 16, 64)
+		if err != nil || g == 0 {
+			return nil, fmt.Errorf("%s: %q is not a non-zero 64-bit hex GUID", what, s)
+		}
+		out = append(out, g)
+	}
+	return dedup(out), nil
+}
+
+// dedup keeps the first occurrence of each GUID, in order.
+func dedup(in []uint64) []uint64 {
+	seen := make(map[uint64]bool, len(in))
+	out := in[:0]
+	for _, g := range in {
+		if !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	r, res, err := ftree.Route(ctx, req.Topo, req.LMC, e.cfg)
+	if err != nil {
+		return nil, err
+	}
+	t := res.Tree
+	roots := make([]string, 0, len(t.Roots))
+	for _, s := range t.Roots {
+		roots = append(roots, fmt.Sprintf("0x%016x", req.Topo.Nodes[req.Topo.Switches()[s]].GUID))
+	}
+	e.log.Info("fat tree", "levels", t.Levels, "roots", len(t.Roots), "root_choice", t.How, "leaves", len(t.Leaves),
+		"ca_slots_per_leaf", t.CAsPerLeaf, "first_roots", roots[:min(len(roots), 4)])
+	if len(t.Missing) > 0 {
+		e.log.Warn("configured GUIDs not found in the fabric", "guids", t.Missing)
+	}
+	if c := res.CAs; c.SwitchPairs > 0 {
+		e.log.Warn("some CAs have no up/down route from some switches; those entries are left unrouted, not routed another way",
+			"unrouted_ca_pairs", c.CAPairs, "unrouted_switch_to_ca_pairs", c.SwitchPairs, "detached_endpoints", c.Detached, "examples", c.Examples)
+	}
+	if s := res.Switches; s.SwitchPairs > 0 {
+		e.log.Info("switch-to-switch pairs without an up/down route (top switches to each other, and more on degraded trees) are left unrouted; use sftree to route them",
+			"unrouted_switch_pairs", s.SwitchPairs, "examples", s.Examples)
+	}
+	return r, nil
+}
