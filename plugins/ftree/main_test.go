@@ -169,4 +169,3 @@ func BenchmarkRouteOverGRPC(b *testing.B) {
 		})
 	}
 }
-
