@@ -444,7 +444,7 @@ func (c *Conn) setup(ctx context.Context) error {
 	}
 	a.LID, a.MasterSMLID, a.PortState, a.CapabilityMask = pi.LID, pi.MasterSMLID, pi.PortState, pi.CapabilityMask
 	if e := c.opts.Expect; e != nil && (e.NodeGUID != a.NodeGUID || e.Port != a.Port) {
-		return fmt.Errorf("ibsim attached us to %q (node GUID %#016x port %d), not node %#016x port %d; ibsim picks the node by name (set attach to its node id) and always uses port 1 of a CA or port 0 of a switch",
+		return fmt.Errorf("ibsim attached us to %q (node GUID %#016x port %d), not node %#016x port %d; ibsim picks the node by name, so name it with attach (its topology node id) instead, and it always uses port 1 of a CA or port 0 of a switch",
 			a.NodeID, a.NodeGUID, a.Port, e.NodeGUID, e.Port)
 	}
 	if c.opts.IsSM {

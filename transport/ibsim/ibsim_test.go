@@ -172,7 +172,7 @@ func TestDialErrors(t *testing.T) {
 		msg  string
 	}{
 		{"unknown node", ibsim.Options{Attach: "nosuch"}, ibsim.ErrRefused, `CONNECT to node "nosuch": the node is unknown`},
-		{"unexpected node", ibsim.Options{Attach: "h2", Expect: &ibsim.Expect{NodeGUID: guidH1, Port: 1}}, nil, "set attach to its node id"},
+		{"unexpected node", ibsim.Options{Attach: "h2", Expect: &ibsim.Expect{NodeGUID: guidH1, Port: 1}}, nil, "name it with attach"},
 		{"unexpected port", ibsim.Options{Attach: "sw1", Expect: &ibsim.Expect{NodeGUID: guidSW1, Port: 1}}, nil, "port 0 of a switch"},
 		{"no simulator", ibsim.Options{SockName: fmt.Sprintf("ibsmtrans%d_none", os.Getpid())}, ibsim.ErrSimulatorGone, "IBSIM_SOCKNAME="},
 		{"attach too long", ibsim.Options{Attach: strings.Repeat("x", 32)}, nil, "at most 31 bytes"},
