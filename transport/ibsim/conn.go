@@ -647,7 +647,7 @@ func (c *Conn) Send(p transport.Packet) error {
 		return fmt.Errorf("ibsim: MAD is %d bytes, shorter than its 24-byte header", len(p.MAD))
 	}
 	class := p.MAD[1]
-	h := Header{DLID: p.DLID, SLID: p.SLID, DQP: p.QP, SQP: 1, Length: MADLen}
+	h := Header{DLID: p.DLID, SLID: p.SLID, DQP: p.QP, SQP: 1, Length: uint64(smp.RMPPMessageLen(p.MAD))}
 	if class == smp.ClassSMPLID || class == smp.ClassSMPDR {
 		h.SQP = 0
 	}
