@@ -1,0 +1,15 @@
+// Command greedy is a LID assigner for paths-form routes implementing
+// seed 000's greedy heuristic (Figure 5): fill one configuration (LID) at a time with every remaining path that does not split with it.
+// Each CA port gets the smallest LMC covering the LIDs its incoming paths
+// need; see plugins/internal/lids for the plan it builds.
+package main
+
+import (
+	"github.com/ibsm/ibsm/plugins/internal/lids"
+	"github.com/ibsm/ibsm/plugins/internal/pcfg"
+	"github.com/ibsm/ibsm/sdk"
+)
+
+func main() {
+	sdk.Serve(lids.NewPlugin(lids.Greedy, pcfg.Logger("greedy")))
+}
