@@ -247,8 +247,61 @@ type worker struct {
 	mainAt   []int32  // main-path switch per level, -1 above its top
 	dig      []int32  // per-level digit of the destination plane
 	sp       []uint32 // per-level spread of the destination plane
+	alt      []uint32 // per-level choice among survivors of a missing slot
 	queue    []int32
 	rep      Report
+	// choice[c] is the up group (flat index) the main path of the leaf's
+	// c-th CA takes in the current plane; leafUp is the one fill uses (-1:
+	// choose by digit).
+	choice []int32
+	leafUp int32
+	used   []int32
+}
+
+// leafChoices picks the first hop of the main path of every CA of leaf for
+// plane k: the up group at the CA's digit slot, or, where that cable is
+// missing, the surviving group the fewest of the leaf's CAs use (lowest
+// slot first). Only CAs whose cable is gone move, and they spread.
+func (w *worker) leafChoices(leaf int32, cas []int32, k int) {
+	r := w.r
+	t := r.t
+	lo, hi := r.upOff[leaf], r.upOff[leaf+1]
+	w.choice = w.choice[:0]
+	w.used = w.used[:0]
+	for g := lo; g < hi; g++ {
+		w.used = append(w.used, 0)
+	}
+	l := t.Level[leaf]
+	for _, e := range cas {
+		g := int32(-1)
+		if lo < hi {
+			g = r.slot[r.slotOff[leaf]+int32(r.digit(int64(t.CAIndex[e]), l, k))]
+			if g >= 0 {
+				w.used[g-lo]++
+			}
+		}
+		w.choice = append(w.choice, g)
+	}
+	if lo == hi {
+		return
+	}
+	n := len(w.used)
+	for ci, g := range w.choice {
+		if g >= 0 {
+			continue
+		}
+		// Ties rotate with the leaf's position so that the leaves of a pod
+		// do not all load the same parent.
+		first := int(r.spread(int64(t.CAIndex[cas[ci]]), l, k) % int64(n))
+		best := first
+		for j := 1; j < n; j++ {
+			if x := (first + j) % n; w.used[x] < w.used[best] {
+				best = x
+			}
+		}
+		w.used[best]++
+		w.choice[ci] = lo + int32(best)
+	}
 }
 
 func (r *Router) newWorker() *worker {
@@ -256,7 +309,7 @@ func (r *Router) newWorker() *worker {
 	l := r.t.Levels
 	w := &worker{r: r, anc: make([]int32, n), elig: make([][]int16, n), asg: make([]int32, n), mark: make([]int64, n),
 		onMain: make([]int32, n), mainPort: make([]uint8, n), mainAt: make([]int32, l),
-		dig: make([]int32, l), sp: make([]uint32, l), queue: make([]int32, 0, n)}
+		dig: make([]int32, l), sp: make([]uint32, l), alt: make([]uint32, l), queue: make([]int32, 0, n)}
 	for i := range w.anc {
 		w.anc[i] = -1
 		w.asg[i] = -1
@@ -311,11 +364,17 @@ func (r *Router) RouteCAs(ctx context.Context, routes *plan.Routes) (*Report, er
 		return func(li int32) error {
 			leaf := t.Leaves[li]
 			w.ancestors(leaf)
-			for _, e := range t.LeafCAs[li] {
-				port := t.Graph.Attachment(e).Port
-				i := int64(t.CAIndex[e])
-				for k, pl := range routes.Planes[e].Planes {
-					w.fill(pl, e, leaf, i, k, port)
+			cas := t.LeafCAs[li]
+			if len(cas) == 0 {
+				return nil
+			}
+			np := len(routes.Planes[cas[0]].Planes)
+			for k := 0; k < np; k++ {
+				w.leafChoices(leaf, cas, k)
+				for ci, e := range cas {
+					w.leafUp = w.choice[ci]
+					pl := routes.Planes[e].Planes[k]
+					w.fill(pl, e, leaf, int64(t.CAIndex[e]), k, t.Graph.Attachment(e).Port)
 					if k == 0 {
 						w.count(pl, e, true)
 					}
@@ -367,6 +426,7 @@ func (r *Router) RouteSwitches(ctx context.Context, routes *plan.Routes) (*Repor
 				return nil
 			}
 			w.ancestors(d)
+			w.leafUp = -1
 			l := t.Level[d]
 			w.fill(pl, e, d, int64(t.posInLevel[d])*r.div[l], 0, 0)
 			w.count(pl, e, false)
@@ -400,6 +460,9 @@ func (w *worker) fill(pl plan.Plane, e, target int32, i int64, k int, out uint8)
 		w.mainAt[l] = -1
 		w.dig[l] = int32(r.digit(i, int32(l), k))
 		w.sp[l] = uint32(r.spread(i, int32(l), k) & 0x7FFFFFFF)
+		// Destinations displaced from one missing slot share their higher
+		// digits; their lower digits tell them apart.
+		w.alt[l] = w.sp[l] + uint32(i%r.div[l])
 	}
 	for _, a := range w.simple {
 		pl[a.node] = a.g
@@ -414,9 +477,12 @@ func (w *worker) fill(pl plan.Plane, e, target int32, i int64, k int, out uint8)
 			break
 		}
 		g := r.slot[r.slotOff[s]+w.dig[l]]
+		if l == lt && w.leafUp >= 0 {
+			g = w.leafUp
+		}
 		sp := w.sp[l]
 		if g < 0 {
-			g = lo + int32(sp%uint32(hi-lo)) // the slot's cable is missing
+			g = lo + int32(w.alt[l]%uint32(hi-lo)) // the slot's cable is missing
 		}
 		p := r.up[g].peer
 		dg := &r.down[r.downOff[p]+t.Up[s][g-lo].Rev]
@@ -526,7 +592,7 @@ func (w *worker) up(s, stamp int32) uint8 {
 	ls := r.t.Level[s]
 	sp := w.sp[ls]
 	k := hi - lo
-	start := int32(sp % uint32(k))
+	start := int32(w.alt[ls] % uint32(k))
 	if g := r.slot[r.slotOff[s]+w.dig[ls]]; g >= 0 {
 		start = g - lo
 	}
