@@ -1,0 +1,398 @@
+package vl
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// Layers is a layer per (destination, switch): for pair assigners
+// (Layered, DFSSSP) the layer of the whole route from that source switch,
+// for ACRO the layer of the switch's out-channel toward the destination
+// (the layer can drop along a path, never rise).
+type Layers struct {
+	// L[d][s]; meaningless where s has no route toward d.
+	L [][]uint8
+	// N is the number of layers used (at least 1).
+	N int
+	// PerHop marks ACRO's per-channel meaning.
+	PerHop bool
+}
+
+// LimitError says how many layers were needed and how many were available.
+type LimitError struct {
+	Algo      string
+	Needed    int // at least this many layers
+	Available int
+	Why       string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s: needs at least %d layers (VLs) but only %d are available (%s); use a routing with fewer channel dependency cycles, ports with more VLs (VLCap), or a deadlock-free routing engine",
+		e.Algo, e.Needed, e.Available, e.Why)
+}
+
+func newLayers(f *Fabric) *Layers {
+	l := &Layers{L: make([][]uint8, len(f.DLIDs)), N: 1}
+	back := make([]uint8, len(f.DLIDs)*f.N)
+	for d := range l.L {
+		l.L[d] = back[d*f.N : (d+1)*f.N]
+	}
+	return l
+}
+
+// pathOf collects the channels and dependencies of route (s, d) into buf.
+func pathOf(f *Fabric, s int32, d int, chans, edges []int32) ([]int32, []int32, int, error) {
+	chans, edges = chans[:0], edges[:0]
+	capv := 16
+	err := f.Walk(s, d, func(c, e int32) {
+		chans = append(chans, c)
+		capv = min(capv, f.Cap(c))
+		if e >= 0 {
+			edges = append(edges, e)
+		}
+	})
+	return chans, edges, capv, err
+}
+
+// Layered is LASH-style layering: every (source switch, destination) route
+// goes to the lowest layer whose dependency graph stays acyclic with it and
+// whose number its links can carry. max bounds the layers (VLs, SLs).
+func Layered(ctx context.Context, f *Fabric, max int) (*Layers, error) {
+	out := newLayers(f)
+	var layers []*Layer
+	var chans, edges []int32
+	for s := int32(0); s < int32(f.N); s++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for d := range f.DLIDs {
+			if !f.Routed(s, d) {
+				continue
+			}
+			var capv int
+			var err error
+			chans, edges, capv, err = pathOf(f, s, d, chans, edges)
+			if err != nil {
+				return nil, fmt.Errorf("layered: %w", err)
+			}
+			placed := false
+			for k := 0; k < min(max, capv); k++ {
+				if k == len(layers) {
+					layers = append(layers, f.NewLayer())
+				}
+				ok := true
+				for i, e := range edges {
+					if !layers[k].Insert(e) {
+						for _, r := range edges[:i] {
+							layers[k].Remove(r)
+						}
+						ok = false
+						break
+					}
+				}
+				if ok {
+					out.L[d][s] = uint8(k)
+					out.N = maxInt(out.N, k+1)
+					placed = true
+					break
+				}
+			}
+			if !placed {
+				why := fmt.Sprintf("MaxVLs/SLs %d", max)
+				if capv < max {
+					why = fmt.Sprintf("a link on the route from switch 0x%016x toward DLID %d carries %d VLs", f.G.SwitchGUID(s), f.DLIDs[d], capv)
+				}
+				return nil, &LimitError{Algo: "layered", Needed: min(max, capv) + 1, Available: min(max, capv), Why: why}
+			}
+		}
+	}
+	return out, nil
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// DFSSSP puts every route in layer 0, then, layer by layer, finds a cycle
+// and moves the routes through its weakest dependency (the one fewest
+// routes use) to the next layer, until the layer is acyclic.
+func DFSSSP(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
+	out := newLayers(f)
+	layers := []*Layer{f.NewLayer()}
+	var chans, edges []int32
+	for d := range f.DLIDs {
+		for s := int32(0); s < int32(f.N); s++ {
+			if !f.Routed(s, d) {
+				continue
+			}
+			var err error
+			if chans, edges, _, err = pathOf(f, s, d, chans, edges); err != nil {
+				return nil, fmt.Errorf("dfsssp: %w", err)
+			}
+			for _, e := range edges {
+				layers[0].Cnt[e]++
+			}
+		}
+	}
+	var stack []int32
+	for k := 0; k < len(layers); k++ {
+		black := make([]bool, f.Chans())
+		for {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			cyc := layers[k].FindCycle(black)
+			if cyc == nil {
+				break
+			}
+			if k+1 >= max {
+				return nil, &LimitError{Algo: "dfsssp", Needed: max + 1, Available: max, Why: fmt.Sprintf("layer %d still has a dependency cycle through %s; MaxVLs/SLs %d", k, f.ChanName(func() int32 { _, to := f.EdgeChans(cyc[0]); return to }()), max)}
+			}
+			if k+1 == len(layers) {
+				layers = append(layers, f.NewLayer())
+			}
+			weak := cyc[0]
+			for _, e := range cyc[1:] {
+				if layers[k].Cnt[e] < layers[k].Cnt[weak] {
+					weak = e
+				}
+			}
+			from, _ := f.EdgeChans(weak)
+			ps, pp := f.ChanOf(from)
+			t, _, tout := f.EdgeOf(weak)
+			for d, lid := range f.DLIDs {
+				if f.R.LFT[ps][lid] != pp || f.R.LFT[t][lid] != tout {
+					continue
+				}
+				stack = append(stack[:0], ps)
+				for len(stack) > 0 {
+					u := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					stack = append(stack, tr.Kids(d, u)...)
+					if out.L[d][u] != uint8(k) {
+						continue
+					}
+					var capv int
+					var err error
+					if chans, edges, capv, err = pathOf(f, u, d, chans, edges); err != nil {
+						return nil, fmt.Errorf("dfsssp: %w", err)
+					}
+					if k+1 >= capv {
+						return nil, &LimitError{Algo: "dfsssp", Needed: k + 2, Available: capv,
+							Why: fmt.Sprintf("the route from switch 0x%016x toward DLID %d must move to layer %d but a link on it carries %d VLs", f.G.SwitchGUID(u), lid, k+1, capv)}
+					}
+					for _, e := range edges {
+						layers[k].Cnt[e]--
+						layers[k+1].Cnt[e]++
+					}
+					out.L[d][u] = uint8(k + 1)
+					out.N = maxInt(out.N, k+2)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// ACRO is seed 001's Algorithm 1 on the realised destination trees: per
+// destination a CDG that is a forest over the switches' out-channels
+// (child = upstream switch); layer by layer, channels are ordered by the
+// fitness sum F and a channel is settled for a destination in the current
+// layer once the channel after it is settled. Channels settled late for a
+// destination drop to a lower layer further along the path.
+func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
+	out := newLayers(f)
+	out.PerHop = true
+	nd := len(f.DLIDs)
+	// Per channel, the (dest, switch) tree nodes it holds (CSR).
+	nc := f.Chans()
+	off := make([]int32, nc+1)
+	for d := 0; d < nd; d++ {
+		for s := int32(0); s < int32(f.N); s++ {
+			if t, p := f.Next(s, d); t >= 0 {
+				off[f.Chan(s, p)+1]++
+			}
+		}
+	}
+	for c := 0; c < nc; c++ {
+		off[c+1] += off[c]
+	}
+	type node struct {
+		d int32
+		s int32
+	}
+	items := make([]node, off[nc])
+	fill := append([]int32(nil), off[:nc]...)
+	for d := 0; d < nd; d++ {
+		for s := int32(0); s < int32(f.N); s++ {
+			if t, p := f.Next(s, d); t >= 0 {
+				c := f.Chan(s, p)
+				items[fill[c]] = node{int32(d), s}
+				fill[c]++
+			}
+		}
+	}
+	// Weights, leaves first: w = 1 for a leaf, else N * sum of children.
+	w := make([][]float64, nd)
+	marked := make([][]bool, nd)
+	wb := make([]float64, nd*f.N)
+	mb := make([]bool, nd*f.N)
+	remaining := 0
+	for d := 0; d < nd; d++ {
+		w[d] = wb[d*f.N : (d+1)*f.N]
+		marked[d] = mb[d*f.N : (d+1)*f.N]
+		for _, s := range tr.Order[d] {
+			kids := tr.Kids(d, s)
+			if len(kids) == 0 {
+				w[d][s] = 1
+			} else {
+				var sum float64
+				for _, k := range kids {
+					sum += w[d][k]
+				}
+				w[d][s] = float64(f.N) * sum
+			}
+			if t, _ := f.Next(s, d); t < 0 {
+				marked[d][s] = true // delivers: its channel is settled from the start
+			} else {
+				remaining++
+			}
+		}
+	}
+	F := make([]float64, nc)
+	h := &heap{pos: make([]int32, nc), key: F}
+	for i := 0; remaining > 0; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if i >= max {
+			return nil, &LimitError{Algo: "acro", Needed: max + 1, Available: max, Why: fmt.Sprintf("%d (destination, channel) pairs still unsettled after %d layers; MaxVLs/SLs %d", remaining, max, max)}
+		}
+		// Fitness: a channel's weight for every destination where it is
+		// unsettled and its parent is too.
+		h.items = h.items[:0]
+		for c := 0; c < nc; c++ {
+			F[c] = 0
+			h.pos[c] = -1
+			if off[c] == off[c+1] {
+				continue
+			}
+			for _, it := range items[off[c]:off[c+1]] {
+				if marked[it.d][it.s] {
+					continue
+				}
+				t, _ := f.Next(it.s, int(it.d))
+				if !marked[it.d][t] {
+					F[c] += w[it.d][it.s]
+				}
+			}
+			h.push(int32(c))
+		}
+		for h.len() > 0 {
+			c := h.pop()
+			for _, it := range items[off[c]:off[c+1]] {
+				d := int(it.d)
+				if marked[d][it.s] {
+					continue
+				}
+				if t, _ := f.Next(it.s, d); !marked[d][t] {
+					continue
+				}
+				marked[d][it.s] = true
+				remaining--
+				out.L[d][it.s] = uint8(i)
+				out.N = maxInt(out.N, i+1)
+				if i >= f.Cap(c) {
+					return nil, &LimitError{Algo: "acro", Needed: i + 1, Available: f.Cap(c),
+						Why: fmt.Sprintf("channel %s toward DLID %d is settled in layer %d but its link carries %d VLs", f.ChanName(c), f.DLIDs[d], i, f.Cap(c))}
+				}
+				for _, k := range tr.Kids(d, it.s) {
+					if marked[d][k] {
+						continue
+					}
+					_, kp := f.Next(k, d)
+					kc := f.Chan(k, kp)
+					if h.pos[kc] >= 0 {
+						F[kc] -= w[d][k]
+						if F[kc] < 0 || math.Abs(F[kc]) < 1e-9*w[d][k] {
+							F[kc] = 0
+						}
+						h.up(h.pos[kc])
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// heap is a min-heap of channel ids keyed by key[], with positions for
+// decrease-key. Ties go to the lower channel id, so runs are reproducible.
+type heap struct {
+	items []int32
+	pos   []int32
+	key   []float64
+}
+
+func (h *heap) len() int { return len(h.items) }
+
+func (h *heap) less(i, j int32) bool {
+	a, b := h.items[i], h.items[j]
+	if h.key[a] != h.key[b] {
+		return h.key[a] < h.key[b]
+	}
+	return a < b
+}
+
+func (h *heap) swap(i, j int32) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.pos[h.items[i]] = i
+	h.pos[h.items[j]] = j
+}
+
+func (h *heap) push(c int32) {
+	h.items = append(h.items, c)
+	h.pos[c] = int32(len(h.items) - 1)
+	h.up(h.pos[c])
+}
+
+func (h *heap) up(i int32) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *heap) pop() int32 {
+	c := h.items[0]
+	last := int32(len(h.items) - 1)
+	h.swap(0, last)
+	h.items = h.items[:last]
+	h.pos[c] = -1
+	i := int32(0)
+	n := int32(len(h.items))
+	for {
+		l, r := 2*i+1, 2*i+2
+		m := i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.swap(i, m)
+		i = m
+	}
+	return c
+}

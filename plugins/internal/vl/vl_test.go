@@ -1,0 +1,127 @@
+package vl
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/plugins/internal/testfab"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+func minHop(t testing.TB, topo *topology.Topology) *plan.Routes {
+	t.Helper()
+	g := route.NewGraph(topo)
+	m, err := g.HopMatrix(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := route.Balance(context.Background(), g, g.MinHop(m), route.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func fabric(t testing.TB, topo *topology.Topology, r *plan.Routes) *Fabric {
+	t.Helper()
+	real, err := plan.Realize(topo, r, testfab.SequentialLIDs(topo, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFabric(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+type algo struct {
+	name string
+	run  func(*Fabric, *Trees, int) (*Layers, error)
+}
+
+var algos = []algo{
+	{"layered", func(f *Fabric, _ *Trees, m int) (*Layers, error) { return Layered(context.Background(), f, m) }},
+	{"dfsssp", func(f *Fabric, tr *Trees, m int) (*Layers, error) { return DFSSSP(context.Background(), f, tr, m) }},
+	{"acro", func(f *Fabric, tr *Trees, m int) (*Layers, error) { return ACRO(context.Background(), f, tr, m) }},
+}
+
+func toPlan(f *Fabric, ly *Layers) (*plan.VLPlan, Stats, error) {
+	if ly.PerHop {
+		tr, _ := f.BuildTrees()
+		return HopPlan(f, ly, tr)
+	}
+	return PairPlan(f, ly)
+}
+
+func TestAlgorithms(t *testing.T) {
+	rrg := func(n, d, c int, seed int64) func() (*topology.Topology, error) {
+		return func() (*topology.Topology, error) { return RandomRegular(n, d, c, 8, seed) }
+	}
+	fabs := []struct {
+		name   string
+		build  func() (*topology.Topology, error)
+		cyclic bool // one VL is not enough
+	}{
+		{"ring6", func() (*topology.Topology, error) { return testfab.Ring(6, 1) }, true},
+		{"torus4x4", func() (*topology.Topology, error) { return testfab.Torus2D(4, 4, 1) }, true},
+		{"line4", func() (*topology.Topology, error) { return testfab.Line(4, 1) }, false},
+		{"rrg24x4", rrg(24, 4, 2, 1), true},
+		{"rrg32x6", rrg(32, 6, 1, 2), true},
+	}
+	for _, fb := range fabs {
+		topo, err := fb.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := fabric(t, topo, minHop(t, topo))
+		tr, err := f.BuildTrees()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Check(f, &plan.VLPlan{}); (err != nil) != fb.cyclic {
+			t.Fatalf("%s: one-VL check = %v, want cyclic %v", fb.name, err, fb.cyclic)
+		}
+		for _, a := range algos {
+			t.Run(fb.name+"/"+a.name, func(t *testing.T) {
+				ly, err := a.run(f, tr, 8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, st, err := toPlan(f, ly)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := Check(f, v); err != nil {
+					t.Fatalf("plan with %d layers is not deadlock-free: %v", ly.N, err)
+				}
+				if fb.cyclic != (ly.N > 1) {
+					t.Errorf("layers = %d on a fabric with cyclic=%v", ly.N, fb.cyclic)
+				}
+				t.Logf("%+v", st)
+			})
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	topo, err := testfab.Torus2D(4, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fabric(t, topo, minHop(t, topo))
+	tr, err := f.BuildTrees()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range algos {
+		_, err := a.run(f, tr, 1)
+		var le *LimitError
+		if !errors.As(err, &le) || le.Available != 1 || le.Needed < 2 {
+			t.Errorf("%s with one VL: err = %v, want a LimitError needing 2 of 1", a.name, err)
+		}
+	}
+}
