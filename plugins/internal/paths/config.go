@@ -1,0 +1,126 @@
+package paths
+
+import (
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/ibsm/ibsm/plugins/internal/pcfg"
+	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Config is what the shortest-widest and path-selection plugins are
+// configured with.
+type Config struct {
+	// RootGUID is the node GUID of the up*/down* root switch; 0 draws one
+	// from Seed.
+	RootGUID uint64
+	// Seed fixes every random choice (root, pair order, ties).
+	Seed uint64
+	// Switches routes switch port 0 endpoints too.
+	Switches bool
+	// K and MaxStretch are path-selection's (see Options).
+	K, MaxStretch int
+}
+
+// SchemaAttrs are the attributes both path plugins take; withK adds
+// path-selection's k and max_stretch.
+func SchemaAttrs(withK bool) []schema.Attribute {
+	a := []schema.Attribute{
+		schema.Attr("root_guid", cty.String,
+			`Node GUID ("0x...") of the up*/down* root switch. Unset: a switch drawn with seed, as seed 000 does.`),
+		schema.Attr("seed", cty.Number,
+			"Seed of every random choice (root, pair order, ties between equally good paths). Same fabric and seed, same routes.").
+			WithDefault(cty.NumberIntVal(1)),
+		schema.Attr("switch_endpoints", cty.Bool,
+			"Also route to and from every switch's port 0, so the SM and SA reach switches by LID. false routes CA pairs only, as the papers do; the LID assigner must then give switches their own planes.").
+			WithDefault(cty.True),
+	}
+	if withK {
+		a = append(a,
+			schema.Attr("k", cty.Number,
+				fmt.Sprintf("Candidate paths per switch pair found by Yen's algorithm before selection (seed 000: 16), 1..%d.", MaxK)).
+				WithDefault(cty.NumberIntVal(16)),
+			schema.Attr("max_stretch", cty.Number,
+				"Extra hops a candidate may have over the pair's shortest legal path; 0 keeps shortest paths only (seed 000), -1 lets Yen return longer ones.").
+				WithDefault(cty.NumberIntVal(0)))
+	}
+	return a
+}
+
+// ParseConfig reads v (null attributes take their defaults).
+func ParseConfig(v cty.Value, withK bool) (Config, error) {
+	c := Config{Seed: 1, Switches: true, K: 16}
+	root, err := pcfg.String(v, "root_guid", "")
+	if err != nil {
+		return c, err
+	}
+	if root = strings.TrimSpace(root); root != "" {
+		if !strings.HasPrefix(root, "0x") && !strings.HasPrefix(root, "0X") {
+			return c, fmt.Errorf("root_guid %q: write the GUID as hex with a 0x prefix, e.g. 0x0002c90000000001", root)
+		}
+		g, err := strconv.ParseUint(root[2:], 16, 64)
+		if err != nil || g == 0 {
+			return c, fmt.Errorf("root_guid %q is not a non-zero 64-bit hex GUID", root)
+		}
+		c.RootGUID = g
+	}
+	seed, err := number(v, "seed", 1, 0, 1<<63-1)
+	if err != nil {
+		return c, err
+	}
+	c.Seed = uint64(seed)
+	if c.Switches, err = pcfg.Bool(v, "switch_endpoints", true); err != nil {
+		return c, err
+	}
+	if withK {
+		k, err := number(v, "k", 16, 1, MaxK)
+		if err != nil {
+			return c, err
+		}
+		s, err := number(v, "max_stretch", 0, -1, 64)
+		if err != nil {
+			return c, err
+		}
+		c.K, c.MaxStretch = int(k), int(s)
+	}
+	return c, nil
+}
+
+// number reads an integer attribute within [lo, hi].
+func number(v cty.Value, name string, def, lo, hi int64) (int64, error) {
+	if v == cty.NilVal || v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
+		return def, nil
+	}
+	a := v.GetAttr(name)
+	if a.IsNull() {
+		return def, nil
+	}
+	if !a.IsKnown() || a.Type() != cty.Number {
+		return def, fmt.Errorf("config attribute %q must be a number", name)
+	}
+	bf := a.AsBigFloat()
+	i, acc := bf.Int64()
+	if acc != big.Exact || i < lo || i > hi {
+		return def, fmt.Errorf("config attribute %q = %s: give a whole number in %d..%d", name, bf.Text('g', 10), lo, hi)
+	}
+	return i, nil
+}
+
+// Options resolves the configuration against a topology: the random
+// source and, if a root GUID is configured, its switch index.
+func (c Config) Options(t *topology.Topology) (Options, *rand.Rand, error) {
+	o := Options{Root: -1, Switches: c.Switches, K: c.K, MaxStretch: c.MaxStretch}
+	if c.RootGUID != 0 {
+		n := t.NodeByGUID(c.RootGUID)
+		if n == topology.NoNode || t.SwitchIndex(n) < 0 {
+			return o, nil, fmt.Errorf("root_guid 0x%016x is not a switch of this fabric; fix root_guid or remove it to draw a root from seed", c.RootGUID)
+		}
+		o.Root = t.SwitchIndex(n)
+	}
+	return o, rand.New(rand.NewPCG(c.Seed, 0x5eed)), nil
+}
