@@ -13,5 +13,4 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-
 func newTestEngine() *engine { return &engine{log: hclog.NewNullLogger()} }
