@@ -58,7 +58,7 @@ func pathOf(f *Fabric, s int32, d int, chans, edges []int32) ([]int32, []int32, 
 // Layered is LASH-style layering: every (source switch, destination) route
 // goes to the lowest layer whose dependency graph stays acyclic with it and
 // whose number its links can carry. max bounds the layers (VLs, SLs).
-func Layered(ctx context.Context, f *Fabric, max int) (*Layers, error) {
+func Layered(ctx context.Context, f *Fabric, _ *Trees, max int) (*Layers, error) {
 	out := newLayers(f)
 	var layers []*Layer
 	var chans, edges []int32

@@ -9,7 +9,8 @@ import (
 )
 
 // RandomRegular builds a connected random deg-regular graph of n switches
-// (configuration model, redrawn until simple and connected; seeded) with
+// (stubs paired at random among simple choices, redrawn until connected;
+// seeded) with
 // casPer CAs per switch, every port with the given VLCap. Switch ports
 // 1..deg are links, deg+1.. CAs. It is the fabric of seed 001's evaluation
 // and of the benchmarks.
@@ -63,6 +64,8 @@ func RandomRegular(n, deg, casPer int, vlcap uint8, seed int64) (*topology.Topol
 	return b.Build()
 }
 
+// randomPairing pairs stubs uniformly among the pairs that keep the graph
+// simple (Steger & Wormald), restarting when it gets stuck.
 func randomPairing(rng *rand.Rand, n, deg int, adj [][]int) bool {
 	stubs := make([]int, 0, n*deg)
 	for i := 0; i < n; i++ {
@@ -71,19 +74,31 @@ func randomPairing(rng *rand.Rand, n, deg int, adj [][]int) bool {
 			stubs = append(stubs, i)
 		}
 	}
-	rng.Shuffle(len(stubs), func(i, j int) { stubs[i], stubs[j] = stubs[j], stubs[i] })
 	seen := make(map[[2]int]bool, len(stubs)/2)
-	for i := 0; i < len(stubs); i += 2 {
-		a, b := stubs[i], stubs[i+1]
+	for fails := 0; len(stubs) > 0; {
+		i, j := rng.Intn(len(stubs)), rng.Intn(len(stubs))
+		a, b := stubs[i], stubs[j]
 		if a > b {
 			a, b = b, a
 		}
-		if a == b || seen[[2]int{a, b}] {
-			return false
+		if i == j || a == b || seen[[2]int{a, b}] {
+			if fails++; fails > 100*n*deg {
+				return false
+			}
+			continue
 		}
 		seen[[2]int{a, b}] = true
 		adj[a] = append(adj[a], b)
 		adj[b] = append(adj[b], a)
+		if i < j {
+			i, j = j, i
+		}
+		last := len(stubs) - 1
+		stubs[i] = stubs[last]
+		stubs = stubs[:last]
+		last--
+		stubs[j] = stubs[last]
+		stubs = stubs[:last]
 	}
 	return true
 }

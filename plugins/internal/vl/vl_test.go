@@ -44,7 +44,7 @@ type algo struct {
 }
 
 var algos = []algo{
-	{"layered", func(f *Fabric, _ *Trees, m int) (*Layers, error) { return Layered(context.Background(), f, m) }},
+	{"layered", func(f *Fabric, _ *Trees, m int) (*Layers, error) { return Layered(context.Background(), f, nil, m) }},
 	{"dfsssp", func(f *Fabric, tr *Trees, m int) (*Layers, error) { return DFSSSP(context.Background(), f, tr, m) }},
 	{"acro", func(f *Fabric, tr *Trees, m int) (*Layers, error) { return ACRO(context.Background(), f, tr, m) }},
 }
