@@ -15,6 +15,7 @@ package ftree
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/ibsm/ibsm/plugins/internal/route"
@@ -160,6 +161,17 @@ func Build(topo *topology.Topology, cfg Config) (*Tree, error) {
 	queue := make([]int32, n)
 	if err := g.BFS(leaves, height, queue); err != nil {
 		return nil, fmt.Errorf("ftree: %w", err)
+	}
+
+	// A leaf switch with no CA cabled yet (a partially populated tree)
+	// looks, by height, like a switch above its parents. It is one when
+	// its neighbours are all parents of leaves and share a leaf child
+	// (a top switch's neighbours span pods and share none); rank it with
+	// the leaves.
+	if empty := emptyLeaves(g, isLeaf, height); len(empty) > 0 {
+		if err := g.BFS(append(slices.Clone(leaves), empty...), height, queue); err != nil {
+			return nil, fmt.Errorf("ftree: %w", err)
+		}
 	}
 
 	isRoot := make([]bool, n)
@@ -564,4 +576,47 @@ func (t *Tree) indexCAs(order []uint64) {
 		sort.Slice(perLeaf[li], func(a, b int) bool { return t.CAIndex[perLeaf[li][a]] < t.CAIndex[perLeaf[li][b]] })
 	}
 	t.LeafCAs = perLeaf
+}
+
+// emptyLeaves finds CA-less switches all of whose neighbours are at height
+// 1 and have a CA-carrying switch in common.
+func emptyLeaves(g *route.Graph, isLeaf []bool, height []uint8) []int32 {
+	var out []int32
+	for s := int32(0); s < int32(g.N); s++ {
+		nb := g.Neighbors(s)
+		if isLeaf[s] || len(nb) == 0 {
+			continue
+		}
+		ok := true
+		for _, p := range nb {
+			if height[p] != 1 {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		common := false
+		for _, c := range g.Neighbors(nb[0]) {
+			if !isLeaf[c] {
+				continue
+			}
+			all := true
+			for _, p := range nb[1:] {
+				if !slices.Contains(g.Neighbors(p), c) {
+					all = false
+					break
+				}
+			}
+			if all {
+				common = true
+				break
+			}
+		}
+		if common {
+			out = append(out, s)
+		}
+	}
+	return out
 }
