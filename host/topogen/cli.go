@@ -12,13 +12,13 @@ import (
 	"github.com/ibsm/ibsm/transport/netfile"
 )
 
-// Generator is any of FatTree, Torus, Random, RRG, Load or Degraded.
+// Generator is any of FatTree, Torus, Random, RRG, Paper, Load or Degraded.
 type Generator interface {
 	Generate() (*netfile.File, error)
 }
 
 // Kinds lists the topology kinds Parse accepts (ft is an alias of fat-tree).
-func Kinds() []string { return []string{"fat-tree", "ring", "torus", "mesh", "random", "rrg", "file"} }
+func Kinds() []string { return []string{"fat-tree", "ring", "torus", "mesh", "random", "rrg", "paper", "file"} }
 
 const usageText = `usage: ibsm topo <kind> [flags] > fabric.net
 
@@ -29,6 +29,7 @@ Kinds:
   torus, mesh    k-ary n-cubes with or without wrap-around links
   random         random irregular switch graph (GT-ITM style), CAs placed at random
   rrg            random regular graph (Jellyfish)
+  paper          the random fabrics of papers 000, 001, 003 and the 512-switch RRG, checked
   file           an existing topology file (--in FILE), to degrade it
 
 Examples:
@@ -41,6 +42,8 @@ Examples:
   ibsm topo mesh --dims 8x8 --cas 1
   ibsm topo random --switches 32 --degree 8 --cas 256 --seed 7
   ibsm topo rrg --switches 512 --ports 12 --cas 4 --seed 1
+  ibsm topo paper --set 000 --switches 64 --cas 512 --seed 3   # instance 3 of 512/64
+  ibsm topo paper --set 003 --switches 32 --seed 1
   ibsm topo ft --radix 36 --levels 2 --remove-links 0.01 --seed 7
   ibsm topo file --in fabric.net --remove-links 0.05 --remove-switches 0.02 --seed 3
 
@@ -162,6 +165,14 @@ ascending order. Same --seed, same file.
 	"file": `An existing ibnetdiscover/ibsim topology file, --in FILE, re-emitted (with its node
 order, names and GUIDs) after the optional --remove-links / --remove-switches.
 `,
+	"paper": `A random fabric exactly as one of the papers builds it (the seed is the instance):
+  --set 000 --switches 16|32|64 --cas 128|256|512   average inter-switch degree 8, machines
+                                                    placed uniformly (Nienaber/Yuan/Duan §5)
+  --set 001 --switches 64|256 --degree 3..12        random regular, one CA per switch (ACRO)
+  --set 003 --switches 8..64 [--degree 4..8]        4 hosts and 4 single links per switch
+                                                    (destination renaming §5)
+  --set rrg512                                      512 switches, degree 12, 4 CAs each
+`,
 	"rrg": `A random regular graph built as Jellyfish does: --switches switches with --ports network
 ports each (exactly that many neighbours unless switches*ports is odd) and --cas CAs each, on
 ports 1..cas; neighbours follow in ascending order. Same --seed, same file.
@@ -236,7 +247,7 @@ func newFlags(kind string) (*kindFlags, error) {
 	fs.Float64Var(&kf.degrade.Links, "remove-links", 0, "fraction of switch-to-switch cables to remove, seeded by --seed (0.01 = 1%)")
 	fs.Float64Var(&kf.degrade.Switches, "remove-switches", 0, "fraction of switches to remove (only switches without CAs), seeded by --seed")
 	fs.BoolVar(&kf.degrade.AllowDisconnected, "allow-disconnected", false, "keep a degraded draw that splits the fabric instead of redrawing")
-	if kind != "random" && kind != "rrg" {
+	if kind != "random" && kind != "rrg" && kind != "paper" {
 		kf.seed = fs.Int64("seed", 1, "random seed of --remove-links / --remove-switches")
 	}
 	switch kind {
@@ -314,6 +325,24 @@ func newFlags(kind string) (*kindFlags, error) {
 			}
 			t.SwitchPorts, t.Cable = *switchPorts, cable
 			return t, nil
+		}
+	case "paper":
+		var p Paper
+		fs.StringVar(&p.Set, "set", "", "which paper's fabrics: 000, 001, 003 or rrg512 (required)")
+		fs.IntVar(&p.Switches, "switches", 0, "number of switches")
+		fs.IntVar(&p.CAs, "cas", 0, "machines in total (set 000)")
+		fs.IntVar(&p.Degree, "degree", 0, "inter-switch ports per switch (sets 001 and 003)")
+		fs.Int64Var(&p.Seed, "seed", 1, "random seed: the instance (also of --remove-links / --remove-switches)")
+		kf.seed = &p.Seed
+		kf.build = func() (Generator, error) {
+			if p.Set == "" {
+				return nil, fmt.Errorf("topo paper: give --set (%s), e.g. paper --set 000 --switches 16 --cas 128", strings.Join(PaperSets(), ", "))
+			}
+			p.SwitchPorts, p.Cable = *switchPorts, cable
+			if _, err := p.Base(); err != nil {
+				return nil, err
+			}
+			return p, nil
 		}
 	case "file":
 		var l Load
