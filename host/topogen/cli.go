@@ -18,7 +18,9 @@ type Generator interface {
 }
 
 // Kinds lists the topology kinds Parse accepts (ft is an alias of fat-tree).
-func Kinds() []string { return []string{"fat-tree", "ring", "torus", "mesh", "random", "rrg", "paper", "file"} }
+func Kinds() []string {
+	return []string{"fat-tree", "ring", "torus", "mesh", "random", "rrg", "paper", "file"}
+}
 
 const usageText = `usage: ibsm topo <kind> [flags] > fabric.net
 
