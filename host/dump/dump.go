@@ -29,6 +29,14 @@ const (
 	MCFDBFile  = "opensm.mcfdbs"
 )
 
+// PathSLFile is the path-SL file for ibdmchk -c (OpenSM writes none; the
+// name is ours).
+const PathSLFile = "ibsm-path-sl.dump"
+
+// MaxPathSLPairs bounds the CA-to-CA pairs WriteAll puts in the path-SL
+// file (one line each, quadratic in CAs): about 2,000 CAs, 100 MB.
+const MaxPathSLPairs = 1 << 22
+
 // lids maps every port that has a LID to its base LID: a switch's ports all
 // answer to the port-0 LID, as in OpenSM's dumps.
 type lidMap struct {
@@ -402,7 +410,10 @@ func checkRealized(r *plan.Realized) error {
 }
 
 // WriteAll writes the subnet list, FDBs, multicast FDBs (empty) and LFTs
-// into dir, and the SL2VL dump when vls is not nil.
+// into dir, and when vls is not nil the SL2VL dump and, for fabrics of at
+// most MaxPathSLPairs CA pairs, the path-SL file; check them with
+// `ibdmchk -s opensm-subnet.lst -f opensm.fdbs -m opensm.mcfdbs -c
+// ibsm-path-sl.dump -d opensm-sl2vl.dump`.
 func WriteAll(dir string, r *plan.Realized, vls *plan.VLPlan) error {
 	if err := checkRealized(r); err != nil {
 		return err
@@ -423,6 +434,12 @@ func WriteAll(dir string, r *plan.Realized, vls *plan.VLPlan) error {
 			name  string
 			write func(io.Writer) error
 		}{SL2VLFile, func(w io.Writer) error { return WriteSL2VL(w, r.Topo, r.LIDs, vls) }})
+		if cas := countCAs(r.Topo); cas*(cas-1) <= MaxPathSLPairs {
+			files = append(files, struct {
+				name  string
+				write func(io.Writer) error
+			}{PathSLFile, func(w io.Writer) error { return WritePathSL(w, r, vls) }})
+		}
 	}
 	for _, f := range files {
 		if err := writeFile(filepath.Join(dir, f.name), f.write); err != nil {
@@ -486,4 +503,14 @@ func WritePathSL(w io.Writer, r *plan.Realized, vls *plan.VLPlan) error {
 		}
 	}
 	return bw.Flush()
+}
+
+func countCAs(t *topology.Topology) int {
+	n := 0
+	for _, ep := range t.Endpoints() {
+		if t.Nodes[ep.Node].Type != topology.Switch {
+			n++
+		}
+	}
+	return n
 }

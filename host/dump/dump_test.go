@@ -187,6 +187,14 @@ func TestIbdmchkAgrees(t *testing.T) {
 		{"ring of 6 minhop", func() (*topology.Topology, error) { return analysistest.Ring(6, 1, 1) }, analysistest.MinHop, nil, true},
 		{"ring of 6 minhop on two VLs (path SLs and SL2VL dump)", func() (*topology.Topology, error) { return analysistest.Ring(6, 1, 2) },
 			analysistest.MinHop, analysistest.RingVLs, false},
+		// The same tables and SL2VL with every DLID on SL 0: the check must
+		// be able to fail on a multi-VL plan.
+		{"ring of 6 minhop, broken SLs (all on SL 0)", func() (*topology.Topology, error) { return analysistest.Ring(6, 1, 2) },
+			analysistest.MinHop, func(r *plan.Realized) *plan.VLPlan {
+				v := analysistest.RingVLs(r)
+				clear(v.SLByDLID)
+				return v
+			}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -202,24 +210,18 @@ func TestIbdmchkAgrees(t *testing.T) {
 			extra := ""
 			if c.vls != nil {
 				vls = c.vls(r)
-				extra = " -c psl -d " + dump.SL2VLFile
+				extra = " -c " + dump.PathSLFile + " -d " + dump.SL2VLFile
 			}
 			dir := t.TempDir()
 			if err := dump.WriteAll(dir, r, vls); err != nil {
 				t.Fatal(err)
 			}
-			if vls != nil {
-				var b bytes.Buffer
-				if err := dump.WritePathSL(&b, r, vls); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, "psl"), b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
+			if _, err := os.Stat(filepath.Join(dir, dump.PathSLFile)); (err == nil) != (vls != nil) {
+				t.Fatalf("path-SL file written = %v, want %v", err == nil, vls != nil)
 			}
 			out := ibdmchk(t, dir, extra)
 			t.Log(out[strings.LastIndex(out, "-I- Using"):])
-			if vls != nil && !strings.Contains(out, "2 SLs, 2 VLs used") {
+			if vls != nil && !c.wantLoop && !strings.Contains(out, "2 SLs, 2 VLs used") {
 				t.Errorf("ibdmchk did not pick up the SLs and SL2VL tables:\n%s", out)
 			}
 			ibLoop := strings.Contains(out, "Found credit loop")
