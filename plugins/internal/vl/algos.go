@@ -44,7 +44,7 @@ func newLayers(f *Fabric) *Layers {
 // pathOf collects the channels and dependencies of route (s, d) into buf.
 func pathOf(f *Fabric, s int32, d int, chans, edges []int32) ([]int32, []int32, int, error) {
 	chans, edges = chans[:0], edges[:0]
-	capv := 16
+	capv := 255
 	err := f.Walk(s, d, func(c, e int32) {
 		chans = append(chans, c)
 		capv = min(capv, f.Cap(c))

@@ -197,9 +197,15 @@ func HopPlan(f *Fabric, ly *Layers, tr *Trees) (*plan.VLPlan, Stats, error) {
 		}
 		// Route by route: the route from u takes the hops of every switch
 		// on its walk, but only the source in-ports at u itself.
+		// Home outwards, each route first tries its successor's class:
+		// whole subtrees then share a class and overrides stay few.
 		var cnt [MaxSLs]int
-		for _, u := range order {
+		for i := len(order) - 1; i >= 0; i-- {
+			u := order[i]
 			routeSL[u] = -1
+			if t, _ := f.Next(u, d); t >= 0 && routeFits(f, int(routeSL[t]), d, u, ly, tab[routeSL[t]], srcIn) {
+				routeSL[u] = routeSL[t]
+			}
 			for k := 0; k < MaxSLs && routeSL[u] < 0; k++ {
 				class(k)
 				if routeFits(f, k, d, u, ly, tab[k], srcIn) {

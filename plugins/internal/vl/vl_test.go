@@ -125,3 +125,66 @@ func TestLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestACROVersusLASH is seed 001's claim at a small scale: on random
+// regular graphs with a fixed random minimal routing table, ACRO needs no
+// more layers than LASH-style layering on average, and every ACRO plan that
+// fits 16 SLs passes the exact checker.
+func TestACROVersusLASH(t *testing.T) {
+	var acro, lash int
+	for seed := int64(1); seed <= 6; seed++ {
+		topo, err := RandomRegular(32, 4, 0, 255, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := RandomMinimal(topo, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := fabric(t, topo, r)
+		tr, err := f.BuildTrees()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := ACRO(context.Background(), f, tr, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Layered(context.Background(), f, tr, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acro += a.N
+		lash += l.N
+		if v, _, err := HopPlan(f, a, tr); err == nil {
+			if err := Check(f, v); err != nil {
+				t.Errorf("seed %d: ACRO plan: %v", seed, err)
+			}
+		}
+	}
+	t.Logf("layers over 6 seeds: acro %d, layered %d", acro, lash)
+	if acro > lash {
+		t.Errorf("acro needs %d layers in all, layered %d", acro, lash)
+	}
+}
+
+func TestRandomRegular(t *testing.T) {
+	topo, err := RandomRegular(20, 5, 1, 8, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range topo.Switches() {
+		links := 0
+		for p := 1; p < len(topo.Nodes[s].Ports); p++ {
+			if peer := topo.Nodes[s].Ports[p].Peer; peer.Connected() && topo.SwitchIndex(peer.Node) >= 0 {
+				links++
+			}
+		}
+		if links != 5 {
+			t.Fatalf("switch %d has %d switch links, want 5", s, links)
+		}
+	}
+	if _, err := RandomRegular(5, 3, 0, 8, 1); err == nil {
+		t.Error("odd stub count accepted")
+	}
+}

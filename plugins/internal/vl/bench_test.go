@@ -1,0 +1,54 @@
+package vl
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ibsm/ibsm/plugins/internal/sssp"
+	"github.com/ibsm/ibsm/plugins/internal/testfab"
+	"github.com/ibsm/ibsm/sdk/plan"
+)
+
+// TestBench512 is the target from the issue: sssp plus a VL assigner on a
+// 512-switch random 12-regular fabric with 4 CAs per switch within 8 VLs.
+// It measures (prints) and is opt-in: IBSM_VL_BENCH=1.
+func TestBench512(t *testing.T) {
+	if os.Getenv("IBSM_VL_BENCH") == "" {
+		t.Skip("set IBSM_VL_BENCH=1 to run the 512-switch measurement")
+	}
+	topo, err := RandomRegular(512, 12, 4, 8, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	planes, _, err := sssp.Route(context.Background(), topo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := plan.Realize(topo, &plan.Routes{Planes: planes}, testfab.SequentialLIDs(topo, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routing := time.Since(t0)
+	for _, a := range algos {
+		t1 := time.Now()
+		f, err := NewFabric(real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := f.BuildTrees()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ly, err := a.run(f, tr, 8)
+		if err != nil {
+			t.Logf("%s: %v (after %v)", a.name, err, time.Since(t1))
+			continue
+		}
+		lay := time.Since(t1)
+		_, st, err := toPlan(f, ly)
+		t.Logf("%s: routing %v, layering %v, total VL %v, layers %d, stats %+v, plan err %v", a.name, routing, lay, time.Since(t1), ly.N, st, err)
+	}
+}

@@ -1,0 +1,223 @@
+// Command vlfigs reproduces seed 001's Figs. 5-6: the layers (VLs) acro,
+// layered (LASH) and dfsssp need on random regular switch graphs (64 and
+// 256 switches, degree 4-12, 100 seeds per point), each destination routed
+// on one fixed seeded random minimal path per pair, min/avg/max per point,
+// written as Markdown next to the paper's reported figures. Layers are not
+// capped (VLCap is taken as unlimited) so the counts are the algorithms'
+// own. It lives under plugins/ because Go only lets plugins/... import
+// plugins/internal/vl; experiments/vls holds its results.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ibsm/ibsm/plugins/internal/vl"
+	"github.com/ibsm/ibsm/sdk/plan"
+)
+
+type point struct {
+	n, deg int
+}
+
+type result struct {
+	layers [3]int
+	sls    int // acro SL classes, 17 = more than 16
+	err    error
+}
+
+var algoNames = [3]string{"acro", "layered", "dfsssp"}
+
+func run(n, deg int, seed int64) result {
+	topo, err := vl.RandomRegular(n, deg, 0, 255, seed)
+	if err != nil {
+		return result{err: err}
+	}
+	routes, err := vl.RandomMinimal(topo, seed)
+	if err != nil {
+		return result{err: err}
+	}
+	lids := &plan.LIDPlan{Ports: make([]plan.PortLID, len(topo.Endpoints()))}
+	for i := range lids.Ports {
+		lids.Ports[i] = plan.PortLID{Base: uint16(i + 1)}
+	}
+	real, err := plan.Realize(topo, routes, lids)
+	if err != nil {
+		return result{err: err}
+	}
+	f, err := vl.NewFabric(real)
+	if err != nil {
+		return result{err: err}
+	}
+	tr, err := f.BuildTrees()
+	if err != nil {
+		return result{err: err}
+	}
+	ctx := context.Background()
+	var res result
+	for i, a := range []vl.Algorithm{vl.ACRO, vl.Layered, vl.DFSSSP} {
+		ly, err := a(ctx, f, tr, 64)
+		if err != nil {
+			return result{err: fmt.Errorf("%s: %w", algoNames[i], err)}
+		}
+		res.layers[i] = ly.N
+		if i == 0 {
+			_, st, err := vl.HopPlan(f, ly, tr)
+			res.sls = st.SLs
+			if err == nil && ly.N > 1 {
+				if err := vl.Check(f, mustPlan(f, ly, tr)); err != nil {
+					return result{err: fmt.Errorf("acro plan fails the checker: %w", err)}
+				}
+			}
+		}
+	}
+	return res
+}
+
+func mustPlan(f *vl.Fabric, ly *vl.Layers, tr *vl.Trees) *plan.VLPlan {
+	v, _, _ := vl.HopPlan(f, ly, tr)
+	return v
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		if lo, hi, ok := strings.Cut(part, "-"); ok {
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil || a > b {
+				return nil, fmt.Errorf("bad range %q", part)
+			}
+			for i := a; i <= b; i++ {
+				out = append(out, i)
+			}
+			continue
+		}
+		v, err := strconv.Atoi(part)
+		if err != nil {
+			return nil, fmt.Errorf("bad number %q", part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func main() {
+	sizes := flag.String("sizes", "64,256", "switch counts")
+	degrees := flag.String("degrees", "4-12", "degrees (list or range)")
+	seeds := flag.Int("seeds", 100, "topologies per point (seeds 1..n)")
+	workers := flag.Int("workers", runtime.GOMAXPROCS(0), "parallel seeds")
+	out := flag.String("out", "", "Markdown output file (default stdout)")
+	flag.Parse()
+	ns, err := ints(*sizes)
+	if err != nil {
+		fail(err)
+	}
+	ds, err := ints(*degrees)
+	if err != nil {
+		fail(err)
+	}
+	var pts []point
+	for _, n := range ns {
+		for _, d := range ds {
+			if n*d%2 == 0 && d < n {
+				pts = append(pts, point{n, d})
+			}
+		}
+	}
+	start := time.Now()
+	type job struct {
+		p    int
+		seed int64
+	}
+	results := make([][]result, len(pts))
+	for i := range results {
+		results[i] = make([]result, *seeds)
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for w := 0; w < max(*workers, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				results[j.p][j.seed-1] = run(pts[j.p].n, pts[j.p].deg, j.seed)
+			}
+		}()
+	}
+	for p := range pts {
+		for s := 1; s <= *seeds; s++ {
+			jobs <- job{p, int64(s)}
+		}
+		fmt.Fprintf(os.Stderr, "vlfigs: queued %d switches degree %d (%v)\n", pts[p].n, pts[p].deg, time.Since(start).Round(time.Second))
+	}
+	close(jobs)
+	wg.Wait()
+	w := io.Writer(os.Stdout)
+	if *out != "" {
+		fh, err := os.Create(*out)
+		if err != nil {
+			fail(err)
+		}
+		defer fh.Close()
+		w = fh
+	}
+	fmt.Fprintf(w, "# Layers (VLs) needed on random regular topologies (seed 001, Figs. 5-6)\n\n")
+	fmt.Fprintf(w, "`go run ./plugins/internal/vl/cmd/vlfigs -sizes %s -degrees %s -seeds %d` — %d workers, wall time %v.\n\n", *sizes, *degrees, *seeds, *workers, time.Since(start).Round(time.Second))
+	fmt.Fprintf(w, "Each point: %d connected random regular graphs (seeds 1..%d), one LID per switch, every switch routing every destination on one seeded random minimal next hop (a fixed routing table, as in the paper). min / avg / max layers. `acro SLs` is how many SL classes our IB realisation of ACRO's per-hop layers needs (max; `>16` = refused).\n\n", *seeds, *seeds)
+	fmt.Fprintf(w, "| switches | degree | acro | layered (LASH) | dfsssp | acro / layered avg | acro SLs max | acro > 16 SLs |\n|---|---|---|---|---|---|---|---|\n")
+	for p, pt := range pts {
+		var mn, mx [3]int
+		var sum [3]float64
+		slMax, slOver, ok := 0, 0, 0
+		for i := range mn {
+			mn[i] = 1 << 30
+		}
+		var errs []string
+		for _, r := range results[p] {
+			if r.err != nil {
+				errs = append(errs, r.err.Error())
+				continue
+			}
+			ok++
+			for i, l := range r.layers {
+				mn[i] = min(mn[i], l)
+				mx[i] = max(mx[i], l)
+				sum[i] += float64(l)
+			}
+			slMax = max(slMax, r.sls)
+			if r.sls > vl.MaxSLs {
+				slOver++
+			}
+		}
+		if ok == 0 {
+			fmt.Fprintf(w, "| %d | %d | error: %s | | | | | |\n", pt.n, pt.deg, errs[0])
+			continue
+		}
+		cell := func(i int) string {
+			return fmt.Sprintf("%d / %.2f / %d", mn[i], sum[i]/float64(ok), mx[i])
+		}
+		sl := strconv.Itoa(slMax)
+		if slMax > vl.MaxSLs {
+			sl = ">16"
+		}
+		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %.2f | %s | %d of %d |\n", pt.n, pt.deg, cell(0), cell(1), cell(2), sum[0]/sum[1], sl, slOver, ok)
+		if len(errs) > 0 {
+			fmt.Fprintf(w, "\n%d seeds failed, first: %s\n\n", len(errs), errs[0])
+		}
+	}
+	fmt.Fprintf(os.Stderr, "vlfigs: done in %v\n", time.Since(start).Round(time.Second))
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "vlfigs:", err)
+	os.Exit(2)
+}
