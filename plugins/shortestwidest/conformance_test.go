@@ -13,4 +13,4 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-func newTestEngine() *engine { return &engine{log: hclog.NewNullLogger()} }
+func newTestEngine() *engine { return newEngine(hclog.NewNullLogger()) }

@@ -29,8 +29,10 @@ const (
 )
 
 func main() {
-	sdk.Serve(&engine{log: pcfg.Logger(name), cfg: paths.Config{Seed: 1, Switches: true}})
+	sdk.Serve(newEngine(pcfg.Logger(name)))
 }
+
+func newEngine(log hclog.Logger) *engine { return &engine{log: log, cfg: paths.DefaultConfig()} }
 
 type engine struct {
 	log hclog.Logger

@@ -27,6 +27,10 @@ type Config struct {
 	K, MaxStretch int
 }
 
+// DefaultConfig is the configuration of an unconfigured plugin: the
+// schema's defaults.
+func DefaultConfig() Config { return Config{Seed: 1, Switches: true, K: 16} }
+
 // SchemaAttrs are the attributes both path plugins take; withK adds
 // path-selection's k and max_stretch.
 func SchemaAttrs(withK bool) []schema.Attribute {
@@ -54,7 +58,7 @@ func SchemaAttrs(withK bool) []schema.Attribute {
 
 // ParseConfig reads v (null attributes take their defaults).
 func ParseConfig(v cty.Value, withK bool) (Config, error) {
-	c := Config{Seed: 1, Switches: true, K: 16}
+	c := DefaultConfig()
 	root, err := pcfg.String(v, "root_guid", "")
 	if err != nil {
 		return c, err

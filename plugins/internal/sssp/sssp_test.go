@@ -8,6 +8,7 @@ import (
 
 	"github.com/ibsm/ibsm/plugins/internal/paths"
 	"github.com/ibsm/ibsm/plugins/internal/paths/fabtest"
+	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -237,11 +238,10 @@ func BenchmarkRRG512(b *testing.B) {
 	}
 	for _, lmc := range []uint8{0, 2} {
 		b.Run(map[uint8]string{0: "lmc0", 2: "lmc2"}[lmc], func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				if _, _, err := Route(context.Background(), topo, lmc); err != nil {
-					b.Fatal(err)
-				}
-			}
+			testfab.Bench(b, func() error {
+				_, _, err := Route(context.Background(), topo, lmc)
+				return err
+			})
 		})
 	}
 }
