@@ -127,8 +127,35 @@ type Routing struct {
 	Fallback    []string // tried in order when the engine's plan is rejected
 	LIDAssigner string
 	VLAssigner  string
-	DeclRange   hcl.Range
+	// SwitchToSwitch is routing.switch_to_switch: whether the verifier
+	// rejects a plan that leaves switch->switch pairs unreachable.
+	SwitchToSwitch SwitchToSwitch
+	DeclRange      hcl.Range
 }
+
+// SwitchToSwitch is the verifier's policy for unreachable switch->switch
+// (source switch, DLID of another switch) pairs, routing.switch_to_switch.
+//
+// Only management traffic travels between switches (an SM or tool on one
+// switch's port 0 talking to another's, e.g. vendor switch management,
+// perfquery from a managed switch); CA->CA traffic never needs these
+// routes. Engines in the OpenSM ftree tradition leave a share of them
+// unrouted on purpose, so an operator may accept that. Whatever the policy,
+// unreachable CA->CA pairs, forwarding loops and cyclic channel dependency
+// graphs always reject a plan.
+type SwitchToSwitch string
+
+const (
+	// SwitchToSwitchRequired rejects a plan with any unreachable
+	// switch->switch pair (the default).
+	SwitchToSwitchRequired SwitchToSwitch = "required"
+	// SwitchToSwitchBestEffort accepts such a plan; the unreachable pairs
+	// are counted, sampled and logged as a warning when it is applied.
+	SwitchToSwitchBestEffort SwitchToSwitch = "best_effort"
+)
+
+// DefaultSwitchToSwitch applies when routing.switch_to_switch is absent.
+const DefaultSwitchToSwitch = SwitchToSwitchRequired
 
 // Plugin returns the declared plugin of kind and name, or nil.
 func (c *Config) Plugin(kind sdk.Kind, name string) *Plugin {

@@ -117,6 +117,18 @@ func TestLoadErrors(t *testing.T) {
 		{"duplicate sm block", func(t *testing.T) string {
 			return from(t, "routing {", "sm {}\nsm {} #<\nrouting {")
 		}, "Duplicate sm block", "sm", ""},
+		{"unknown switch_to_switch policy", func(t *testing.T) string {
+			return from(t, `vl_assigner  = "single"`, "vl_assigner  = \"single\"\n  switch_to_switch = \"besteffort\" #<")
+		}, "Invalid switch_to_switch", `"besteffort"`, `Use "required" (the default`},
+		{"switch_to_switch not a string policy", func(t *testing.T) string {
+			return from(t, `vl_assigner  = "single"`, "vl_assigner  = \"single\"\n  switch_to_switch = true #<")
+		}, "Invalid switch_to_switch", "true", `"best_effort" (accept it`},
+		{"switch_to_switch wrong type", func(t *testing.T) string {
+			return from(t, `vl_assigner  = "single"`, "vl_assigner  = \"single\"\n  switch_to_switch = [\"required\"] #<")
+		}, "Unsuitable value type", "[", "string required"},
+		{"switch_to_switch outside routing", func(t *testing.T) string {
+			return from(t, "routing {", "sm {\n  switch_to_switch = \"required\" #<\n}\nrouting {")
+		}, "Unsupported argument", "switch_to_switch", ""},
 		{"unknown plugin reference", func(t *testing.T) string {
 			return from(t, `engine       = "minhop"`, `engine       = "updm" #<`,
 				`plugin "routing_engine" "minhop" { path = "minhop" }`,

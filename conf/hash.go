@@ -51,8 +51,10 @@ func HashValue(v cty.Value) uint64 {
 }
 
 // RoutingValue is the host-owned part of the configuration that changes what
-// the routing pipeline computes: sm.lmc, routing.engine, routing.fallback
-// (in order), routing.lid_assigner and routing.vl_assigner. It deliberately
+// the routing pipeline computes or accepts: sm.lmc, routing.engine,
+// routing.fallback (in order), routing.lid_assigner, routing.vl_assigner and
+// routing.switch_to_switch (a plan rejected under one policy may be accepted
+// under the other, so a changed policy must verify again). It deliberately
 // leaves out plugin binaries and their config blocks (each stage's cache key
 // adds its plugin's sha256 and HashValue of its decoded config), the fabric
 // and topology (the topology hash covers them), and timing, state_dir and
@@ -72,6 +74,9 @@ func (c *Config) RoutingValue() cty.Value {
 		"fallback":     fallback,
 		"lid_assigner": cty.StringVal(c.Routing.LIDAssigner),
 		"vl_assigner":  cty.StringVal(c.Routing.VLAssigner),
+		// Always the resolved policy: an explicit "required" hashes like the
+		// default.
+		"switch_to_switch": cty.StringVal(string(c.Routing.SwitchToSwitch)),
 	})
 }
 

@@ -162,6 +162,8 @@ routing {
 		"state dir":      strings.Replace(src, "lmc = 1", "lmc = 1\n  state_dir = \"/x\"", 1),
 		"plugin path":    strings.Replace(src, `path = "a"`, `path = "bin/a"`, 1),
 		"topology":       strings.Replace(src, "f.net", "g.net", 1),
+		// An explicit default is the default.
+		"explicit required": strings.Replace(src, `vl_assigner  = "v"`, "vl_assigner  = \"v\"\n  switch_to_switch = \"required\"", 1),
 	}
 	different := map[string]string{
 		"lmc":            strings.Replace(src, "lmc = 1", "lmc = 2", 1),
@@ -171,6 +173,8 @@ routing {
 		"no fallback":    strings.Replace(src, `["b", "c"]`, `[]`, 1),
 		"lid assigner":   strings.Replace(src, `lid_assigner = "s"`, `lid_assigner = "t"`, 1),
 		"vl assigner":    strings.Replace(src, `vl_assigner  = "v"`, `vl_assigner  = "w"`, 1),
+		// A plan rejected under "required" may pass under "best_effort".
+		"switch_to_switch": strings.Replace(src, `vl_assigner  = "v"`, "vl_assigner  = \"v\"\n  switch_to_switch = \"best_effort\"", 1),
 	}
 	for name, s := range same {
 		if s == src {

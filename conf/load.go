@@ -115,6 +115,7 @@ var pluginSchema = &hcl.BodySchema{
 var routingSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "engine"}, {Name: "fallback"}, {Name: "lid_assigner"}, {Name: "vl_assigner"},
+		{Name: "switch_to_switch"},
 	},
 }
 

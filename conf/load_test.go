@@ -189,6 +189,45 @@ func TestLoadJSON(t *testing.T) {
 	}
 }
 
+func TestSwitchToSwitchPolicy(t *testing.T) {
+	tests := []struct {
+		name string
+		attr string // added to the routing block ("" = absent)
+		want SwitchToSwitch
+	}{
+		{"absent is required", "", SwitchToSwitchRequired},
+		{"required", `switch_to_switch = "required"`, SwitchToSwitchRequired},
+		{"best_effort", `switch_to_switch = "best_effort"`, SwitchToSwitchBestEffort},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.Replace(minimal, "routing {", "routing {\n  "+tt.attr, 1)
+			cfg, diags := LoadBytes("ibsm.hcl", []byte(src))
+			if diags.HasErrors() {
+				t.Fatalf("LoadBytes: %s", FormatDiagnostics(diags))
+			}
+			if cfg.Routing.SwitchToSwitch != tt.want {
+				t.Errorf("SwitchToSwitch = %q, want %q", cfg.Routing.SwitchToSwitch, tt.want)
+			}
+			if got := cfg.RoutingValue().GetAttr("switch_to_switch").AsString(); got != string(tt.want) {
+				t.Errorf("RoutingValue switch_to_switch = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// The JSON syntax carries the same attribute.
+	cfg, diags := LoadBytes("ibsm.json", []byte(`{
+  "fabric": {"topology": "f.net"},
+  "plugin": {"routing_engine": {"ftree": {"path": "f"}}, "lid_assigner": {"sequential": {"path": "s"}}, "vl_assigner": {"single": {"path": "v"}}},
+  "routing": {"engine": "ftree", "lid_assigner": "sequential", "vl_assigner": "single", "switch_to_switch": "best_effort"}
+}`))
+	if diags.HasErrors() {
+		t.Fatalf("JSON: %s", FormatDiagnostics(diags))
+	}
+	if cfg.Routing.SwitchToSwitch != SwitchToSwitchBestEffort {
+		t.Errorf("JSON SwitchToSwitch = %q", cfg.Routing.SwitchToSwitch)
+	}
+}
+
 func TestExamples(t *testing.T) {
 	files, err := filepath.Glob("examples/*.hcl")
 	if err != nil || len(files) < 2 {

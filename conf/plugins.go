@@ -126,10 +126,22 @@ func validSHA256(s string) bool {
 }
 
 func (d *decoder) routing(b *hcl.Block, plugins []*Plugin) Routing {
-	r := Routing{DeclRange: b.DefRange}
+	r := Routing{DeclRange: b.DefRange, SwitchToSwitch: DefaultSwitchToSwitch}
 	c := d.content(b.Body, routingSchema)
 	if c == nil {
 		return r
+	}
+	var policy string
+	if f := attr(d, c.Attributes, "switch_to_switch", &policy); f.ok {
+		switch p := SwitchToSwitch(policy); p {
+		case SwitchToSwitchRequired, SwitchToSwitchBestEffort:
+			r.SwitchToSwitch = p
+		default:
+			d.errorf(f.rng, "Invalid switch_to_switch",
+				"switch_to_switch = %q is not a policy. Use %q (the default: reject a plan that leaves any switch->switch pair unreachable) "+
+					"or %q (accept it and log the unreachable pairs as a warning; unreachable CA->CA pairs, loops and credit loops still reject the plan).",
+				policy, SwitchToSwitchRequired, SwitchToSwitchBestEffort)
+		}
 	}
 	ref := func(attrName string, kind sdk.Kind, dst *string) {
 		var name string

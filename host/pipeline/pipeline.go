@@ -50,13 +50,26 @@ type VLStage struct {
 // Verifier checks a complete plan before it may reach the fabric.
 type Verifier func(t *topology.Topology, r *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error
 
+// Checker is a Verifier that may accept a plan with warnings: what its
+// policy let through (say, unreachable switch->switch pairs under
+// routing.switch_to_switch = "best_effort"). Warnings are one line each.
+type Checker func(t *topology.Topology, r *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) (warnings []string, err error)
+
 // Runner holds the configured stages.
 type Runner struct {
 	Engines []Engine // primary first, then fallbacks in order
 	LID     LIDStage
 	VL      VLStage
 	Cache   *Cache
-	Verify  Verifier
+	// Verify checks every plan before it is returned. Check, when set, is
+	// used instead and may accept a plan with warnings.
+	Verify Verifier
+	Check  Checker
+	// VerifyPolicy names the acceptance policy Verify or Check applies
+	// (e.g. "switch_to_switch=best_effort"). It is part of the key under
+	// which verdicts are remembered, so a changed policy verifies again
+	// instead of reusing a rejection (or acceptance) made under the old one.
+	VerifyPolicy string
 	// CheckRoutes (optional) checks reachability and loops only; when the
 	// VL assigner refuses, it tells whether the routes themselves are
 	// broken, which is the more useful error.
@@ -94,6 +107,10 @@ type Result struct {
 	Calls    int
 	Attempts []Attempt
 	Timings  Timings
+	// Warnings are what the verifier's policy let through (nil for a plan
+	// without compromise); they are logged when the plan is accepted and
+	// kept with the remembered verdict, so a cached plan reports them too.
+	Warnings []string
 }
 
 // Timings are wall-clock times per stage (plugin calls included).
@@ -193,25 +210,39 @@ func (r *Runner) runEngine(ctx context.Context, e Engine, in Input, topoHash uin
 
 	t0 = time.Now()
 	res.Key = keyOf("plan", rk, lk, vk)
-	if f, ok := Get[failure](r.Cache, "rejected", res.Key); ok {
+	// Verdicts depend on the plan and on the policy that judged it.
+	verdictKey := keyOf("verdict", res.Key, r.VerifyPolicy)
+	if f, ok := Get[failure](r.Cache, "rejected", verdictKey); ok {
 		return nil, fmt.Errorf("verification: %s (remembered: the same plan was rejected before)", f.Msg)
 	}
 	// A plan this host verified before (same keys: same topology, plugins,
-	// configs and results) is not verified again: the verdict is the host's
-	// own, kept in its state directory, not a plugin's claim.
-	_, verified := Get[verdict](r.Cache, "verified", res.Key)
-	if r.Verify != nil && !verified {
-		if err := r.Verify(in.Topo, routes, lids, vls, rz); err != nil {
-			if err := Put(r.Cache, "rejected", res.Key, &failure{Msg: err.Error()}); err != nil {
+	// configs, results and policy) is not verified again: the verdict is
+	// the host's own, kept in its state directory, not a plugin's claim.
+	if v, verified := Get[verdict](r.Cache, "verified", verdictKey); verified {
+		res.Warnings = v.Warnings
+	} else if check := r.checker(); check != nil {
+		warnings, err := check(in.Topo, routes, lids, vls, rz)
+		if err != nil {
+			if err := Put(r.Cache, "rejected", verdictKey, &failure{Msg: err.Error()}); err != nil {
 				return nil, err
 			}
 			return nil, fmt.Errorf("verification: %w", err)
 		}
-		if err := Put(r.Cache, "verified", res.Key, &verdict{OK: true}); err != nil {
+		if err := Put(r.Cache, "verified", verdictKey, &verdict{OK: true, Warnings: warnings}); err != nil {
 			return nil, err
 		}
+		res.Warnings = warnings
 	}
 	res.Timings.Verify = time.Since(t0)
+	if len(res.Warnings) > 0 {
+		log := r.Log
+		if log == nil {
+			log = hclog.NewNullLogger()
+		}
+		for _, w := range res.Warnings {
+			log.Warn("plan accepted with a warning", "engine", e.Name, "policy", r.VerifyPolicy, "warning", w)
+		}
+	}
 	res.Routes, res.LIDs, res.VLs, res.Realized = routes, lids, vls, rz
 	return res, nil
 }
@@ -221,8 +252,26 @@ func (r *Runner) runEngine(ctx context.Context, e Engine, in Input, topoHash uin
 // restart on an unchanged fabric does not ask again.
 type failure struct{ Msg string }
 
-// verdict records that the host's verifier accepted a plan.
-type verdict struct{ OK bool }
+// verdict records that the host's verifier accepted a plan, and what its
+// policy let through.
+type verdict struct {
+	OK       bool
+	Warnings []string
+}
+
+// checker returns Check, or Verify as a Checker without warnings, or nil.
+func (r *Runner) checker() Checker {
+	switch {
+	case r.Check != nil:
+		return r.Check
+	case r.Verify != nil:
+		verify := r.Verify
+		return func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) ([]string, error) {
+			return nil, verify(t, rt, l, v, rz)
+		}
+	}
+	return nil
+}
 
 // stage returns the cached result for key k or calls f, caching its result
 // or, when the plugin itself answered with an error, that error. valid (may

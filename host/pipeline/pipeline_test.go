@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
@@ -200,5 +201,87 @@ func TestHashIgnoresArmedActive(t *testing.T) {
 	}
 	if a.Hash() != b.Hash() {
 		t.Fatal("Init vs Active changed the topology hash")
+	}
+}
+
+// TestVerifyPolicy: a plan rejected under one verifier policy is accepted
+// under a lenient one without asking a plugin again, its warnings are
+// logged and survive a restart, and neither verdict leaks into the other
+// policy's.
+func TestVerifyPolicy(t *testing.T) {
+	topo := line(t)
+	dir := t.TempDir()
+	eng := &lineEngine{base: base{"e"}}
+	lids, vls := &seqLIDs{base: base{"seq"}}, &oneVL{base: base{"single"}}
+	const warning = "1 of 2 switch->switch pairs unreachable"
+	checks := 0
+	// check stands for verify.Check: the plan lacks a switch->switch
+	// route; "required" rejects it, "best_effort" accepts with a warning.
+	check := func(policy string) Checker {
+		return func(*topology.Topology, *plan.Routes, *plan.LIDPlan, *plan.VLPlan, *plan.Realized) ([]string, error) {
+			checks++
+			if policy == "required" {
+				return nil, errors.New(warning)
+			}
+			return []string{warning}, nil
+		}
+	}
+	steps := []struct {
+		policy     string
+		wantErr    string // substring; "" = accepted
+		wantChecks int    // verifier calls in this step
+		wantLog    bool   // the warning is logged
+	}{
+		{"required", warning, 1, false},
+		{"best_effort", "", 1, true}, // same plan, new policy: verified again
+		{"best_effort", "", 0, true}, // restart: remembered verdict, warnings kept
+		{"required", "remembered", 0, false},
+	}
+	var keys []Key
+	for i, st := range steps {
+		var logBuf strings.Builder
+		r := &Runner{
+			Engines:      []Engine{{Identity{Name: "e"}, eng}},
+			LID:          LIDStage{Identity{Name: "seq"}, lids},
+			VL:           VLStage{Identity{Name: "single"}, vls},
+			Cache:        NewCache(dir), // a fresh runner: a restart on the same state
+			Check:        check(st.policy),
+			VerifyPolicy: "switch_to_switch=" + st.policy,
+			Verify: func(*topology.Topology, *plan.Routes, *plan.LIDPlan, *plan.VLPlan, *plan.Realized) error {
+				t.Fatal("Verify called although Check is set")
+				return nil
+			},
+			Log: hclog.New(&hclog.LoggerOptions{Output: &logBuf, Level: hclog.Warn}),
+		}
+		before := checks
+		res, err := r.Run(context.Background(), Input{Topo: topo})
+		switch {
+		case st.wantErr != "" && (err == nil || !strings.Contains(err.Error(), st.wantErr)):
+			t.Fatalf("step %d (%s): err %v, want one containing %q", i, st.policy, err, st.wantErr)
+		case st.wantErr == "" && err != nil:
+			t.Fatalf("step %d (%s): %v", i, st.policy, err)
+		case st.wantErr == "" && (len(res.Warnings) != 1 || res.Warnings[0] != warning):
+			t.Errorf("step %d (%s): warnings %q", i, st.policy, res.Warnings)
+		}
+		if err == nil {
+			keys = append(keys, res.Key)
+		}
+		if got := checks - before; got != st.wantChecks {
+			t.Errorf("step %d (%s): %d verifier calls, want %d", i, st.policy, got, st.wantChecks)
+		}
+		logged := strings.Contains(logBuf.String(), "plan accepted with a warning") && strings.Contains(logBuf.String(), warning)
+		if logged != st.wantLog {
+			t.Errorf("step %d (%s): warning logged = %v, want %v; log:\n%s", i, st.policy, logged, st.wantLog, logBuf.String())
+		}
+	}
+	// The policy changes verdicts, not plans: every accepted run is the same
+	// plan, and the plugins were asked once.
+	for _, k := range keys[1:] {
+		if k != keys[0] {
+			t.Errorf("plan keys differ across policies: %v", keys)
+		}
+	}
+	if eng.calls != 1 || lids.calls != 1 || vls.calls != 1 {
+		t.Errorf("plugin calls route=%d lids=%d vls=%d, want 1 each", eng.calls, lids.calls, vls.calls)
 	}
 }

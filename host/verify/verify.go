@@ -33,7 +33,55 @@ type Options struct {
 	// RoutesOnly skips the VL checks (CDG per VL, VLCap): used to explain
 	// why a VL assigner refused routes (a loop, a hole) before blaming VLs.
 	RoutesOnly bool
+	// SwitchToSwitch decides what unreachable switch->switch pairs do to
+	// the plan (zero value: SwitchRequired).
+	SwitchToSwitch SwitchPolicy
 }
+
+// SwitchPolicy is the verifier's policy for unreachable switch->switch
+// (source switch, DLID of another switch) pairs; its values are those of
+// the configuration's routing.switch_to_switch.
+//
+// Only management traffic between switches uses these routes; CA->CA
+// traffic never does, and OpenSM-style ftree engines leave a share of them
+// unrouted on purpose. Whatever the policy, unreachable CA->CA pairs,
+// forwarding loops, bad LFT entries and cyclic channel dependency graphs
+// reject the plan.
+type SwitchPolicy string
+
+const (
+	// SwitchRequired rejects a plan with any unreachable switch->switch
+	// pair. The empty policy means the same.
+	SwitchRequired SwitchPolicy = "required"
+	// SwitchBestEffort accepts such a plan and reports the unreachable
+	// pairs (count and samples) in Verdict.Warnings.
+	SwitchBestEffort SwitchPolicy = "best_effort"
+)
+
+// valid reports whether p is a known policy ("" is SwitchRequired).
+func (p SwitchPolicy) valid() bool {
+	return p == "" || p == SwitchRequired || p == SwitchBestEffort
+}
+
+// Verdict is what Check says of a plan it accepted (and, when the plan was
+// analysable, of one it rejected).
+type Verdict struct {
+	// Report is the analysis of the realised tables; nil when the plan was
+	// too malformed to analyse.
+	Report *analysis.Report
+	// Warnings describe what the policy let through, one line each with
+	// counts and a few samples: unreachable switch->switch pairs under
+	// SwitchBestEffort. Empty for a plan without compromise.
+	Warnings []string
+	// SwitchUnreachable are the switch->switch pairs (source switch, DLID)
+	// that do not arrive, and SwitchSamples names some of them; filled
+	// whatever the policy.
+	SwitchUnreachable int64
+	SwitchSamples     []string
+}
+
+// warningSamples is how many unreachable pairs a warning line names.
+const warningSamples = 3
 
 // Error lists why a plan was rejected.
 type Error struct {
@@ -114,10 +162,25 @@ func (c *collector) result() error {
 
 // Verify checks p and returns the analysis of the realised tables (nil when
 // the plan is too malformed to analyse) and an *Error listing the problems,
-// or nil when the plan may be programmed.
+// or nil when the plan may be programmed. Check also returns the warnings
+// of an accepted plan.
 func Verify(p Plan, opt Options) (*analysis.Report, error) {
+	v, err := Check(p, opt)
+	if v == nil {
+		return nil, err
+	}
+	return v.Report, err
+}
+
+// Check verifies p like Verify and returns its verdict: the analysis and,
+// for a plan accepted under a lenient policy, the warnings to log. On
+// rejection the error is an *Error; the verdict may be nil.
+func Check(p Plan, opt Options) (*Verdict, error) {
 	if opt.MaxProblems <= 0 {
 		opt.MaxProblems = 20
+	}
+	if !opt.SwitchToSwitch.valid() {
+		return nil, fmt.Errorf("verify: unknown switch_to_switch policy %q: use %q or %q", opt.SwitchToSwitch, SwitchRequired, SwitchBestEffort)
 	}
 	c := &collector{max: opt.MaxProblems}
 	if p.Topo == nil || p.LIDs == nil {
@@ -160,20 +223,8 @@ func Verify(p Plan, opt Options) (*analysis.Report, error) {
 		return nil, c.result()
 	}
 
-	unreach := make([]string, 0, len(rep.Unreachable))
-	for _, u := range rep.Unreachable {
-		unreach = append(unreach, u.Message)
-	}
-	ca, sw := rep.CAPairs, rep.SwitchPairs
-	c.kind(ca.Total-ca.Reachable+sw.Total-sw.Reachable,
-		fmt.Sprintf("unreachable: %d of %d CA->CA and %d of %d switch->switch (source, DLID) pairs",
-			ca.Total-ca.Reachable, ca.Total, sw.Total-sw.Reachable, sw.Total), unreach...)
-	if allLIDs {
-		ca, sw = rep.CALIDPairs, rep.SwitchLIDPairs
-		c.kind(ca.Total-ca.Reachable+sw.Total-sw.Reachable,
-			fmt.Sprintf("unreachable with LMC %d: %d of %d CA->CA and %d of %d switch->switch (source, LID) pairs over every LID of each range",
-				maxLMC, ca.Total-ca.Reachable, ca.Total, sw.Total-sw.Reachable, sw.Total))
-	}
+	v := &Verdict{Report: rep}
+	checkReach(c, v, opt.SwitchToSwitch, maxLMC, allLIDs)
 	loops := make([]string, 0, len(rep.Loops))
 	for _, l := range rep.Loops {
 		loops = append(loops, fmt.Sprintf("loop at switch %s port %d for DLID %d", l.Switch, l.Port, l.DLID))
@@ -185,7 +236,7 @@ func Verify(p Plan, opt Options) (*analysis.Report, error) {
 	}
 	c.kind(rep.BadEntries, fmt.Sprintf("%d LFT entries point at unusable ports", rep.BadEntries), bad...)
 	if opt.RoutesOnly {
-		return rep, c.result()
+		return v.finish(c)
 	}
 	for _, v := range rep.VLs {
 		if !v.Acyclic {
@@ -202,7 +253,84 @@ func Verify(p Plan, opt Options) (*analysis.Report, error) {
 		c.kind(1, "VL plan uses more VLs than it declares",
 			fmt.Sprintf("VL plan declares %d VL(s) but traffic uses VLs %v", p.VLs.VLs, rep.VLsUsed))
 	}
-	return rep, c.result()
+	return v.finish(c)
+}
+
+// finish returns v with c's verdict. A rejected plan lets nothing through,
+// so it carries no warnings; its problems are in the error.
+func (v *Verdict) finish(c *collector) (*Verdict, error) {
+	err := c.result()
+	if err != nil {
+		v.Warnings = nil
+	}
+	return v, err
+}
+
+// checkReach counts unreachable pairs as problems, except switch->switch
+// pairs under SwitchBestEffort, which become a warning on v.
+func checkReach(c *collector, v *Verdict, policy SwitchPolicy, maxLMC uint8, allLIDs bool) {
+	rep := v.Report
+	// A switch is addressed through its port 0 and only switches have one,
+	// so a sample whose destination is ".../0" is a switch->switch pair
+	// (the analysis walks switch DLIDs from switch sources only).
+	var caSamples []string
+	for _, u := range rep.Unreachable {
+		if strings.HasSuffix(u.Dst, "/0") {
+			v.SwitchSamples = append(v.SwitchSamples, u.Message)
+		} else {
+			caSamples = append(caSamples, u.Message)
+		}
+	}
+	ca, sw := rep.CAPairs, rep.SwitchPairs
+	caLost, swLost := ca.Total-ca.Reachable, sw.Total-sw.Reachable
+	v.SwitchUnreachable = swLost
+	var caLIDLost, swLIDLost int64
+	if allLIDs {
+		caLIDLost = rep.CALIDPairs.Total - rep.CALIDPairs.Reachable
+		swLIDLost = rep.SwitchLIDPairs.Total - rep.SwitchLIDPairs.Reachable
+	}
+	if policy != SwitchBestEffort {
+		all := append(append([]string{}, caSamples...), v.SwitchSamples...)
+		c.kind(caLost+swLost,
+			fmt.Sprintf("unreachable: %d of %d CA->CA and %d of %d switch->switch (source, DLID) pairs",
+				caLost, ca.Total, swLost, sw.Total), all...)
+		if allLIDs {
+			c.kind(caLIDLost+swLIDLost,
+				fmt.Sprintf("unreachable with LMC %d: %d of %d CA->CA and %d of %d switch->switch (source, LID) pairs over every LID of each range",
+					maxLMC, caLIDLost, rep.CALIDPairs.Total, swLIDLost, rep.SwitchLIDPairs.Total))
+		}
+		return
+	}
+	c.kind(caLost, fmt.Sprintf("unreachable: %d of %d CA->CA (source, DLID) pairs (switch->switch pairs are best effort: %d of %d unreachable, not counted)",
+		caLost, ca.Total, swLost, sw.Total), caSamples...)
+	if allLIDs {
+		c.kind(caLIDLost, fmt.Sprintf("unreachable with LMC %d: %d of %d CA->CA (source, LID) pairs over every LID of each range",
+			maxLMC, caLIDLost, rep.CALIDPairs.Total))
+	}
+	if swLost == 0 && swLIDLost == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d switch->switch (source, DLID) pairs unreachable (%.1f%%)", swLost, sw.Total, 100-sw.Percent())
+	if allLIDs && swLIDLost > 0 {
+		fmt.Fprintf(&b, ", %d of %d over every LID of each range (LMC %d)", swLIDLost, rep.SwitchLIDPairs.Total, maxLMC)
+	}
+	b.WriteString(`, accepted because routing.switch_to_switch = "best_effort": management traffic between these switches fails; CA->CA traffic is unaffected`)
+	for i, s := range v.SwitchSamples {
+		switch i {
+		case 0:
+			b.WriteString("; e.g. ")
+		case warningSamples:
+			b.WriteString("; …")
+		default:
+			b.WriteString("; ")
+		}
+		if i == warningSamples {
+			break
+		}
+		b.WriteString(s)
+	}
+	v.Warnings = append(v.Warnings, b.String())
 }
 
 func badText(code string) string {

@@ -245,3 +245,172 @@ func TestVerifyCapsProblems(t *testing.T) {
 		t.Errorf("error: %v", err)
 	}
 }
+
+// switchLID is the base LID of switch index s (Topology.Switches order).
+func switchLID(p *verify.Plan, s int) uint16 {
+	node := p.Topo.Switches()[s]
+	for e, ref := range p.Topo.Endpoints() {
+		if ref.Node == node {
+			return p.LIDs.Ports[e].Base
+		}
+	}
+	panic("switch has no endpoint")
+}
+
+// TestSwitchToSwitchPolicy runs every plan under both policies: only
+// unreachable switch->switch pairs may pass, and only under best_effort.
+func TestSwitchToSwitchPolicy(t *testing.T) {
+	// fatTree: leaves 0-2 (CAs on ports 1-2, spines 3 and 4 on ports 3-4),
+	// spines 3-4; up/down rooted at spine 4.
+	base := func(t *testing.T, lmc uint8) verify.Plan {
+		topo, r := fatTree(t)
+		p := verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, lmc, plan.DLIDSpread)}
+		realize(t, &p)
+		return p
+	}
+	// holeToLeaf0 removes leaf 1's route to leaf 0's own LID range: exactly
+	// one switch->switch pair is lost (everybody else reaches leaf 0 from a
+	// spine) and no CA pair.
+	holeToLeaf0 := func(p *verify.Plan) {
+		d := switchLID(p, 0)
+		for k := 0; k < p.LIDs.Ports[p.Topo.EndpointIndex(topology.PortRef{Node: p.Topo.Switches()[0]})].Count(); k++ {
+			p.Realized.LFT[1][int(d)+k] = plan.NoPort
+		}
+	}
+	type want struct {
+		err      []string // substrings of the error; nil: accepted
+		warnings []string // substrings of the single warning; nil: none
+	}
+	cases := []struct {
+		name                 string
+		plan                 func(t *testing.T) verify.Plan
+		required, bestEffort want
+		swLost               int64
+	}{
+		{
+			name: "complete plan",
+			plan: func(t *testing.T) verify.Plan { return base(t, 0) },
+		},
+		{
+			name: "one switch pair unreachable",
+			plan: func(t *testing.T) verify.Plan {
+				p := base(t, 0)
+				holeToLeaf0(&p)
+				return p
+			},
+			required:   want{err: []string{"0 of 30 CA->CA and 1 of 20 switch->switch", "has no route (LFT 0xFF)"}},
+			bestEffort: want{warnings: []string{"1 of 20 switch->switch (source, DLID) pairs unreachable (5.0%)", `routing.switch_to_switch = "best_effort"`, "e.g. 0x", "has no route"}},
+			swLost:     1,
+		},
+		{
+			name: "switch pair unreachable over every LID of an LMC 1 range",
+			plan: func(t *testing.T) verify.Plan {
+				p := base(t, 1)
+				p.Routes.Planes = nil // routing-engine planes: SA may hand out any LID
+				holeToLeaf0(&p)
+				return p
+			},
+			required:   want{err: []string{"1 of 20 switch->switch (source, DLID)", "unreachable with LMC 1", "2 of 40 switch->switch (source, LID)"}},
+			bestEffort: want{warnings: []string{"1 of 20 switch->switch", "2 of 40 over every LID of each range (LMC 1)"}},
+			swLost:     1,
+		},
+		{
+			name: "CA pair unreachable rejects whatever the policy",
+			plan: func(t *testing.T) verify.Plan {
+				p := base(t, 0)
+				holeToLeaf0(&p)
+				p.Realized.LFT[0][caLID(&p, 0)] = plan.NoPort
+				return p
+			},
+			required:   want{err: []string{"5 of 30 CA->CA and 1 of 20 switch->switch"}},
+			bestEffort: want{err: []string{"5 of 30 CA->CA (source, DLID) pairs (switch->switch pairs are best effort: 1 of 20 unreachable, not counted)"}},
+			swLost:     1,
+		},
+		{
+			name: "loop toward a switch LID rejects whatever the policy",
+			plan: func(t *testing.T) verify.Plan {
+				p := base(t, 0)
+				spine := len(p.Topo.Switches()) - 1
+				d := switchLID(&p, 0)
+				p.Realized.LFT[spine][d] = 2 // spine port 2 is leaf 1 …
+				p.Realized.LFT[1][d] = 4     // … whose port 4 is that spine
+				return p
+			},
+			required:   want{err: []string{"forwarding loops toward 1 LID", "loop at switch 0x"}},
+			bestEffort: want{err: []string{"forwarding loops toward 1 LID", "loop at switch 0x"}},
+			swLost:     3, // leaves 1, 2 and spine 4 walk into the loop; spine 3 goes straight down
+		},
+		{
+			name: "credit loop rejects whatever the policy",
+			plan: func(t *testing.T) verify.Plan {
+				topo, r := ring(t, 1)
+				return verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+			},
+			required:   want{err: []string{"VL0 channel dependency graph is cyclic"}},
+			bestEffort: want{err: []string{"VL0 channel dependency graph is cyclic"}},
+		},
+	}
+	policies := []struct {
+		policy verify.SwitchPolicy
+		pick   func(required, bestEffort want) want
+	}{
+		{"", func(r, _ want) want { return r }},
+		{verify.SwitchRequired, func(r, _ want) want { return r }},
+		{verify.SwitchBestEffort, func(_, b want) want { return b }},
+	}
+	for _, c := range cases {
+		for _, pol := range policies {
+			t.Run(c.name+"/"+string(pol.policy), func(t *testing.T) {
+				w := pol.pick(c.required, c.bestEffort)
+				v, err := verify.Check(c.plan(t), verify.Options{SwitchToSwitch: pol.policy})
+				if w.err == nil {
+					if err != nil {
+						t.Fatalf("want acceptance, got %v", err)
+					}
+				} else {
+					var ve *verify.Error
+					if !errors.As(err, &ve) {
+						t.Fatalf("want a *verify.Error containing %q, got %v", w.err, err)
+					}
+					for _, s := range w.err {
+						if !strings.Contains(err.Error(), s) {
+							t.Errorf("error lacks %q:\n%v", s, err)
+						}
+					}
+				}
+				if v == nil {
+					t.Fatal("no verdict for an analysable plan")
+				}
+				if v.SwitchUnreachable != c.swLost {
+					t.Errorf("SwitchUnreachable = %d, want %d", v.SwitchUnreachable, c.swLost)
+				}
+				if c.swLost > 0 && len(v.SwitchSamples) == 0 {
+					t.Error("no switch->switch samples")
+				}
+				if w.warnings == nil {
+					if len(v.Warnings) != 0 {
+						t.Errorf("unexpected warnings %q", v.Warnings)
+					}
+					return
+				}
+				if len(v.Warnings) != 1 {
+					t.Fatalf("warnings %q, want one", v.Warnings)
+				}
+				for _, s := range w.warnings {
+					if !strings.Contains(v.Warnings[0], s) {
+						t.Errorf("warning lacks %q:\n%s", s, v.Warnings[0])
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestUnknownSwitchPolicy(t *testing.T) {
+	topo, r := fatTree(t)
+	_, err := verify.Check(verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)},
+		verify.Options{SwitchToSwitch: "sometimes"})
+	if err == nil || !strings.Contains(err.Error(), `"sometimes"`) || !strings.Contains(err.Error(), "best_effort") {
+		t.Fatalf("want an error naming the policy and the choices, got %v", err)
+	}
+}
