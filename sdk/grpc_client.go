@@ -151,7 +151,7 @@ func (c *RemoteClient) AssignLIDs(ctx context.Context, req LIDRequest) (*plan.LI
 	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.lids.AssignLIDs(ctx) },
 		&pb.Start{Lmc: uint32(req.LMC), NumPrevious: uint32(len(guids))}, req.Topo,
 		func(send wire.Send) error {
-			if err := wire.SendRoutes(send, req.Routes); err != nil {
+			if err := wire.SendRoutes(send, req.Topo, req.Routes); err != nil {
 				return err
 			}
 			return wire.SendPrevious(send, req.Previous, guids)
@@ -168,10 +168,10 @@ func (c *RemoteClient) AssignVLs(ctx context.Context, req VLRequest) (*plan.VLPl
 	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.vls.AssignVLs(ctx) },
 		&pb.Start{MaxVls: uint32(req.MaxVLs)}, req.Topo,
 		func(send wire.Send) error {
-			if err := wire.SendRoutes(send, req.Routes); err != nil {
+			if err := wire.SendRoutes(send, req.Topo, req.Routes); err != nil {
 				return err
 			}
-			return wire.SendLIDPlan(send, req.LIDs)
+			return wire.SendLIDPlan(send, req.Topo, req.LIDs)
 		},
 		func(recv wire.Recv) (*plan.VLPlan, error) { return wire.RecvVLPlan(recv, req.Topo) })
 }

@@ -254,7 +254,7 @@ func (s *server) Route(stream pb.RoutingEngine_RouteServer) error {
 		if err != nil {
 			return implErr("route", err)
 		}
-		return implErr("sending routes", wire.SendRoutes(stream.Send, routes))
+		return implErr("sending routes", wire.SendRoutes(stream.Send, r.topo, routes))
 	})
 }
 
@@ -270,7 +270,7 @@ func (s *server) AssignLIDs(stream pb.LIDAssigner_AssignLIDsServer) error {
 		if err != nil {
 			return implErr("assign LIDs", err)
 		}
-		return implErr("sending LID plan", wire.SendLIDPlan(stream.Send, lids))
+		return implErr("sending LID plan", wire.SendLIDPlan(stream.Send, r.topo, lids))
 	})
 }
 

@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"context"
+	"fmt"
 	"math"
 
 	"github.com/hashicorp/go-plugin"
@@ -8,12 +10,19 @@ import (
 	"google.golang.org/grpc"
 )
 
-// ProtocolVersion is the major plugin protocol this SDK speaks (package
-// ibsm.plugin.v1). Minor additions are announced through Info.Capabilities.
-const ProtocolVersion = 1
+// ProtocolVersion is the major plugin protocol this SDK speaks; it is the
+// go-plugin handshake version, so host and plugin agree on it before any
+// call. Compatible additions are announced through Info.Capabilities
+// instead. Protocol 2 (SDK 0.2.0) sends nodes and planes as column blocks.
+const ProtocolVersion = 2
+
+// retiredProtocols are the protocol majors earlier SDKs spoke. The host
+// still negotiates them so that a stale plugin binary gets a precise
+// "rebuild" error rather than go-plugin's bare version mismatch.
+var retiredProtocols = []int{1}
 
 // SDKVersion is reported by plugins in GetInfo so the host can log it.
-const SDKVersion = "0.1.0"
+const SDKVersion = "0.2.0"
 
 // basePluginName is the plugin-set key of the Plugin service every binary
 // serves; kind services are keyed by their Kind.
@@ -31,14 +40,49 @@ func Handshake() plugin.HandshakeConfig {
 }
 
 // HostPluginSets is what the host passes as ClientConfig.VersionedPlugins:
-// every kind under every protocol major it speaks. Dispensing a Kind (or
-// "plugin") returns a *RemoteClient.
+// every kind under the current protocol, where dispensing a Kind (or
+// "plugin") returns a *RemoteClient, and under each retired protocol, where
+// dispensing fails with a StaleProtocolError.
 func HostPluginSets() map[int]plugin.PluginSet {
-	set := plugin.PluginSet{basePluginName: &grpcPlugin{}}
-	for _, k := range []Kind{KindRouting, KindLIDAssign, KindVLAssign} {
-		set[string(k)] = &grpcPlugin{}
+	sets := map[int]plugin.PluginSet{ProtocolVersion: kindSet(func() plugin.Plugin { return &grpcPlugin{} })}
+	for _, v := range retiredProtocols {
+		sets[v] = kindSet(func() plugin.Plugin { return &stalePlugin{version: v} })
 	}
-	return map[int]plugin.PluginSet{ProtocolVersion: set}
+	return sets
+}
+
+func kindSet(mk func() plugin.Plugin) plugin.PluginSet {
+	set := plugin.PluginSet{basePluginName: mk()}
+	for _, k := range []Kind{KindRouting, KindLIDAssign, KindVLAssign} {
+		set[string(k)] = mk()
+	}
+	return set
+}
+
+// StaleProtocolError is what dispensing from a plugin that speaks a retired
+// protocol returns.
+type StaleProtocolError struct {
+	// Plugin is the protocol the plugin binary speaks.
+	Plugin int
+}
+
+func (e *StaleProtocolError) Error() string {
+	return fmt.Sprintf("plugin speaks ibsm plugin protocol %d, this host speaks %d: rebuild the plugin against ibsm SDK v%s (protocol %d)",
+		e.Plugin, ProtocolVersion, SDKVersion, ProtocolVersion)
+}
+
+// stalePlugin stands in for every kind of a retired protocol.
+type stalePlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	version int
+}
+
+func (s *stalePlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
+	return &StaleProtocolError{Plugin: s.version}
+}
+
+func (s *stalePlugin) GRPCClient(context.Context, *plugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, &StaleProtocolError{Plugin: s.version}
 }
 
 // GRPCDialOptions are the options the host adds to go-plugin's own dial

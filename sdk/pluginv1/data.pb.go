@@ -67,7 +67,7 @@ func (x RoutesHeader_Form) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RoutesHeader_Form.Descriptor instead.
 func (RoutesHeader_Form) EnumDescriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{5, 0}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type LIDPlanHeader_Rule int32
@@ -113,7 +113,7 @@ func (x LIDPlanHeader_Rule) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LIDPlanHeader_Rule.Descriptor instead.
 func (LIDPlanHeader_Rule) EnumDescriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{11, 0}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{9, 0}
 }
 
 // Chunk is one message of a kind stream (see kinds.proto for the order).
@@ -511,9 +511,28 @@ func (x *TopologyHeader) GetHash() uint64 {
 	return 0
 }
 
+// NodeBatch carries consecutive nodes column by column (one allocation per
+// column on decode instead of several per node). Per-node columns have one
+// entry per node; per-port columns hold every node's ports back to back, in
+// node order, num_ports[i] entries for node i (port 0 included, 2..255).
 type NodeBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Nodes         []*Node                `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Guid  []uint64               `protobuf:"fixed64,2,rep,packed,name=guid,proto3" json:"guid,omitempty"`
+	// type: topology.NodeType per node.
+	Type []byte `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	// desc holds the node descriptions back to back, desc_len[i] bytes for
+	// node i (bytes, not string: NodeDescription need not be UTF-8).
+	Desc      []byte   `protobuf:"bytes,4,opt,name=desc,proto3" json:"desc,omitempty"`
+	DescLen   []uint32 `protobuf:"varint,5,rep,packed,name=desc_len,json=descLen,proto3" json:"desc_len,omitempty"`
+	NumPorts  []byte   `protobuf:"bytes,6,opt,name=num_ports,json=numPorts,proto3" json:"num_ports,omitempty"`
+	PortGuid  []uint64 `protobuf:"fixed64,7,rep,packed,name=port_guid,json=portGuid,proto3" json:"port_guid,omitempty"`
+	PortState []byte   `protobuf:"bytes,8,opt,name=port_state,json=portState,proto3" json:"port_state,omitempty"`
+	Width     []byte   `protobuf:"bytes,9,opt,name=width,proto3" json:"width,omitempty"`
+	Speed     []byte   `protobuf:"bytes,10,opt,name=speed,proto3" json:"speed,omitempty"`
+	VlCap     []byte   `protobuf:"bytes,11,opt,name=vl_cap,json=vlCap,proto3" json:"vl_cap,omitempty"`
+	// peer_node is the peer's node index, -1 when the port is not cabled.
+	PeerNode      []int32 `protobuf:"zigzag32,12,rep,packed,name=peer_node,json=peerNode,proto3" json:"peer_node,omitempty"`
+	PeerPort      []byte  `protobuf:"bytes,13,opt,name=peer_port,json=peerPort,proto3" json:"peer_port,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -548,126 +567,84 @@ func (*NodeBatch) Descriptor() ([]byte, []int) {
 	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *NodeBatch) GetNodes() []*Node {
+func (x *NodeBatch) GetGuid() []uint64 {
 	if x != nil {
-		return x.Nodes
+		return x.Guid
 	}
 	return nil
 }
 
-// Node is one node; all per-port fields are indexed by port number and have
-// the same length (NumPorts+1, port 0 included).
-type Node struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Guid      uint64                 `protobuf:"fixed64,1,opt,name=guid,proto3" json:"guid,omitempty"`
-	Type      uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"`
-	Desc      string                 `protobuf:"bytes,3,opt,name=desc,proto3" json:"desc,omitempty"`
-	PortGuid  []uint64               `protobuf:"fixed64,4,rep,packed,name=port_guid,json=portGuid,proto3" json:"port_guid,omitempty"`
-	PortState []byte                 `protobuf:"bytes,5,opt,name=port_state,json=portState,proto3" json:"port_state,omitempty"`
-	Width     []byte                 `protobuf:"bytes,6,opt,name=width,proto3" json:"width,omitempty"`
-	Speed     []byte                 `protobuf:"bytes,7,opt,name=speed,proto3" json:"speed,omitempty"`
-	VlCap     []byte                 `protobuf:"bytes,8,opt,name=vl_cap,json=vlCap,proto3" json:"vl_cap,omitempty"`
-	// peer_node is the peer's node index, -1 when the port is not cabled.
-	PeerNode      []int32 `protobuf:"zigzag32,9,rep,packed,name=peer_node,json=peerNode,proto3" json:"peer_node,omitempty"`
-	PeerPort      []byte  `protobuf:"bytes,10,opt,name=peer_port,json=peerPort,proto3" json:"peer_port,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Node) Reset() {
-	*x = Node{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Node) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Node) ProtoMessage() {}
-
-func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Node.ProtoReflect.Descriptor instead.
-func (*Node) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *Node) GetGuid() uint64 {
-	if x != nil {
-		return x.Guid
-	}
-	return 0
-}
-
-func (x *Node) GetType() uint32 {
+func (x *NodeBatch) GetType() []byte {
 	if x != nil {
 		return x.Type
 	}
-	return 0
+	return nil
 }
 
-func (x *Node) GetDesc() string {
+func (x *NodeBatch) GetDesc() []byte {
 	if x != nil {
 		return x.Desc
 	}
-	return ""
+	return nil
 }
 
-func (x *Node) GetPortGuid() []uint64 {
+func (x *NodeBatch) GetDescLen() []uint32 {
+	if x != nil {
+		return x.DescLen
+	}
+	return nil
+}
+
+func (x *NodeBatch) GetNumPorts() []byte {
+	if x != nil {
+		return x.NumPorts
+	}
+	return nil
+}
+
+func (x *NodeBatch) GetPortGuid() []uint64 {
 	if x != nil {
 		return x.PortGuid
 	}
 	return nil
 }
 
-func (x *Node) GetPortState() []byte {
+func (x *NodeBatch) GetPortState() []byte {
 	if x != nil {
 		return x.PortState
 	}
 	return nil
 }
 
-func (x *Node) GetWidth() []byte {
+func (x *NodeBatch) GetWidth() []byte {
 	if x != nil {
 		return x.Width
 	}
 	return nil
 }
 
-func (x *Node) GetSpeed() []byte {
+func (x *NodeBatch) GetSpeed() []byte {
 	if x != nil {
 		return x.Speed
 	}
 	return nil
 }
 
-func (x *Node) GetVlCap() []byte {
+func (x *NodeBatch) GetVlCap() []byte {
 	if x != nil {
 		return x.VlCap
 	}
 	return nil
 }
 
-func (x *Node) GetPeerNode() []int32 {
+func (x *NodeBatch) GetPeerNode() []int32 {
 	if x != nil {
 		return x.PeerNode
 	}
 	return nil
 }
 
-func (x *Node) GetPeerPort() []byte {
+func (x *NodeBatch) GetPeerPort() []byte {
 	if x != nil {
 		return x.PeerPort
 	}
@@ -687,7 +664,7 @@ type RoutesHeader struct {
 
 func (x *RoutesHeader) Reset() {
 	*x = RoutesHeader{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[5]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +676,7 @@ func (x *RoutesHeader) String() string {
 func (*RoutesHeader) ProtoMessage() {}
 
 func (x *RoutesHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[5]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +689,7 @@ func (x *RoutesHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoutesHeader.ProtoReflect.Descriptor instead.
 func (*RoutesHeader) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{5}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RoutesHeader) GetForm() RoutesHeader_Form {
@@ -736,17 +713,29 @@ func (x *RoutesHeader) GetNumPaths() uint32 {
 	return 0
 }
 
-// PlaneBatch carries consecutive destinations' planes.
+// PlaneBatch carries the planes of a run of consecutive destinations as one
+// block, so that either side handles a few large byte strings instead of a
+// message per plane. A destination is never split across batches.
 type PlaneBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Dests         []*DestPlanes          `protobuf:"bytes,1,rep,name=dests,proto3" json:"dests,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// first is the index (in endpoint order) of the batch's first destination;
+	// batches arrive in order, so it equals the count received so far.
+	First uint32 `protobuf:"varint,2,opt,name=first,proto3" json:"first,omitempty"`
+	// width is the length of every plane: the topology's switch count.
+	Width uint32 `protobuf:"varint,3,opt,name=width,proto3" json:"width,omitempty"`
+	// counts[i] is the number of planes of destination first+i.
+	Counts []byte `protobuf:"bytes,4,opt,name=counts,proto3" json:"counts,omitempty"`
+	// planes holds those destinations' planes back to back, in destination
+	// then plane order: exactly sum(counts) * width bytes. Byte s of a plane is
+	// switch s's out-port toward the destination, 0xFF for none.
+	Planes        []byte `protobuf:"bytes,5,opt,name=planes,proto3" json:"planes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlaneBatch) Reset() {
 	*x = PlaneBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[6]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +747,7 @@ func (x *PlaneBatch) String() string {
 func (*PlaneBatch) ProtoMessage() {}
 
 func (x *PlaneBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[6]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,55 +760,31 @@ func (x *PlaneBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaneBatch.ProtoReflect.Descriptor instead.
 func (*PlaneBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{6}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *PlaneBatch) GetDests() []*DestPlanes {
+func (x *PlaneBatch) GetFirst() uint32 {
 	if x != nil {
-		return x.Dests
+		return x.First
+	}
+	return 0
+}
+
+func (x *PlaneBatch) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *PlaneBatch) GetCounts() []byte {
+	if x != nil {
+		return x.Counts
 	}
 	return nil
 }
 
-type DestPlanes struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Each plane has one byte per switch: the out-port, 0xFF for none.
-	Planes        [][]byte `protobuf:"bytes,1,rep,name=planes,proto3" json:"planes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DestPlanes) Reset() {
-	*x = DestPlanes{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DestPlanes) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DestPlanes) ProtoMessage() {}
-
-func (x *DestPlanes) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DestPlanes.ProtoReflect.Descriptor instead.
-func (*DestPlanes) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *DestPlanes) GetPlanes() [][]byte {
+func (x *PlaneBatch) GetPlanes() []byte {
 	if x != nil {
 		return x.Planes
 	}
@@ -835,7 +800,7 @@ type PathBatch struct {
 
 func (x *PathBatch) Reset() {
 	*x = PathBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[8]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +812,7 @@ func (x *PathBatch) String() string {
 func (*PathBatch) ProtoMessage() {}
 
 func (x *PathBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[8]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +825,7 @@ func (x *PathBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PathBatch.ProtoReflect.Descriptor instead.
 func (*PathBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{8}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PathBatch) GetPaths() []*Path {
@@ -885,7 +850,7 @@ type Path struct {
 
 func (x *Path) Reset() {
 	*x = Path{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[9]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +862,7 @@ func (x *Path) String() string {
 func (*Path) ProtoMessage() {}
 
 func (x *Path) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[9]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +875,7 @@ func (x *Path) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Path.ProtoReflect.Descriptor instead.
 func (*Path) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{9}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Path) GetSrc() int32 {
@@ -959,7 +924,7 @@ type PreviousLIDBatch struct {
 
 func (x *PreviousLIDBatch) Reset() {
 	*x = PreviousLIDBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[10]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +936,7 @@ func (x *PreviousLIDBatch) String() string {
 func (*PreviousLIDBatch) ProtoMessage() {}
 
 func (x *PreviousLIDBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[10]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +949,7 @@ func (x *PreviousLIDBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviousLIDBatch.ProtoReflect.Descriptor instead.
 func (*PreviousLIDBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{10}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PreviousLIDBatch) GetPortGuid() []uint64 {
@@ -1015,7 +980,7 @@ type LIDPlanHeader struct {
 
 func (x *LIDPlanHeader) Reset() {
 	*x = LIDPlanHeader{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[11]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +992,7 @@ func (x *LIDPlanHeader) String() string {
 func (*LIDPlanHeader) ProtoMessage() {}
 
 func (x *LIDPlanHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[11]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1005,7 @@ func (x *LIDPlanHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LIDPlanHeader.ProtoReflect.Descriptor instead.
 func (*LIDPlanHeader) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{11}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LIDPlanHeader) GetNumPorts() uint32 {
@@ -1081,7 +1046,7 @@ type PortLIDBatch struct {
 
 func (x *PortLIDBatch) Reset() {
 	*x = PortLIDBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[12]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1058,7 @@ func (x *PortLIDBatch) String() string {
 func (*PortLIDBatch) ProtoMessage() {}
 
 func (x *PortLIDBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[12]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1071,7 @@ func (x *PortLIDBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortLIDBatch.ProtoReflect.Descriptor instead.
 func (*PortLIDBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{12}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PortLIDBatch) GetBase() []uint32 {
@@ -1134,7 +1099,7 @@ type DLIDOverrideBatch struct {
 
 func (x *DLIDOverrideBatch) Reset() {
 	*x = DLIDOverrideBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[13]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1111,7 @@ func (x *DLIDOverrideBatch) String() string {
 func (*DLIDOverrideBatch) ProtoMessage() {}
 
 func (x *DLIDOverrideBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[13]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1124,7 @@ func (x *DLIDOverrideBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DLIDOverrideBatch.ProtoReflect.Descriptor instead.
 func (*DLIDOverrideBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{13}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DLIDOverrideBatch) GetSrc() []int32 {
@@ -1198,7 +1163,7 @@ type VLPlanHeader struct {
 
 func (x *VLPlanHeader) Reset() {
 	*x = VLPlanHeader{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[14]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1175,7 @@ func (x *VLPlanHeader) String() string {
 func (*VLPlanHeader) ProtoMessage() {}
 
 func (x *VLPlanHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[14]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1188,7 @@ func (x *VLPlanHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VLPlanHeader.ProtoReflect.Descriptor instead.
 func (*VLPlanHeader) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{14}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *VLPlanHeader) GetSlByDlid() []byte {
@@ -1272,7 +1237,7 @@ type SLOverrideBatch struct {
 
 func (x *SLOverrideBatch) Reset() {
 	*x = SLOverrideBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[15]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1249,7 @@ func (x *SLOverrideBatch) String() string {
 func (*SLOverrideBatch) ProtoMessage() {}
 
 func (x *SLOverrideBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[15]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1262,7 @@ func (x *SLOverrideBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SLOverrideBatch.ProtoReflect.Descriptor instead.
 func (*SLOverrideBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{15}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SLOverrideBatch) GetSrc() []int32 {
@@ -1334,7 +1299,7 @@ type SL2VLBatch struct {
 
 func (x *SL2VLBatch) Reset() {
 	*x = SL2VLBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[16]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1311,7 @@ func (x *SL2VLBatch) String() string {
 func (*SL2VLBatch) ProtoMessage() {}
 
 func (x *SL2VLBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[16]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1324,7 @@ func (x *SL2VLBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SL2VLBatch.ProtoReflect.Descriptor instead.
 func (*SL2VLBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{16}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SL2VLBatch) GetNode() []int32 {
@@ -1420,22 +1385,22 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\tnum_nodes\x18\x01 \x01(\rR\bnumNodes\x12\x17\n" +
 	"\asm_node\x18\x02 \x01(\x11R\x06smNode\x12\x17\n" +
 	"\asm_port\x18\x03 \x01(\rR\x06smPort\x12\x12\n" +
-	"\x04hash\x18\x04 \x01(\x06R\x04hash\"7\n" +
-	"\tNodeBatch\x12*\n" +
-	"\x05nodes\x18\x01 \x03(\v2\x14.ibsm.plugin.v1.NodeR\x05nodes\"\xfb\x01\n" +
-	"\x04Node\x12\x12\n" +
-	"\x04guid\x18\x01 \x01(\x06R\x04guid\x12\x12\n" +
-	"\x04type\x18\x02 \x01(\rR\x04type\x12\x12\n" +
-	"\x04desc\x18\x03 \x01(\tR\x04desc\x12\x1b\n" +
-	"\tport_guid\x18\x04 \x03(\x06R\bportGuid\x12\x1d\n" +
+	"\x04hash\x18\x04 \x01(\x06R\x04hash\"\xc5\x02\n" +
+	"\tNodeBatch\x12\x12\n" +
+	"\x04guid\x18\x02 \x03(\x06R\x04guid\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\fR\x04type\x12\x12\n" +
+	"\x04desc\x18\x04 \x01(\fR\x04desc\x12\x19\n" +
+	"\bdesc_len\x18\x05 \x03(\rR\adescLen\x12\x1b\n" +
+	"\tnum_ports\x18\x06 \x01(\fR\bnumPorts\x12\x1b\n" +
+	"\tport_guid\x18\a \x03(\x06R\bportGuid\x12\x1d\n" +
 	"\n" +
-	"port_state\x18\x05 \x01(\fR\tportState\x12\x14\n" +
-	"\x05width\x18\x06 \x01(\fR\x05width\x12\x14\n" +
-	"\x05speed\x18\a \x01(\fR\x05speed\x12\x15\n" +
-	"\x06vl_cap\x18\b \x01(\fR\x05vlCap\x12\x1b\n" +
-	"\tpeer_node\x18\t \x03(\x11R\bpeerNode\x12\x1b\n" +
-	"\tpeer_port\x18\n" +
-	" \x01(\fR\bpeerPort\"\xcc\x01\n" +
+	"port_state\x18\b \x01(\fR\tportState\x12\x14\n" +
+	"\x05width\x18\t \x01(\fR\x05width\x12\x14\n" +
+	"\x05speed\x18\n" +
+	" \x01(\fR\x05speed\x12\x15\n" +
+	"\x06vl_cap\x18\v \x01(\fR\x05vlCap\x12\x1b\n" +
+	"\tpeer_node\x18\f \x03(\x11R\bpeerNode\x12\x1b\n" +
+	"\tpeer_port\x18\r \x01(\fR\bpeerPortJ\x04\b\x01\x10\x02R\x05nodes\"\xcc\x01\n" +
 	"\fRoutesHeader\x125\n" +
 	"\x04form\x18\x01 \x01(\x0e2!.ibsm.plugin.v1.RoutesHeader.FormR\x04form\x12)\n" +
 	"\x10num_destinations\x18\x02 \x01(\rR\x0fnumDestinations\x12\x1b\n" +
@@ -1444,13 +1409,13 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\x10FORM_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vFORM_PLANES\x10\x01\x12\x0e\n" +
 	"\n" +
-	"FORM_PATHS\x10\x02\">\n" +
+	"FORM_PATHS\x10\x02\"u\n" +
 	"\n" +
-	"PlaneBatch\x120\n" +
-	"\x05dests\x18\x01 \x03(\v2\x1a.ibsm.plugin.v1.DestPlanesR\x05dests\"$\n" +
-	"\n" +
-	"DestPlanes\x12\x16\n" +
-	"\x06planes\x18\x01 \x03(\fR\x06planes\"7\n" +
+	"PlaneBatch\x12\x14\n" +
+	"\x05first\x18\x02 \x01(\rR\x05first\x12\x14\n" +
+	"\x05width\x18\x03 \x01(\rR\x05width\x12\x16\n" +
+	"\x06counts\x18\x04 \x01(\fR\x06counts\x12\x16\n" +
+	"\x06planes\x18\x05 \x01(\fR\x06planesJ\x04\b\x01\x10\x02R\x05dests\"7\n" +
 	"\tPathBatch\x12*\n" +
 	"\x05paths\x18\x01 \x03(\v2\x14.ibsm.plugin.v1.PathR\x05paths\"y\n" +
 	"\x04Path\x12\x10\n" +
@@ -1510,7 +1475,7 @@ func file_ibsm_plugin_v1_data_proto_rawDescGZIP() []byte {
 }
 
 var file_ibsm_plugin_v1_data_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ibsm_plugin_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_ibsm_plugin_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_ibsm_plugin_v1_data_proto_goTypes = []any{
 	(RoutesHeader_Form)(0),    // 0: ibsm.plugin.v1.RoutesHeader.Form
 	(LIDPlanHeader_Rule)(0),   // 1: ibsm.plugin.v1.LIDPlanHeader.Rule
@@ -1518,44 +1483,40 @@ var file_ibsm_plugin_v1_data_proto_goTypes = []any{
 	(*Start)(nil),             // 3: ibsm.plugin.v1.Start
 	(*TopologyHeader)(nil),    // 4: ibsm.plugin.v1.TopologyHeader
 	(*NodeBatch)(nil),         // 5: ibsm.plugin.v1.NodeBatch
-	(*Node)(nil),              // 6: ibsm.plugin.v1.Node
-	(*RoutesHeader)(nil),      // 7: ibsm.plugin.v1.RoutesHeader
-	(*PlaneBatch)(nil),        // 8: ibsm.plugin.v1.PlaneBatch
-	(*DestPlanes)(nil),        // 9: ibsm.plugin.v1.DestPlanes
-	(*PathBatch)(nil),         // 10: ibsm.plugin.v1.PathBatch
-	(*Path)(nil),              // 11: ibsm.plugin.v1.Path
-	(*PreviousLIDBatch)(nil),  // 12: ibsm.plugin.v1.PreviousLIDBatch
-	(*LIDPlanHeader)(nil),     // 13: ibsm.plugin.v1.LIDPlanHeader
-	(*PortLIDBatch)(nil),      // 14: ibsm.plugin.v1.PortLIDBatch
-	(*DLIDOverrideBatch)(nil), // 15: ibsm.plugin.v1.DLIDOverrideBatch
-	(*VLPlanHeader)(nil),      // 16: ibsm.plugin.v1.VLPlanHeader
-	(*SLOverrideBatch)(nil),   // 17: ibsm.plugin.v1.SLOverrideBatch
-	(*SL2VLBatch)(nil),        // 18: ibsm.plugin.v1.SL2VLBatch
+	(*RoutesHeader)(nil),      // 6: ibsm.plugin.v1.RoutesHeader
+	(*PlaneBatch)(nil),        // 7: ibsm.plugin.v1.PlaneBatch
+	(*PathBatch)(nil),         // 8: ibsm.plugin.v1.PathBatch
+	(*Path)(nil),              // 9: ibsm.plugin.v1.Path
+	(*PreviousLIDBatch)(nil),  // 10: ibsm.plugin.v1.PreviousLIDBatch
+	(*LIDPlanHeader)(nil),     // 11: ibsm.plugin.v1.LIDPlanHeader
+	(*PortLIDBatch)(nil),      // 12: ibsm.plugin.v1.PortLIDBatch
+	(*DLIDOverrideBatch)(nil), // 13: ibsm.plugin.v1.DLIDOverrideBatch
+	(*VLPlanHeader)(nil),      // 14: ibsm.plugin.v1.VLPlanHeader
+	(*SLOverrideBatch)(nil),   // 15: ibsm.plugin.v1.SLOverrideBatch
+	(*SL2VLBatch)(nil),        // 16: ibsm.plugin.v1.SL2VLBatch
 }
 var file_ibsm_plugin_v1_data_proto_depIdxs = []int32{
 	3,  // 0: ibsm.plugin.v1.Chunk.start:type_name -> ibsm.plugin.v1.Start
 	4,  // 1: ibsm.plugin.v1.Chunk.topology_header:type_name -> ibsm.plugin.v1.TopologyHeader
 	5,  // 2: ibsm.plugin.v1.Chunk.nodes:type_name -> ibsm.plugin.v1.NodeBatch
-	7,  // 3: ibsm.plugin.v1.Chunk.routes_header:type_name -> ibsm.plugin.v1.RoutesHeader
-	8,  // 4: ibsm.plugin.v1.Chunk.planes:type_name -> ibsm.plugin.v1.PlaneBatch
-	10, // 5: ibsm.plugin.v1.Chunk.paths:type_name -> ibsm.plugin.v1.PathBatch
-	12, // 6: ibsm.plugin.v1.Chunk.previous:type_name -> ibsm.plugin.v1.PreviousLIDBatch
-	13, // 7: ibsm.plugin.v1.Chunk.lid_header:type_name -> ibsm.plugin.v1.LIDPlanHeader
-	14, // 8: ibsm.plugin.v1.Chunk.port_lids:type_name -> ibsm.plugin.v1.PortLIDBatch
-	15, // 9: ibsm.plugin.v1.Chunk.dlid_overrides:type_name -> ibsm.plugin.v1.DLIDOverrideBatch
-	16, // 10: ibsm.plugin.v1.Chunk.vl_header:type_name -> ibsm.plugin.v1.VLPlanHeader
-	17, // 11: ibsm.plugin.v1.Chunk.sl_overrides:type_name -> ibsm.plugin.v1.SLOverrideBatch
-	18, // 12: ibsm.plugin.v1.Chunk.sl2vl:type_name -> ibsm.plugin.v1.SL2VLBatch
-	6,  // 13: ibsm.plugin.v1.NodeBatch.nodes:type_name -> ibsm.plugin.v1.Node
-	0,  // 14: ibsm.plugin.v1.RoutesHeader.form:type_name -> ibsm.plugin.v1.RoutesHeader.Form
-	9,  // 15: ibsm.plugin.v1.PlaneBatch.dests:type_name -> ibsm.plugin.v1.DestPlanes
-	11, // 16: ibsm.plugin.v1.PathBatch.paths:type_name -> ibsm.plugin.v1.Path
-	1,  // 17: ibsm.plugin.v1.LIDPlanHeader.rule:type_name -> ibsm.plugin.v1.LIDPlanHeader.Rule
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	6,  // 3: ibsm.plugin.v1.Chunk.routes_header:type_name -> ibsm.plugin.v1.RoutesHeader
+	7,  // 4: ibsm.plugin.v1.Chunk.planes:type_name -> ibsm.plugin.v1.PlaneBatch
+	8,  // 5: ibsm.plugin.v1.Chunk.paths:type_name -> ibsm.plugin.v1.PathBatch
+	10, // 6: ibsm.plugin.v1.Chunk.previous:type_name -> ibsm.plugin.v1.PreviousLIDBatch
+	11, // 7: ibsm.plugin.v1.Chunk.lid_header:type_name -> ibsm.plugin.v1.LIDPlanHeader
+	12, // 8: ibsm.plugin.v1.Chunk.port_lids:type_name -> ibsm.plugin.v1.PortLIDBatch
+	13, // 9: ibsm.plugin.v1.Chunk.dlid_overrides:type_name -> ibsm.plugin.v1.DLIDOverrideBatch
+	14, // 10: ibsm.plugin.v1.Chunk.vl_header:type_name -> ibsm.plugin.v1.VLPlanHeader
+	15, // 11: ibsm.plugin.v1.Chunk.sl_overrides:type_name -> ibsm.plugin.v1.SLOverrideBatch
+	16, // 12: ibsm.plugin.v1.Chunk.sl2vl:type_name -> ibsm.plugin.v1.SL2VLBatch
+	0,  // 13: ibsm.plugin.v1.RoutesHeader.form:type_name -> ibsm.plugin.v1.RoutesHeader.Form
+	9,  // 14: ibsm.plugin.v1.PathBatch.paths:type_name -> ibsm.plugin.v1.Path
+	1,  // 15: ibsm.plugin.v1.LIDPlanHeader.rule:type_name -> ibsm.plugin.v1.LIDPlanHeader.Rule
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_ibsm_plugin_v1_data_proto_init() }
@@ -1584,7 +1545,7 @@ func file_ibsm_plugin_v1_data_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ibsm_plugin_v1_data_proto_rawDesc), len(file_ibsm_plugin_v1_data_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -41,7 +41,7 @@ const (
 //	                   dlid_overrides*
 //	           plugin: vl_header, sl_overrides*, sl2vl*
 //
-// Batches carry at most about 1 MiB. The plugin realises forwarding tables
+// Batches carry about 1 MiB (plane batches 2 MiB). The plugin realises forwarding tables
 // itself (plan.Realize) from routes and LIDs, so they never cross the wire.
 type RoutingEngineClient interface {
 	Route(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Chunk, Chunk], error)
@@ -87,7 +87,7 @@ type RoutingEngine_RouteClient = grpc.BidiStreamingClient[Chunk, Chunk]
 //	                   dlid_overrides*
 //	           plugin: vl_header, sl_overrides*, sl2vl*
 //
-// Batches carry at most about 1 MiB. The plugin realises forwarding tables
+// Batches carry about 1 MiB (plane batches 2 MiB). The plugin realises forwarding tables
 // itself (plan.Realize) from routes and LIDs, so they never cross the wire.
 type RoutingEngineServer interface {
 	Route(grpc.BidiStreamingServer[Chunk, Chunk]) error

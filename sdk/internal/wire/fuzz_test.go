@@ -152,7 +152,7 @@ func FuzzRecvRoutes(f *testing.F) {
 	topo := fuzzTopo(f)
 	planes, paths, _, _ := fuzzPlans(f, topo)
 	for _, r := range []*plan.Routes{planes, paths} {
-		seed := collect(f, func(s Send) error { return SendRoutes(s, r) })
+		seed := collect(f, func(s Send) error { return SendRoutes(s, topo, r) })
 		if _, err := RecvRoutes(unframe(seed), topo, 1); err != nil {
 			f.Fatalf("seed does not decode: %v", err)
 		}
@@ -179,14 +179,14 @@ func FuzzRecvRoutes(f *testing.F) {
 func FuzzRecvLIDPlan(f *testing.F) {
 	topo := fuzzTopo(f)
 	planes, _, l, _ := fuzzPlans(f, topo)
-	seed := collect(f, func(s Send) error { return SendLIDPlan(s, l) })
+	seed := collect(f, func(s Send) error { return SendLIDPlan(s, topo, l) })
 	if _, err := RecvLIDPlan(unframe(seed), topo); err != nil {
 		f.Fatalf("seed does not decode: %v", err)
 	}
 	f.Add(seed)
 	noPlanes := *l
 	noPlanes.Planes = nil
-	f.Add(collect(f, func(s Send) error { return SendLIDPlan(s, &noPlanes) }))
+	f.Add(collect(f, func(s Send) error { return SendLIDPlan(s, topo, &noPlanes) }))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := RecvLIDPlan(unframe(data), topo)
 		if err != nil {

@@ -8,8 +8,9 @@ import (
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
-// SendLIDPlan streams l as a header, port LIDs, optional planes and overrides.
-func SendLIDPlan(send Send, l *plan.LIDPlan) error {
+// SendLIDPlan streams l, computed for topology t, as a header, port LIDs,
+// optional planes and overrides.
+func SendLIDPlan(send Send, t *topology.Topology, l *plan.LIDPlan) error {
 	if l == nil {
 		return fmt.Errorf("LID plan is nil")
 	}
@@ -40,7 +41,7 @@ func SendLIDPlan(send Send, l *plan.LIDPlan) error {
 		}
 	}
 	if l.Planes != nil {
-		if err := sendPlanes(send, l.Planes); err != nil {
+		if err := sendPlanes(send, t, l.Planes, PlaneBatchBytes); err != nil {
 			return err
 		}
 	}

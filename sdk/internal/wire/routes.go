@@ -11,8 +11,9 @@ import (
 // maxPaths bounds a declared path count.
 const maxPaths = 1 << 28
 
-// SendRoutes streams r as a routes header and plane or path batches.
-func SendRoutes(send Send, r *plan.Routes) error {
+// SendRoutes streams r, computed for topology t, as a routes header and
+// plane or path batches.
+func SendRoutes(send Send, t *topology.Topology, r *plan.Routes) error {
 	if r == nil {
 		return fmt.Errorf("routes are nil")
 	}
@@ -28,7 +29,7 @@ func SendRoutes(send Send, r *plan.Routes) error {
 		return err
 	}
 	if r.IsPlanes() {
-		return sendPlanes(send, r.Planes)
+		return sendPlanes(send, t, r.Planes, PlaneBatchBytes)
 	}
 	batch := &pb.PathBatch{}
 	size := 0
@@ -51,87 +52,6 @@ func SendRoutes(send Send, r *plan.Routes) error {
 		return send(&pb.Chunk{Part: &pb.Chunk_Paths{Paths: batch}})
 	}
 	return nil
-}
-
-// sendPlanes streams per-destination planes in ~BatchBytes batches. Plane
-// slices are referenced, not copied.
-func sendPlanes(send Send, dests []plan.DestPlanes) error {
-	batch := &pb.PlaneBatch{}
-	size := 0
-	for i := range dests {
-		d := &pb.DestPlanes{Planes: make([][]byte, len(dests[i].Planes))}
-		for k, pl := range dests[i].Planes {
-			d.Planes[k] = pl
-			size += len(pl) + 4
-		}
-		batch.Dests = append(batch.Dests, d)
-		if size >= BatchBytes {
-			if err := send(&pb.Chunk{Part: &pb.Chunk_Planes{Planes: batch}}); err != nil {
-				return err
-			}
-			batch, size = &pb.PlaneBatch{}, 0
-		}
-	}
-	if len(batch.Dests) > 0 {
-		return send(&pb.Chunk{Part: &pb.Chunk_Planes{Planes: batch}})
-	}
-	return nil
-}
-
-// portLimits returns, per switch index, the highest valid port number.
-func portLimits(t *topology.Topology) []uint8 {
-	sw := t.Switches()
-	lim := make([]uint8, len(sw))
-	for s, n := range sw {
-		lim[s] = uint8(t.Nodes[n].NumPorts())
-	}
-	return lim
-}
-
-// recvPlanes reads n destinations' planes. planeCount(e) gives the allowed
-// number of planes of destination e as [min, max].
-func recvPlanes(recv Recv, t *topology.Topology, n int, planeCount func(e int) (int, int)) ([]plan.DestPlanes, error) {
-	lim := portLimits(t)
-	nsw := len(lim)
-	out := make([]plan.DestPlanes, 0, n)
-	for len(out) < n {
-		c, err := next(recv, fmt.Sprintf("planes (have %d of %d destinations)", len(out), n))
-		if err != nil {
-			return nil, err
-		}
-		b := c.GetPlanes()
-		if b == nil {
-			return nil, unexpected(c, "planes")
-		}
-		if len(out)+len(b.Dests) > n {
-			return nil, fmt.Errorf("routes: planes for more than the %d destinations declared", n)
-		}
-		for _, d := range b.Dests {
-			e := len(out)
-			lo, hi := planeCount(e)
-			if len(d.Planes) < lo || len(d.Planes) > hi {
-				if lo == hi {
-					return nil, fmt.Errorf("routes: destination endpoint %d has %d planes, want %d", e, len(d.Planes), lo)
-				}
-				return nil, fmt.Errorf("routes: destination endpoint %d has %d planes, want %d..%d", e, len(d.Planes), lo, hi)
-			}
-			dp := plan.DestPlanes{Planes: make([]plan.Plane, len(d.Planes))}
-			for k, pl := range d.Planes {
-				if len(pl) != nsw {
-					return nil, fmt.Errorf("routes: destination endpoint %d plane %d has %d entries, want one per switch (%d)", e, k, len(pl), nsw)
-				}
-				for s, port := range pl {
-					if port != plan.NoPort && port > lim[s] {
-						return nil, fmt.Errorf("routes: destination endpoint %d plane %d: switch %d (0x%016x) out-port %d does not exist (switch has %d ports)",
-							e, k, s, t.Nodes[t.Switches()[s]].GUID, port, lim[s])
-					}
-				}
-				dp.Planes[k] = plan.Plane(pl)
-			}
-			out = append(out, dp)
-		}
-	}
-	return out, nil
 }
 
 // RecvRoutes reads and validates routes for topology t: planes need one

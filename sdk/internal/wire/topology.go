@@ -20,44 +20,43 @@ func SendTopology(send Send, t *topology.Topology) error {
 	if err := send(&pb.Chunk{Part: &pb.Chunk_TopologyHeader{TopologyHeader: h}}); err != nil {
 		return err
 	}
-	batch := &pb.NodeBatch{}
-	size := 0
-	for i := range t.Nodes {
-		n := &t.Nodes[i]
-		np := len(n.Ports)
-		m := &pb.Node{
-			Guid:      n.GUID,
-			Type:      uint32(n.Type),
-			Desc:      n.Desc,
-			PortGuid:  make([]uint64, np),
-			PortState: make([]byte, np),
-			Width:     make([]byte, np),
-			Speed:     make([]byte, np),
-			VlCap:     make([]byte, np),
-			PeerNode:  make([]int32, np),
-			PeerPort:  make([]byte, np),
+	// Columns: per node 8+1+4 bytes plus its description, per port 8+4+5.
+	for first := 0; first < len(t.Nodes); {
+		end, ports, descs := first, 0, 0
+		for end < len(t.Nodes) && (end == first || 13*(end-first)+descs+17*ports < BatchBytes) {
+			ports += len(t.Nodes[end].Ports)
+			descs += len(t.Nodes[end].Desc)
+			end++
 		}
-		for p := range n.Ports {
-			pt := &n.Ports[p]
-			m.PortGuid[p] = pt.GUID
-			m.PortState[p] = byte(pt.State)
-			m.Width[p] = pt.Width
-			m.Speed[p] = pt.Speed
-			m.VlCap[p] = pt.VLCap
-			m.PeerNode[p] = pt.Peer.Node
-			m.PeerPort[p] = pt.Peer.Port
+		nn := end - first
+		b := &pb.NodeBatch{
+			Guid: make([]uint64, nn), Type: make([]byte, nn), Desc: make([]byte, 0, descs), DescLen: make([]uint32, nn), NumPorts: make([]byte, nn),
+			PortGuid: make([]uint64, 0, ports), PortState: make([]byte, 0, ports), Width: make([]byte, 0, ports), Speed: make([]byte, 0, ports),
+			VlCap: make([]byte, 0, ports), PeerNode: make([]int32, 0, ports), PeerPort: make([]byte, 0, ports),
 		}
-		batch.Nodes = append(batch.Nodes, m)
-		size += 24 + len(n.Desc) + np*16
-		if size >= BatchBytes {
-			if err := send(&pb.Chunk{Part: &pb.Chunk_Nodes{Nodes: batch}}); err != nil {
-				return err
+		for i := first; i < end; i++ {
+			n := &t.Nodes[i]
+			if len(n.Ports) > 255 {
+				return fmt.Errorf("topology: node 0x%016x has %d port entries, at most 255 can be sent", n.GUID, len(n.Ports))
 			}
-			batch, size = &pb.NodeBatch{}, 0
+			k := i - first
+			b.Guid[k], b.Type[k], b.DescLen[k], b.NumPorts[k] = n.GUID, byte(n.Type), uint32(len(n.Desc)), byte(len(n.Ports))
+			b.Desc = append(b.Desc, n.Desc...)
+			for p := range n.Ports {
+				pt := &n.Ports[p]
+				b.PortGuid = append(b.PortGuid, pt.GUID)
+				b.PortState = append(b.PortState, byte(pt.State))
+				b.Width = append(b.Width, pt.Width)
+				b.Speed = append(b.Speed, pt.Speed)
+				b.VlCap = append(b.VlCap, pt.VLCap)
+				b.PeerNode = append(b.PeerNode, pt.Peer.Node)
+				b.PeerPort = append(b.PeerPort, pt.Peer.Port)
+			}
 		}
-	}
-	if len(batch.Nodes) > 0 {
-		return send(&pb.Chunk{Part: &pb.Chunk_Nodes{Nodes: batch}})
+		if err := send(&pb.Chunk{Part: &pb.Chunk_Nodes{Nodes: b}}); err != nil {
+			return err
+		}
+		first = end
 	}
 	return nil
 }
@@ -81,7 +80,7 @@ func RecvTopology(recv Recv) (*topology.Topology, error) {
 		port uint8
 	}
 	nodes := make([]topology.Node, 0, prealloc(h.NumNodes))
-	var peers [][]peer
+	peers := make([][]peer, 0, prealloc(h.NumNodes))
 	for uint32(len(nodes)) < h.NumNodes {
 		c, err := next(recv, fmt.Sprintf("nodes (have %d of %d)", len(nodes), h.NumNodes))
 		if err != nil {
@@ -91,34 +90,62 @@ func RecvTopology(recv Recv) (*topology.Topology, error) {
 		if b == nil {
 			return nil, unexpected(c, "nodes")
 		}
-		if uint32(len(nodes)+len(b.Nodes)) > h.NumNodes {
+		nn := len(b.Guid)
+		if nn == 0 {
+			return nil, fmt.Errorf("topology: empty node batch after %d of %d nodes", len(nodes), h.NumNodes)
+		}
+		if uint32(len(nodes)+nn) > h.NumNodes {
 			return nil, fmt.Errorf("topology: more nodes sent than the %d declared", h.NumNodes)
 		}
-		for _, m := range b.Nodes {
+		if len(b.Type) != nn || len(b.DescLen) != nn || len(b.NumPorts) != nn {
+			return nil, fmt.Errorf("topology: node batch after node %d has %d GUIDs but %d types, %d description lengths and %d port counts",
+				len(nodes), nn, len(b.Type), len(b.DescLen), len(b.NumPorts))
+		}
+		ports, descs := 0, uint64(0)
+		for k := 0; k < nn; k++ {
+			ports += int(b.NumPorts[k])
+			descs += uint64(b.DescLen[k])
+		}
+		if descs != uint64(len(b.Desc)) {
+			return nil, fmt.Errorf("topology: node batch after node %d has %d description bytes, lengths say %d", len(nodes), len(b.Desc), descs)
+		}
+		if len(b.PortGuid) != ports || len(b.PortState) != ports || len(b.Width) != ports || len(b.Speed) != ports ||
+			len(b.VlCap) != ports || len(b.PeerNode) != ports || len(b.PeerPort) != ports {
+			return nil, fmt.Errorf("topology: node batch after node %d: per-port columns do not all have the %d entries the port counts say", len(nodes), ports)
+		}
+		// One string, one port array and one peer array per batch; nodes
+		// slice them (capped, so nothing appends into a neighbour).
+		desc := string(b.Desc)
+		portArr := make([]topology.Port, ports)
+		peerArr := make([]peer, ports)
+		off, doff := 0, 0
+		for k := 0; k < nn; k++ {
 			idx := len(nodes)
-			np := len(m.PortGuid)
-			if np < 2 || np > 255 {
-				return nil, fmt.Errorf("topology: node %d (0x%016x) has %d port entries, want 2..255", idx, m.Guid, np)
+			guid := b.Guid[k]
+			np := int(b.NumPorts[k])
+			if np < 2 {
+				return nil, fmt.Errorf("topology: node %d (0x%016x) has %d port entries, want 2..255", idx, guid, np)
 			}
-			if len(m.PortState) != np || len(m.Width) != np || len(m.Speed) != np || len(m.VlCap) != np || len(m.PeerNode) != np || len(m.PeerPort) != np {
-				return nil, fmt.Errorf("topology: node %d (0x%016x): per-port fields have different lengths", idx, m.Guid)
+			if t := topology.NodeType(b.Type[k]); t != topology.CA && t != topology.Switch && t != topology.Router {
+				return nil, fmt.Errorf("topology: node %d (0x%016x) has node type %d", idx, guid, b.Type[k])
 			}
-			if t := topology.NodeType(m.Type); t != topology.CA && t != topology.Switch && t != topology.Router {
-				return nil, fmt.Errorf("topology: node %d (0x%016x) has node type %d", idx, m.Guid, m.Type)
+			if idx > 0 && nodes[idx-1].GUID >= guid {
+				return nil, fmt.Errorf("topology: node %d (0x%016x) is not in ascending GUID order", idx, guid)
 			}
-			if idx > 0 && nodes[idx-1].GUID >= m.Guid {
-				return nil, fmt.Errorf("topology: node %d (0x%016x) is not in ascending GUID order", idx, m.Guid)
-			}
-			n := topology.Node{GUID: m.Guid, Type: topology.NodeType(m.Type), Desc: m.Desc, Ports: make([]topology.Port, np)}
-			pp := make([]peer, np)
+			dl := int(b.DescLen[k])
+			n := topology.Node{GUID: guid, Type: topology.NodeType(b.Type[k]), Desc: desc[doff : doff+dl], Ports: portArr[off : off+np : off+np]}
+			doff += dl
+			pp := peerArr[off : off+np : off+np]
 			for p := 0; p < np; p++ {
-				n.Ports[p] = topology.Port{GUID: m.PortGuid[p], State: topology.PortState(m.PortState[p]), Width: m.Width[p], Speed: m.Speed[p], VLCap: m.VlCap[p]}
-				pn := m.PeerNode[p]
+				j := off + p
+				n.Ports[p] = topology.Port{GUID: b.PortGuid[j], State: topology.PortState(b.PortState[j]), Width: b.Width[j], Speed: b.Speed[j], VLCap: b.VlCap[j]}
+				pn := b.PeerNode[j]
 				if pn < -1 || pn >= int32(h.NumNodes) {
-					return nil, fmt.Errorf("topology: node 0x%016x port %d names peer node %d of %d", m.Guid, p, pn, h.NumNodes)
+					return nil, fmt.Errorf("topology: node 0x%016x port %d names peer node %d of %d", guid, p, pn, h.NumNodes)
 				}
-				pp[p] = peer{pn, m.PeerPort[p]}
+				pp[p] = peer{pn, b.PeerPort[j]}
 			}
+			off += np
 			nodes = append(nodes, n)
 			peers = append(peers, pp)
 		}
