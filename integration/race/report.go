@@ -112,7 +112,7 @@ func (rep *Report) Markdown(w io.Writer) {
 		"Gets/Sets are SMP requests (OpenSM: counted at umad_send by a preloaded shim; ibsm: its counters). "+
 		"MAD/s is (Gets+Sets)/SUBNET UP; at-floor s is the time those SMPs need at ibsim's floor rate. "+
 		"Quality is measured on what was read back out of ibsim with our own SMPs (LIDs and every LFT block), one SL and one VL: "+
-		"a2a max = most CA→CA routes on one channel under all-to-all; shift worst = highest channel load over shift permutations; eBB = effective bisection bandwidth (seeded).")
+		"a2a max = most CA→CA routes on one channel under all-to-all; shift worst = highest channel load over shift permutations; eBB = effective bisection bandwidth (seeded); unreachable pairs count CA→CA and switch→switch pairs; deadlock-free means the channel dependency graph of all of it, switch-to-switch traffic included, is acyclic on one VL.")
 	fmt.Fprintln(w)
 	for _, t := range rep.Topos {
 		fmt.Fprintf(w, "### %s (`ibsm topo %s`)\n\n", t.Name, t.Args)
