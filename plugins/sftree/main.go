@@ -48,6 +48,9 @@ func (e *engine) Schema() schema.Block {
 	attrs := []schema.Attribute{
 		schema.Attr("subtree_root", cty.String,
 			`Node GUID ("0x...") of the leaf switch all down-to-up turns of switch-to-switch routes happen under. Unset, the first leaf (in ftree's leaf order) that reaches every switch on an up/down path is chosen, avoiding the leaf the SM is cabled to.`),
+		schema.Attr("max_subtree_roots", cty.Number,
+			fmt.Sprintf("Subtree roots at most: 1 is the paper's single root; more let a degraded tree, where no leaf reaches every switch on an up/down path, add leaves as roots for the pairs the first cannot route. Each added root is kept only if the channel dependency graph stays acyclic (needs verify_cdg). 1 to %d.", 64)).
+			WithDefault(cty.NumberIntVal(sftree.DefaultMaxRoots)),
 		schema.Attr("verify_cdg", cty.Bool,
 			"Check the channel dependency graph of all routes, switch traffic included, and withdraw switch routes that would close a credit loop. Turning it off saves a little time on huge fabrics and leaves deadlock-freedom to the host's verifier.").
 			WithDefault(cty.True),
@@ -70,13 +73,43 @@ func (e *engine) Configure(v cty.Value) error {
 	if err != nil {
 		return fmt.Errorf("sftree: %w", err)
 	}
+	maxRoots, err := intAttr(v, "max_subtree_roots", sftree.DefaultMaxRoots)
+	if err != nil {
+		return fmt.Errorf("sftree: %w", err)
+	}
+	if maxRoots < 1 || maxRoots > 64 {
+		return fmt.Errorf("sftree: max_subtree_roots = %d: give 1 (the paper's single root) to 64", maxRoots)
+	}
 	bc, err := configureBase(v)
 	if err != nil {
 		return fmt.Errorf("sftree: %w", err)
 	}
-	e.opt = sftree.Options{Root: guid, SkipVerify: !verify}
+	e.opt = sftree.Options{Root: guid, SkipVerify: !verify, MaxRoots: maxRoots}
 	e.base = bc
 	return nil
+}
+
+// intAttr reads an optional whole-number attribute.
+func intAttr(v cty.Value, name string, def int) (int, error) {
+	if v == cty.NilVal || v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
+		return def, nil
+	}
+	a := v.GetAttr(name)
+	if a.IsNull() {
+		return def, nil
+	}
+	if a.Type() != cty.Number || !a.IsKnown() {
+		return 0, fmt.Errorf("%s must be a number", name)
+	}
+	bf := a.AsBigFloat()
+	if !bf.IsInt() {
+		return 0, fmt.Errorf("%s = %s: give a whole number", name, bf.String())
+	}
+	n, _ := bf.Int64()
+	if n < 0 || n > 1<<20 {
+		return 0, fmt.Errorf("%s = %d out of range", name, n)
+	}
+	return int(n), nil
 }
 
 func parseGUID(s string) (uint64, error) {
@@ -104,9 +137,10 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 		return nil, err
 	}
 	e.log.Info("switch-to-switch routes", "subtree_root", fmt.Sprintf("0x%016x", rep.Root), "why", rep.RootHow,
-		"pairs", rep.Pairs, "up_down", rep.UpDown, "via_subtree", rep.ViaSubtree, "via_sibling", rep.ViaSibling,
+		"roots", len(rep.Roots), "pairs", rep.Pairs, "up_down", rep.UpDown, "via_subtree", rep.ViaSubtree, "via_sibling", rep.ViaSibling,
+		"via_extra_roots", rep.ViaExtraRoots, "backed_off", rep.BackedOff,
 		"reachable_pct", fmt.Sprintf("%.3f", rep.Reachability()), "cdg_checked", rep.CDGChecked, "cdg_edges", rep.CDGEdges,
-		"updown_time", rep.UpDownTime, "combine_time", rep.CombineTime, "verify_time", rep.VerifyTime)
+		"updown_time", rep.UpDownTime, "combine_time", rep.CombineTime, "verify_time", rep.VerifyTime, "extend_time", rep.ExtendTime)
 	if rep.Unreachable > 0 {
 		e.log.Warn("some switch pairs have no deadlock-free sFtree route; they are left unrouted, not routed another way",
 			"unreachable_pairs", rep.Unreachable, "withdrawn_for_credit_loops", rep.Withdrawn, "examples", rep.Examples)

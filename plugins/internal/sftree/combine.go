@@ -15,7 +15,8 @@ import (
 // paper's Section 4.2 refinement). Up*/down* reachability is symmetric (a
 // reversed up*/down* path is one), so "the leaf reaches every switch" is
 // read off the leaf's own plane: every switch reaches it. Where no leaf
-// reaches all, the one reaching most is the best effort.
+// reaches all, the one reaching most is the best effort; the switches it
+// misses are left to extra roots (see addRoots).
 func chooseRoot(g *route.Graph, tree Tree, rows []plan.Plane, forced uint64) (int32, string, error) {
 	ranked := func(s int32) bool { return tree.Rank(s) >= 0 }
 	if forced != 0 {
@@ -79,121 +80,151 @@ func smSwitch(t *topology.Topology) int32 {
 	return t.SwitchIndex(t.Port(sm).Peer.Node)
 }
 
-// combiner turns up*/down* rows into sFtree rows in place (Algorithm 2).
+// combiner turns up*/down* rows into sFtree rows in place (Algorithm 2,
+// generalised to an ordered list of subtree roots).
 type combiner struct {
 	g    *route.Graph
 	ud   *upDown
-	root int32
 	rows []plan.Plane
-	// toRoot is the up*/down* plane toward the root: the subtree.
-	toRoot plan.Plane
-	// sibs are the root's horizontal links.
-	sibs []route.Link
+	// roots[0] is Algorithm 1's root, the rest were added by extend in the
+	// order they are tried.
+	roots []int32
+	// trees[i] is the up*/down* plane toward roots[i]: its subtree.
+	trees []plan.Plane
+	// sibs[i] are roots[i]'s horizontal links.
+	sibs [][]route.Link
 	// pure marks rows withdrawn to up*/down* only.
 	pure []bool
-	// viaSib marks rows whose root forwards to a sibling.
+	// viaSib marks rows whose first root forwards to a sibling.
 	viaSib []bool
-	// withdrawn counts, per row, subtree pairs taken back.
+	// withdrawn counts, per row, first-root pairs taken back.
 	withdrawn []int64
 	// stats counts, per row, the source switches by how they route.
 	stats []rowStats
+	// dg is the acyclic CDG of all planes once verify passed.
+	dg *deps
 }
 
 // rowStats classifies the ranked source switches s != d of one row.
 type rowStats struct {
-	upDown, subtree, unreachable int64
+	upDown, subtree, extra, unreachable int64
 }
 
-func (c *combiner) siblings() {
-	c.toRoot = append(plan.Plane(nil), c.rows[c.root]...)
-	c.sibs = c.ud.sib[c.root]
-	c.viaSib = make([]bool, c.g.N)
-	c.withdrawn = make([]int64, c.g.N)
-	c.stats = make([]rowStats, c.g.N)
+func newCombiner(g *route.Graph, ud *upDown, rows []plan.Plane, root int32) *combiner {
+	c := &combiner{g: g, ud: ud, rows: rows, pure: make([]bool, g.N), viaSib: make([]bool, g.N),
+		withdrawn: make([]int64, g.N), stats: make([]rowStats, g.N)}
+	c.roots = []int32{root}
+	c.trees = []plan.Plane{append(plan.Plane(nil), rows[root]...)}
+	c.sibs = [][]route.Link{ud.sib[root]}
+	return c
 }
 
-// combine routes every switch without an up*/down* path to d along the
-// subtree toward the root. Followed hop by hop, the packet keeps descending
-// the subtree until a switch with an up*/down* path to d takes over (the
-// U-turn), at the latest the root itself, or the root's sibling. A switch
-// whose subtree path meets neither (possible only under a best-effort
-// root) stays at NoPort, so no walk dead-ends mid-way. state is N bytes of
-// scratch; path room for N entries.
-func (c *combiner) combine(d int32, state []uint8, path []int32) {
+// passScratch is one worker's per-destination working space.
+type passScratch struct {
+	state []uint8
+	path  []int32
+	added []int32
+}
+
+func (c *combiner) newPassScratch() *passScratch {
+	return &passScratch{state: make([]uint8, c.g.N), path: make([]int32, 0, c.g.N)}
+}
+
+// pass routes, in row d, every ranked switch that has no route yet along
+// the subtree of roots[i]: followed hop by hop, the packet descends the
+// subtree toward the root until it meets the first switch that already has
+// a route (an up*/down* one or, for i > 0, one through an earlier root),
+// where it turns up again (the U-turn), at the latest the root itself or a
+// routed horizontal sibling of the root (the multi-core case of Algorithm
+// 2). A switch whose subtree path meets neither stays at NoPort, so no walk
+// dead-ends mid-way. The switches routed are left in sc.added.
+//
+// Forwarding stays loop-free: a switch routed in pass i forwards to the
+// next switch of i's subtree, which is routed in pass i or earlier, and
+// within one pass every hop comes closer to the root. It returns the
+// sibling port the root uses, NoPort if none.
+func (c *combiner) pass(d int32, i int, sc *passScratch) uint8 {
 	const (
 		unknown = iota
 		good
 		dead
 	)
 	row := c.rows[d]
-	if c.ud.rank[d] < 0 {
-		return
+	r, tree := c.roots[i], c.trees[i]
+	state := sc.state
+	for x := range state {
+		state[x] = unknown
+		if row[x] != plan.NoPort {
+			state[x] = good
+		}
 	}
-	sibPort := plan.NoPort
-	if row[c.root] == plan.NoPort {
-		for _, l := range c.sibs {
+	sc.added = sc.added[:0]
+	sib := plan.NoPort
+	if state[r] != good {
+		state[r] = dead
+		for _, l := range c.sibs[i] {
 			if row[l.Peer] != plan.NoPort {
-				sibPort = l.Port
+				sib, state[r] = l.Port, good
+				row[r] = l.Port
+				sc.added = append(sc.added, r)
 				break
 			}
 		}
 	}
-	c.viaSib[d] = sibPort != plan.NoPort
-	for i := range state {
-		state[i] = unknown
-		if row[i] != plan.NoPort {
-			state[i] = good
-		}
-	}
-	if row[c.root] == plan.NoPort {
-		state[c.root] = dead
-		if sibPort != plan.NoPort {
-			state[c.root] = good
-		}
-	}
-	var st rowStats
 	for _, s := range c.ud.order {
 		if row[s] != plan.NoPort {
-			if s != d {
-				st.upDown++
-			}
 			continue
 		}
-		// Walk the subtree until a switch whose fate is known.
-		path = path[:0]
+		path := sc.path[:0]
 		x := s
 		for state[x] == unknown {
 			path = append(path, x)
-			if c.toRoot[x] == plan.NoPort {
+			if tree[x] == plan.NoPort || tree[x] == 0 {
 				state[x] = dead
 				break
 			}
-			x = c.ud.g.PeerSwitch(x, c.toRoot[x])
+			x = c.g.PeerSwitch(x, tree[x])
 		}
 		fate := state[x]
 		for _, y := range path {
 			state[y] = fate
 		}
-		switch {
-		case fate != good:
-			st.unreachable++
-		case s == c.root:
-			row[s] = sibPort
-			st.subtree++
-		default:
-			row[s] = c.toRoot[s]
-			st.subtree++
+		sc.path = path
+		if fate == good {
+			row[s] = tree[s]
+			sc.added = append(sc.added, s)
 		}
 	}
+	return sib
+}
+
+// combine runs the first root's pass on the pristine up*/down* row d.
+func (c *combiner) combine(d int32, sc *passScratch) {
+	var st rowStats
+	if c.ud.rank[d] < 0 {
+		c.stats[d] = st
+		return
+	}
+	row := c.rows[d]
+	for _, s := range c.ud.order {
+		if s != d && row[s] != plan.NoPort {
+			st.upDown++
+		}
+	}
+	c.viaSib[d] = c.pass(d, 0, sc) != plan.NoPort
+	st.subtree = int64(len(sc.added))
+	st.unreachable = c.ranked() - 1 - st.upDown - st.subtree
 	c.stats[d] = st
 }
 
+// ranked counts the ranked switches.
+func (c *combiner) ranked() int64 { return int64(len(c.ud.order)) }
+
 func (c *combiner) combineAll(ctx context.Context) error {
 	return route.ForEach(ctx, c.g.N, func() func(int32) error {
-		state := make([]uint8, c.g.N)
-		path := make([]int32, 0, c.g.N)
+		sc := c.newPassScratch()
 		return func(d int32) error {
-			c.combine(d, state, path)
+			c.combine(d, sc)
 			return nil
 		}
 	})
@@ -202,44 +233,50 @@ func (c *combiner) combineAll(ctx context.Context) error {
 // withdraw takes row d back to up*/down* routes only, remembering how many
 // pairs lost their route.
 func (c *combiner) withdraw(d int32, sc *scratch) error {
-	before := 0
-	for _, p := range c.rows[d] {
-		if p != plan.NoPort {
-			before++
-		}
-	}
+	before := rowPorts(c.rows[d])
 	if err := c.ud.row(d, c.rows[d], sc); err != nil {
 		return err
 	}
-	after := 0
-	for _, p := range c.rows[d] {
-		if p != plan.NoPort {
-			after++
-		}
-	}
 	c.pure[d] = true
 	c.viaSib[d] = false
-	c.withdrawn[d] += int64(before - after)
+	c.withdrawn[d] += before - rowPorts(c.rows[d])
 	st := &c.stats[d]
-	st.unreachable += st.subtree
-	st.subtree = 0
+	st.unreachable += st.subtree + st.extra
+	st.subtree, st.extra = 0, 0
 	return nil
+}
+
+// rowPorts counts the routed entries of a row.
+func rowPorts(pl plan.Plane) int64 {
+	n := int64(0)
+	for _, p := range pl {
+		if p != plan.NoPort {
+			n++
+		}
+	}
+	return n
 }
 
 // count sums the per-row pair statistics into rep.
 func (c *combiner) count(rep *Report) {
+	rep.Root = c.g.SwitchGUID(c.roots[0])
+	rep.Roots = rep.Roots[:0]
+	for _, r := range c.roots {
+		rep.Roots = append(rep.Roots, c.g.SwitchGUID(r))
+	}
 	for d := int32(0); d < int32(c.g.N); d++ {
 		if c.ud.rank[d] < 0 {
 			continue
 		}
 		st := &c.stats[d]
-		rep.Pairs += st.upDown + st.subtree + st.unreachable
+		rep.Pairs += st.upDown + st.subtree + st.extra + st.unreachable
 		rep.UpDown += st.upDown
 		if c.viaSib[d] {
 			rep.ViaSibling += st.subtree
 		} else {
 			rep.ViaSubtree += st.subtree
 		}
+		rep.ViaExtraRoots += st.extra
 		rep.Unreachable += st.unreachable
 		rep.Withdrawn += c.withdrawn[d]
 		if st.unreachable > 0 && len(rep.Examples) < maxExamples {

@@ -13,11 +13,18 @@
 //     used (the multi-core case of Algorithm 2).
 //
 // Every down-to-up turn thus happens on the root's own forwarding tree. The
-// paper argues that this keeps the channel dependency graph acyclic; this
-// package does not rely on the argument alone: it builds the CDG of all
-// planes, switch traffic included, and withdraws subtree routes that close a
-// cycle (reporting the pairs), so the result never depends on an unchecked
-// proof on degraded trees.
+// paper argues that this keeps the channel dependency graph acyclic.
+//
+// On degraded trees no single leaf may be reachable on up*/down* paths from
+// every switch (a top switch that lost its cable into the root's pod), and
+// then nobody reaches that switch through the root either. Route then adds
+// further subtree roots, tried in order only by the switches the earlier
+// ones cannot serve (see combiner.addRoots). The paper's proof does not
+// cover several subtrees, so this package does not rely on an argument: it
+// builds the CDG of all planes, switch traffic included, and on a cycle
+// backs off the extra roots' routes first and withdraws first-root routes
+// only if a cycle remains (reporting the pairs), so the result never depends
+// on an unchecked proof.
 package sftree
 
 import (
@@ -43,9 +50,14 @@ type Tree interface {
 
 // Options tune Route.
 type Options struct {
-	// Root forces the subtree root (a switch node GUID); 0 selects it by
-	// Algorithm 1.
+	// Root forces the first subtree root (a switch node GUID); 0 selects
+	// it by Algorithm 1.
 	Root uint64
+	// MaxRoots bounds the subtree roots: 1 is the paper's single root,
+	// more lets degraded trees add roots for the pairs the first cannot
+	// route; 0 means DefaultMaxRoots. Extra roots are only added with the
+	// CDG check on (SkipVerify false): their deadlock-freedom rests on it.
+	MaxRoots int
 	// SkipVerify skips the CDG check of the combined planes. Only for
 	// measurements: without it nothing backs the deadlock-freedom claim on
 	// irregular trees.
@@ -54,25 +66,30 @@ type Options struct {
 
 // Report says what Route did and what it could not do.
 type Report struct {
-	// Root is the subtree root's GUID, RootHow why it was chosen.
+	// Root is the first subtree root's GUID, RootHow why it was chosen;
+	// Roots all roots in the order they are tried (Root first).
 	Root    uint64
 	RootHow string
+	Roots   []uint64
 	// Pairs counts ordered (source switch, destination switch) pairs,
 	// s != d, among ranked switches.
 	Pairs int64
 	// UpDown pairs route on a plain up*/down* path, ViaSubtree through the
-	// subtree (a U-turn), ViaSibling through the root's sibling.
-	UpDown, ViaSubtree, ViaSibling int64
-	// Unreachable pairs have no route; Withdrawn of them had a subtree route
-	// that was taken back because it closed a credit loop.
-	Unreachable, Withdrawn int64
+	// first root's subtree (a U-turn), ViaSibling through its sibling,
+	// ViaExtraRoots through the subtree of a root added for a degraded tree.
+	UpDown, ViaSubtree, ViaSibling, ViaExtraRoots int64
+	// Unreachable pairs have no route; Withdrawn of them had a route
+	// through the first root, taken back because it closed a credit loop.
+	// BackedOff counts routes through candidate extra roots taken back for
+	// the same reason (a pair may then be routed by a later root).
+	Unreachable, Withdrawn, BackedOff int64
 	// Examples names a few unreachable pairs.
 	Examples []string
 	// CDGChecked is whether the combined CDG was checked; CDGEdges its size.
 	CDGChecked bool
 	CDGEdges   int
 	// Timings of the phases.
-	UpDownTime, CombineTime, VerifyTime time.Duration
+	UpDownTime, CombineTime, VerifyTime, ExtendTime time.Duration
 }
 
 // Reachability is the share of switch pairs with a route, in percent.
@@ -84,6 +101,14 @@ func (r *Report) Reachability() float64 {
 }
 
 const maxExamples = 5
+
+// DefaultMaxRoots is MaxRoots when unset: on the degraded trees measured (up
+// to 5% of cables removed) two or three roots route every pair.
+const DefaultMaxRoots = 8
+
+// maxRootsLimit bounds MaxRoots: each root costs a plane of memory and a
+// round of candidate checks.
+const maxRootsLimit = 64
 
 // Route returns base with every switch destination's planes replaced by one
 // sFtree plane. base must be planes-form routes for g's topology (the
@@ -110,11 +135,17 @@ func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, op
 	if err != nil {
 		return nil, nil, err
 	}
-	rep.Root, rep.RootHow = g.SwitchGUID(root), how
+	rep.RootHow = how
+	maxRoots := opt.MaxRoots
+	if maxRoots == 0 {
+		maxRoots = DefaultMaxRoots
+	}
+	if maxRoots < 1 || maxRoots > maxRootsLimit {
+		return nil, nil, fmt.Errorf("sftree: %d subtree roots: give 1 (the paper's single root) to %d", maxRoots, maxRootsLimit)
+	}
 
 	start = time.Now()
-	c := &combiner{g: g, ud: ud, root: root, rows: rows, pure: make([]bool, g.N)}
-	c.siblings()
+	c := newCombiner(g, ud, rows, root)
 	if err := c.combineAll(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -135,6 +166,12 @@ func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, op
 		}
 		rep.VerifyTime = time.Since(start)
 		rep.CDGChecked = true
+		start = time.Now()
+		if err := c.extend(ctx, tree, maxRoots, rep); err != nil {
+			return nil, nil, err
+		}
+		rep.ExtendTime = time.Since(start)
+		rep.CDGEdges = c.dg.edges()
 	}
 	c.count(rep)
 	return out, rep, nil

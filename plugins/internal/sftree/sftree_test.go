@@ -2,6 +2,7 @@ package sftree
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -56,7 +57,7 @@ func checkResult(t *testing.T, topo *topology.Topology, base, r *plan.Routes, re
 	if unrouted != rep.Unreachable {
 		t.Errorf("%d switch pairs unrouted, report says %d", unrouted, rep.Unreachable)
 	}
-	if rep.UpDown+rep.ViaSubtree+rep.ViaSibling+rep.Unreachable != rep.Pairs {
+	if rep.UpDown+rep.ViaSubtree+rep.ViaSibling+rep.ViaExtraRoots+rep.Unreachable != rep.Pairs {
 		t.Errorf("report does not add up: %+v", rep)
 	}
 	for e, ep := range topo.Endpoints() {
@@ -207,3 +208,65 @@ func benchTree(b *testing.B, k int, verify bool) {
 func BenchmarkFatTree36(b *testing.B)         { benchTree(b, 36, true) }
 func BenchmarkFatTree36NoVerify(b *testing.B) { benchTree(b, 36, false) }
 func BenchmarkFatTree48(b *testing.B)         { benchTree(b, 48, true) }
+
+// TestExtraRoots cuts the cable from a top switch into the first root's
+// pod, so that the top switch reaches the root on no up*/down* path, and
+// checks that extra roots route more pairs than the paper's single root,
+// with CA planes untouched and the CDG (switch traffic included) acyclic.
+func TestExtraRoots(t *testing.T) {
+	for _, k := range []int{8, 12} {
+		t.Run(fmt.Sprintf("ft3-k%d", k), func(t *testing.T) {
+			topo, err := sdktest.FatTree3(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := route.NewGraph(topo)
+			base, tree := ftreeBase(t, topo, 0)
+			_, rep, err := Route(context.Background(), g, tree, base, Options{MaxRoots: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := topo.SwitchIndex(topo.NodeByGUID(rep.Root))
+			// Climb from the root to a top switch and cut its last link.
+			x, prev, port := root, int32(-1), uint8(0)
+			for tree.Rank(x) > 0 {
+				for _, l := range g.Links(x) {
+					if tree.Rank(l.Peer) < tree.Rank(x) {
+						prev, port, x = x, l.Port, l.Peer
+						break
+					}
+				}
+			}
+			testfab.SetLinkState(topo, prev, port, topology.StateDown)
+			g = route.NewGraph(topo)
+			base, tree = ftreeBase(t, topo, 0)
+			var reps [2]*Report
+			for i, max := range []int{1, 0} {
+				r, rep, err := Route(context.Background(), g, tree, base, Options{MaxRoots: max, Root: rep.Root})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkResult(t, topo, base, r, rep, 0)
+				reps[i] = rep
+				t.Logf("max roots %d: roots %d, reach %.3f%%, extra %d, unreachable %d, backed off %d",
+					max, len(rep.Roots), rep.Reachability(), rep.ViaExtraRoots, rep.Unreachable, rep.BackedOff)
+			}
+			single, multi := reps[0], reps[1]
+			if single.Unreachable == 0 {
+				t.Fatalf("cutting a top switch off the root's pod left every pair routable by one root; the test does not exercise extra roots")
+			}
+			if len(single.Roots) != 1 || single.ViaExtraRoots != 0 {
+				t.Errorf("MaxRoots 1 used %d roots, %d extra pairs", len(single.Roots), single.ViaExtraRoots)
+			}
+			if multi.ViaExtraRoots == 0 || len(multi.Roots) < 2 {
+				t.Errorf("no pair routed through an extra root: %+v", multi)
+			}
+			if multi.Unreachable+multi.ViaExtraRoots != single.Unreachable {
+				t.Errorf("extra roots routed %d pairs, but unreachable went %d -> %d", multi.ViaExtraRoots, single.Unreachable, multi.Unreachable)
+			}
+			if multi.ViaSubtree != single.ViaSubtree || multi.UpDown != single.UpDown {
+				t.Errorf("extra roots changed first-root routes: subtree %d -> %d, up/down %d -> %d", single.ViaSubtree, multi.ViaSubtree, single.UpDown, multi.UpDown)
+			}
+		})
+	}
+}

@@ -49,23 +49,8 @@ func (d *deps) build(ctx context.Context, planes []plan.Plane) error {
 						return err
 					}
 				}
-				pl := planes[i]
-				if len(pl) != d.g.N {
-					return fmt.Errorf("sftree: a plane has %d entries, want %d", len(pl), d.g.N)
-				}
-				for s, out := range pl {
-					if out == plan.NoPort || out == 0 {
-						continue
-					}
-					t := d.g.PeerSwitch(int32(s), out)
-					if t < 0 {
-						continue
-					}
-					o2 := pl[t]
-					if o2 == plan.NoPort || o2 == 0 || d.g.PeerSwitch(t, o2) < 0 {
-						continue
-					}
-					set[d.base[s]+int32(out)][o2>>6] |= 1 << (o2 & 63)
+				if err := d.add(set, planes[i]); err != nil {
+					return err
 				}
 			}
 			local[k] = set
@@ -82,6 +67,28 @@ func (d *deps) build(ctx context.Context, planes []plan.Plane) error {
 				d.succ[c][j] |= set[c][j]
 			}
 		}
+	}
+	return nil
+}
+
+// add ORs the dependencies of one plane into set.
+func (d *deps) add(set [][4]uint64, pl plan.Plane) error {
+	if len(pl) != d.g.N {
+		return fmt.Errorf("sftree: a plane has %d entries, want %d", len(pl), d.g.N)
+	}
+	for s, out := range pl {
+		if out == plan.NoPort || out == 0 {
+			continue
+		}
+		t := d.g.PeerSwitch(int32(s), out)
+		if t < 0 {
+			continue
+		}
+		o2 := pl[t]
+		if o2 == plan.NoPort || o2 == 0 || d.g.PeerSwitch(t, o2) < 0 {
+			continue
+		}
+		set[d.base[s]+int32(out)][o2>>6] |= 1 << (o2 & 63)
 	}
 	return nil
 }
@@ -221,7 +228,7 @@ func (c *combiner) verify(ctx context.Context, out *plan.Routes, rep *Report) er
 		}
 		cyc := dg.cycle()
 		if cyc == nil {
-			rep.CDGEdges = dg.edges()
+			c.dg = dg
 			return nil
 		}
 		if round > maxRepairs {
