@@ -34,7 +34,7 @@ var UMAD2SimPaths = []string{
 }
 
 // Tools are the executables this package runs.
-var Tools = []string{"ibsim", "ibnetdiscover", "dump_fts", "smpdump", "ibtracert", "saquery", "sminfo", "opensm"}
+var Tools = []string{"ibsim", "ibnetdiscover", "dump_fts", "smpdump", "smpquery", "ibtracert", "saquery", "sminfo", "opensm"}
 
 // FindTools locates the preload library and every tool (Debian installs
 // most of them in /usr/sbin, often not on a user's PATH). The error names
@@ -83,6 +83,9 @@ type Env struct {
 	// to. Pick a CA other than the SM's: one node has one issm slot, and
 	// ibsim has only 10 client slots in total.
 	Host string
+	// Dir is the tools' working directory; required, because umad2sim
+	// creates a fake sysfs tree ./sys-<pid> in it.
+	Dir string
 	// Timeout bounds each run (default 60 s).
 	Timeout time.Duration
 }
@@ -107,6 +110,9 @@ func (e *Env) Run(ctx context.Context, tool string, args ...string) (string, err
 	if path == "" {
 		return "", fmt.Errorf("%s: not located; call FindTools first", tool)
 	}
+	if e.Dir == "" {
+		return "", errors.New("diags.Env.Dir is empty: umad2sim would litter the current directory with sys-<pid> trees; set it to a temporary directory")
+	}
 	to := e.Timeout
 	if to == 0 {
 		to = 60 * time.Second
@@ -114,6 +120,7 @@ func (e *Env) Run(ctx context.Context, tool string, args ...string) (string, err
 	ctx, cancel := context.WithTimeout(ctx, to)
 	defer cancel()
 	cmd := exec.Command(path, args...)
+	cmd.Dir = e.Dir
 	cmd.Env = append(os.Environ(),
 		"LD_PRELOAD="+e.Preload,
 		"IBSIM_SOCKNAME="+e.Sockname,
