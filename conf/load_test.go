@@ -243,8 +243,10 @@ func TestExamples(t *testing.T) {
 		base := strings.TrimSuffix(filepath.Base(f), ".hcl")
 		if cfg.Fabric.Transport != TransportSim {
 			// ibsim loads the topology itself; the example names no file.
-		} else if want := filepath.Join(root, "conf/examples", base+".net"); cfg.Fabric.Topology != want {
-			t.Errorf("%s: topology %s, want %s", f, cfg.Fabric.Topology, want)
+		} else if !exampleTopology(root, base, cfg.Fabric.Topology) {
+			t.Errorf("%s: topology %s, want conf/examples/<name>.net where <name> is %q or a prefix of it ending before a '-'", f, cfg.Fabric.Topology, base)
+		} else if _, err := os.Stat(cfg.Fabric.Topology); err != nil {
+			t.Errorf("%s: %v", f, err)
 		}
 		if want := filepath.Join(root, ".ibsm-state", base); cfg.SM.StateDir != want {
 			t.Errorf("%s: state_dir %s, want %s", f, cfg.SM.StateDir, want)
@@ -259,10 +261,41 @@ func TestExamples(t *testing.T) {
 	if cfg != nil && (cfg.Routing.Engine != "updn" || !reflect.DeepEqual(cfg.Routing.Fallback, []string{"minhop"})) {
 		t.Errorf("ft2-648 routing = %+v", cfg.Routing)
 	}
+	for _, c := range []struct {
+		file, engine string
+		policy       SwitchToSwitch
+	}{
+		{"ft2-648.hcl", "updn", SwitchToSwitchRequired},
+		{"ft2-648-sftree.hcl", "sftree", SwitchToSwitchRequired},
+		{"ft2-648-ftree.hcl", "ftree", SwitchToSwitchBestEffort},
+		{"ft3-128-sftree.hcl", "sftree", SwitchToSwitchRequired},
+		{"ft3-128-ftree.hcl", "ftree", SwitchToSwitchBestEffort},
+	} {
+		cfg, _ := Load("examples/" + c.file)
+		if cfg != nil && (cfg.Routing.Engine != c.engine || cfg.Routing.SwitchToSwitch != c.policy) {
+			t.Errorf("%s: engine %q switch_to_switch %q, want %q %q", c.file, cfg.Routing.Engine, cfg.Routing.SwitchToSwitch, c.engine, c.policy)
+		}
+	}
 	cfg, _ = Load("examples/ring6.hcl")
 	if cfg != nil && (cfg.Routing.Engine != "minhop" || !reflect.DeepEqual(cfg.Routing.Fallback, []string{"updn"}) ||
 		cfg.Routing.VLAssigner != "single") {
 		t.Errorf("ring6 routing = %+v", cfg.Routing)
+	}
+}
+
+// exampleTopology reports whether topo is conf/examples/<name>.net for the
+// example's own name or a '-'-separated prefix of it (ft2-648-ftree.hcl
+// routes ft2-648.net).
+func exampleTopology(root, name, topo string) bool {
+	for {
+		if topo == filepath.Join(root, "conf/examples", name+".net") {
+			return true
+		}
+		i := strings.LastIndex(name, "-")
+		if i <= 0 {
+			return false
+		}
+		name = name[:i]
 	}
 }
 

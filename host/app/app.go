@@ -169,17 +169,27 @@ func (a *App) launch(ctx context.Context, p *conf.Plugin) (*pluginhost.Plugin, p
 }
 
 func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner, error) {
-	check := func(opt verify.Options) pipeline.Verifier {
-		return func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
-			_, err := verify.Verify(verify.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, opt)
-			return err
+	policy := verify.SwitchPolicy(cfg.Routing.SwitchToSwitch)
+	check := func(opt verify.Options) pipeline.Checker {
+		opt.SwitchToSwitch = policy
+		return func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) ([]string, error) {
+			vd, err := verify.Check(verify.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, opt)
+			if err != nil || vd == nil {
+				return nil, err
+			}
+			return vd.Warnings, nil
 		}
 	}
+	routesOnly := check(verify.Options{RoutesOnly: true})
 	r := &pipeline.Runner{
-		Cache:       pipeline.NewCache(filepath.Join(cfg.SM.StateDir, "cache")),
-		Verify:      check(verify.Options{}),
-		CheckRoutes: check(verify.Options{RoutesOnly: true}),
-		Log:         a.Log.Named("pipeline"),
+		Cache: pipeline.NewCache(filepath.Join(cfg.SM.StateDir, "cache")),
+		Check: check(verify.Options{}),
+		CheckRoutes: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+			_, err := routesOnly(t, rt, l, v, rz)
+			return err
+		},
+		VerifyPolicy: "switch_to_switch=" + string(policy),
+		Log:          a.Log.Named("pipeline"),
 	}
 	for _, p := range cfg.Engines() {
 		pl, id, err := a.launch(ctx, p)

@@ -124,6 +124,7 @@ func cmdRun(args []string) error {
 			return err
 		}
 		printSummary(os.Stdout, rep)
+		printPlanWarnings(os.Stdout, a)
 		return nil
 	}
 	hup := make(chan os.Signal, 1)
@@ -148,6 +149,9 @@ func cmdRun(args []string) error {
 		}
 		if rep.Rerouted {
 			logSummary(log, rep)
+			for _, w := range planWarnings(a) {
+				log.Warn("SUBNET UP with a plan warning", "engine", rep.Engine, "warning", w)
+			}
 		} else {
 			log.Debug("heavy sweep: fabric and plan unchanged")
 		}
@@ -187,6 +191,21 @@ func printSummary(w io.Writer, r *sm.Report) {
 			break
 		}
 		fmt.Fprintf(w, "  warning: %s\n", wn)
+	}
+}
+
+// planWarnings are what the verifier's policy let through in the plan in
+// force (routing.switch_to_switch = "best_effort").
+func planWarnings(a *app.App) []string {
+	if ap := a.SM.Applied(); ap != nil && ap.Result != nil {
+		return ap.Result.Warnings
+	}
+	return nil
+}
+
+func printPlanWarnings(w io.Writer, a *app.App) {
+	for _, wn := range planWarnings(a) {
+		fmt.Fprintf(w, "  plan warning: %s\n", wn)
 	}
 }
 
@@ -271,6 +290,9 @@ func cmdVerify(args []string, w io.Writer) error {
 		return enc.Encode(rep)
 	}
 	fmt.Fprintf(w, "engine: %s\n", res.Engine)
+	for _, wn := range res.Warnings {
+		fmt.Fprintf(w, "plan warning: %s\n", wn)
+	}
 	return rep.Text(w)
 }
 
