@@ -1,31 +1,47 @@
 // Command ftcompare tabulates fat-tree routing quality: for full and
-// degraded fat trees it runs `ibsm verify --json` once per routing engine
-// and prints all-to-all max channel load, worst shift-permutation load and
-// effective bisection bandwidth as a Markdown table.
+// seeded degraded fat trees it plans every routing engine through the
+// host's own pipeline (host/app: discovery on the embedded fabric, plugin
+// calls, the host's verifier with the single-VL proof) and prints, per
+// engine, routing time, switch-pair reachability, all-to-all max channel
+// load, worst shift-permutation load and effective bisection bandwidth as
+// a Markdown table.
 //
-//	go build -o bin/ibsm ./host/cmd/ibsm && make plugins
-//	go run ./host/topogen/cmd/ftcompare --ibsm bin/ibsm --plugins bin
+// An engine the host rejects (minhop: cyclic CDG on one VL) is not dropped
+// from the table: its routes are requested from the same plugin once more,
+// given sequential LIDs, realised and analysed on their own, and the row is
+// marked "not deadlock-free (rejected)" with the host's reason. The host is
+// not weakened for this: its verdict is reported as it is.
 //
-// Engines whose plugin binary is missing are skipped (listed on stderr).
-// Every run gets its own config and state directory under --work.
+//	make plugins
+//	go run ./host/topogen/cmd/ftcompare --plugins bin
+//
+// ftree gets routing.switch_to_switch = "best_effort" (it leaves switch
+// pairs unrouted on 3-level trees by design); every other engine the
+// default "required". Engines whose plugin binary is missing are skipped
+// (listed on stderr). Every run gets its own config and state directory
+// under --work.
 package main
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/conf"
 	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/topogen"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
 )
 
 // trees are the fabrics compared, as `ibsm topo` arguments.
@@ -46,7 +62,7 @@ func main() {
 }
 
 type options struct {
-	ibsm, plugins, work  string
+	plugins, work        string
 	trees, engines, frac string
 	seed                 int64
 	bisections           int
@@ -57,11 +73,10 @@ func run(args []string, out, logw io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("ftcompare", flag.ContinueOnError)
 	fs.SetOutput(logw)
-	fs.StringVar(&o.ibsm, "ibsm", "bin/ibsm", "ibsm binary")
 	fs.StringVar(&o.plugins, "plugins", "bin", "directory of ibsm-plugin-<name> binaries")
 	fs.StringVar(&o.work, "work", "", "directory for topologies, configs and state (default: a new temporary directory)")
 	fs.StringVar(&o.trees, "trees", "ft2-648,ft3-3456", "fabrics: ft2-648, ft3-3456, ft3-36, ft2-8")
-	fs.StringVar(&o.engines, "engines", "minhop,updn,ftree,sftree", "routing engines (plugins)")
+	fs.StringVar(&o.engines, "engines", "ftree,sftree,updn,minhop", "routing engines (plugins)")
 	fs.StringVar(&o.frac, "remove-links", "0,0.01,0.05", "fractions of switch-to-switch cables removed")
 	fs.Int64Var(&o.seed, "seed", 7, "seed of the degradation, the shift sample and the bisections")
 	fs.IntVar(&o.bisections, "bisections", analysis.DefaultBisections, "bisections for eBB")
@@ -69,12 +84,9 @@ func run(args []string, out, logw io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ibsm, err := filepath.Abs(o.ibsm)
+	shifts, err := parseShifts(o.shifts)
 	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(ibsm); err != nil {
-		return fmt.Errorf("ibsm binary: %v; build it with 'go build -o bin/ibsm ./host/cmd/ibsm' or pass --ibsm", err)
+		return fmt.Errorf("--shifts %w", err)
 	}
 	plugins, err := filepath.Abs(o.plugins)
 	if err != nil {
@@ -102,38 +114,50 @@ func run(args []string, out, logw io.Writer) error {
 		}
 		engines = append(engines, e)
 	}
-	fmt.Fprintf(out, "| fabric | removed cables | engine | verify s | a2a max (sw-sw) | shift worst / mean | eBB (min..max) | note |\n|---|---|---|---|---|---|---|---|\n")
+	aopt := analysis.Options{Shifts: shifts, Bisections: o.bisections, Seed: o.seed}
+	fmt.Fprintf(out, "| fabric | removed cables | engine | routing s | sw→sw reach | a2a max (sw-sw link) | shift worst / mean | eBB (min..max) | host verdict |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, tree := range strings.Split(o.trees, ",") {
 		targs, ok := trees[tree]
 		if !ok {
 			return fmt.Errorf("unknown fabric %q; choose from ft2-648, ft3-3456, ft3-36, ft2-8", tree)
 		}
-		for _, fs := range strings.Split(o.frac, ",") {
-			frac, err := strconv.ParseFloat(fs, 64)
+		for _, fr := range strings.Split(o.frac, ",") {
+			frac, err := strconv.ParseFloat(fr, 64)
 			if err != nil {
-				return fmt.Errorf("--remove-links %q: %v", fs, err)
+				return fmt.Errorf("--remove-links %q: %v", fr, err)
 			}
-			name := fmt.Sprintf("%s-%s", tree, fs)
+			name := fmt.Sprintf("%s-%s", tree, fr)
 			net := filepath.Join(work, name+".net")
 			a := append([]string(nil), targs...)
 			if frac > 0 {
-				a = append(a, "--remove-links", fs, "--seed", strconv.FormatInt(o.seed, 10))
+				a = append(a, "--remove-links", fr, "--seed", strconv.FormatInt(o.seed, 10))
 			}
 			removed, err := writeTopo(net, a)
 			if err != nil {
 				return err
 			}
 			for _, eng := range engines {
-				row, err := verify(ibsm, plugins, work, name, net, eng, o)
-				note := ""
-				if err != nil {
-					note = err.Error()
-				}
-				fmt.Fprintf(out, "| %s | %s | %s | %s |\n", tree, removed, eng, strings.Join(append(row, note), " | "))
+				r := measure(plugins, work, name, net, eng, aopt)
+				fmt.Fprintf(out, "| %s | %s | %s | %s |\n", tree, removed, eng, strings.Join(r.cells(), " | "))
 			}
 		}
 	}
 	return nil
+}
+
+// parseShifts reads --shifts as ibsm verify does.
+func parseShifts(v string) (int, error) {
+	switch strings.ToLower(v) {
+	case "auto":
+		return analysis.ShiftsAuto, nil
+	case "all":
+		return analysis.ShiftsAll, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: give auto, all, 0 to skip, or a number of shifts to sample", v)
+	}
+	return n, nil
 }
 
 // writeTopo generates a fabric file and says what was removed.
@@ -146,7 +170,10 @@ func writeTopo(path string, args []string) (string, error) {
 	for _, l := range strings.Split(b.String(), "\n") {
 		if rest, ok := strings.CutPrefix(l, "# degraded with seed "); ok {
 			if i := strings.Index(rest, " and "); i >= 0 {
-				removed = strings.Fields(rest[i+len(" and "):])[0] + " of " + strings.Fields(rest[i+len(" and "):])[2]
+				f := strings.Fields(rest[i+len(" and "):])
+				if len(f) >= 3 {
+					removed = f[0] + " of " + f[2]
+				}
 			}
 		}
 	}
@@ -160,7 +187,7 @@ const config = `fabric {
 sm {
   lmc            = 0
   state_dir      = %q
-  plugin_timeout = "600s"
+  plugin_timeout = "1800s"
 }
 plugin "routing_engine" %q {
   path = %q
@@ -172,75 +199,143 @@ plugin "vl_assigner" "single" {
   path = %q
 }
 routing {
-  engine       = %q
-  lid_assigner = "sequential"
-  vl_assigner  = "single"
+  engine           = %q
+  lid_assigner     = "sequential"
+  vl_assigner      = "single"
+  switch_to_switch = %q
 }
 `
 
-// verify runs one `ibsm verify --json` and returns the table cells.
-func verify(ibsm, plugins, work, name, net, eng string, o options) ([]string, error) {
-	empty := []string{"-", "-", "-", "-"}
-	cfg := filepath.Join(work, name+"-"+eng+".hcl")
-	state := filepath.Join(work, "state", name+"-"+eng)
-	if err := os.RemoveAll(state); err != nil {
-		return empty, err
-	}
-	pl := func(p string) string { return filepath.Join(plugins, "ibsm-plugin-"+p) }
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, net, state, eng, pl(eng), pl("sequential"), pl("single"), eng), 0o644); err != nil {
-		return empty, err
-	}
-	cmd := exec.Command(ibsm, "verify", "--config", cfg, "--json", "--log-level", "error",
-		"--seed", strconv.FormatInt(o.seed, 10), "--bisections", strconv.Itoa(o.bisections), "--shifts", o.shifts)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	secs := time.Since(start).Seconds()
-	if err != nil {
-		// The engine's own reason, without the RPC wrapping.
-		msg := strings.TrimSpace(stderr.String())
-		for _, l := range strings.Split(msg, "\n") {
-			if r, ok := strings.CutPrefix(strings.TrimSpace(l), eng+": "); ok {
-				msg = r
-				break
-			}
-		}
-		if i := strings.LastIndex(msg, "desc = "); i >= 0 {
-			msg = msg[i+len("desc = "):]
-		}
-		msg = strings.Join(strings.Fields(msg), " ")
-		if len(msg) > 160 {
-			msg = msg[:160] + "…"
-		}
-		return []string{fmt.Sprintf("%.2f", secs), "-", "-", "-"}, fmt.Errorf("rejected: %s", strings.ReplaceAll(msg, "|", "/"))
-	}
-	var rep analysis.Report
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		return empty, fmt.Errorf("reading ibsm verify --json: %v", err)
-	}
-	if rep.Shift == nil || rep.EBB == nil {
-		return empty, errors.New("ibsm verify printed no shift/eBB metrics; rebuild ibsm")
-	}
-	note := ""
-	if !rep.OK() {
-		note = "report not OK"
-	}
-	shift := fmt.Sprintf("%d / %.2f", rep.Shift.Worst, rep.Shift.Mean)
-	if !rep.Shift.All {
-		shift += fmt.Sprintf(" (%d sampled)", rep.Shift.Shifts)
-	}
-	return []string{
-		fmt.Sprintf("%.2f", secs),
-		fmt.Sprintf("%d (%d)", rep.Load.Max, rep.Load.MaxSwitchLink),
-		shift,
-		fmt.Sprintf("%.4f (%.4f..%.4f)", rep.EBB.EBB, rep.EBB.Min, rep.EBB.Max),
-	}, errOrNil(note)
+// row is one engine's result on one fabric.
+type row struct {
+	routing  time.Duration
+	rep      *analysis.Report
+	rejected string // the host's reason, "" if it accepted the plan
+	warnings int
+	err      error // no metrics at all
 }
 
-func errOrNil(s string) error {
-	if s == "" {
-		return nil
+func (r row) cells() []string {
+	if r.err != nil {
+		msg := strings.ReplaceAll(strings.Join(strings.Fields(r.err.Error()), " "), "|", "/")
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		return []string{"-", "-", "-", "-", "-", "error: " + msg}
 	}
-	return errors.New(s)
+	rep := r.rep
+	shift, ebb := "-", "-"
+	if rep.Shift != nil {
+		shift = fmt.Sprintf("%d / %.2f", rep.Shift.Worst, rep.Shift.Mean)
+		if !rep.Shift.All {
+			shift += fmt.Sprintf(" (%d sampled)", rep.Shift.Shifts)
+		}
+	}
+	if rep.EBB != nil {
+		ebb = fmt.Sprintf("%.4f (%.4f..%.4f)", rep.EBB.EBB, rep.EBB.Min, rep.EBB.Max)
+	}
+	verdict := "accepted, deadlock-free on 1 VL"
+	if r.warnings > 0 {
+		verdict += " (best_effort: switch pairs unrouted)"
+	}
+	if r.rejected != "" {
+		msg := strings.ReplaceAll(strings.Join(strings.Fields(r.rejected), " "), "|", "/")
+		if len(msg) > 140 {
+			msg = msg[:140] + "…"
+		}
+		verdict = "not deadlock-free (rejected): " + msg
+		if rep.DeadlockFree {
+			verdict = "rejected: " + msg
+		}
+	}
+	if !rep.CAPairs.Complete() {
+		verdict += fmt.Sprintf("; CA pairs %.3f%%", rep.CAPairs.Percent())
+	}
+	return []string{
+		fmt.Sprintf("%.2f", r.routing.Seconds()),
+		fmt.Sprintf("%.3f%%", rep.SwitchPairs.Percent()),
+		fmt.Sprintf("%d (%d)", rep.Load.Max, rep.Load.MaxSwitchLink),
+		shift, ebb, verdict,
+	}
+}
+
+// measure plans eng on net through the host's pipeline. When the host
+// rejects the plan, the routes alone are analysed.
+func measure(plugins, work, name, net, eng string, aopt analysis.Options) row {
+	cfgPath := filepath.Join(work, name+"-"+eng+".hcl")
+	state := filepath.Join(work, "state", name+"-"+eng)
+	if err := os.RemoveAll(state); err != nil {
+		return row{err: err}
+	}
+	policy := "required"
+	if eng == "ftree" {
+		policy = "best_effort"
+	}
+	pl := func(p string) string { return filepath.Join(plugins, "ibsm-plugin-"+p) }
+	src := fmt.Appendf(nil, config, net, state, eng, pl(eng), pl("sequential"), pl("single"), eng, policy)
+	if err := os.WriteFile(cfgPath, src, 0o644); err != nil {
+		return row{err: err}
+	}
+	cfg, diags := conf.Load(cfgPath)
+	if diags.HasErrors() {
+		return row{err: fmt.Errorf("%s", conf.FormatDiagnostics(diags))}
+	}
+	ctx := context.Background()
+	a, err := app.New(ctx, cfg, hclog.New(&hclog.LoggerOptions{Name: "ftcompare", Level: hclog.Error, Output: os.Stderr}))
+	if err != nil {
+		return row{err: err}
+	}
+	defer a.Close()
+	_, topo, res, perr := a.SM.Plan(ctx)
+	if perr == nil {
+		rep, err := analysis.Analyse(res.Realized, res.VLs, aopt)
+		if err != nil {
+			return row{err: err}
+		}
+		return row{routing: res.Timings.Routing, rep: rep, warnings: len(res.Warnings)}
+	}
+	if topo == nil {
+		return row{err: perr}
+	}
+	// Routes only: the same plugins, called directly, timed, realised and
+	// analysed without the VL stage the host refused.
+	rp, ok := a.Plugin(sdk.KindRouting, eng)
+	if !ok {
+		return row{err: fmt.Errorf("routing plugin %s not running after the rejected plan: %v", eng, perr)}
+	}
+	lp, ok := a.Plugin(sdk.KindLIDAssign, "sequential")
+	if !ok {
+		return row{err: fmt.Errorf("LID plugin sequential not running: %v", perr)}
+	}
+	start := time.Now()
+	routes, err := rp.Route(ctx, sdk.RouteRequest{Topo: topo, LMC: 0})
+	took := time.Since(start)
+	if err != nil {
+		return row{err: fmt.Errorf("routes-only analysis: %v (host: %v)", err, perr)}
+	}
+	lids, err := lp.AssignLIDs(ctx, sdk.LIDRequest{Topo: topo, Routes: routes, LMC: 0})
+	if err != nil {
+		return row{err: fmt.Errorf("routes-only analysis: LIDs: %v (host: %v)", err, perr)}
+	}
+	real, err := plan.Realize(topo, routes, lids)
+	if err != nil {
+		return row{err: fmt.Errorf("routes-only analysis: %v (host: %v)", err, perr)}
+	}
+	rep, err := analysis.Analyse(real, nil, aopt)
+	if err != nil {
+		return row{err: err}
+	}
+	return row{routing: took, rep: rep, rejected: reason(perr, eng)}
+}
+
+// reason is the host's rejection without the RPC wrapping.
+func reason(err error, eng string) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "desc = "); i >= 0 {
+		msg = msg[i+len("desc = "):]
+	}
+	for _, p := range []string{eng + ": ", "assign VLs: ", "single: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
 }
