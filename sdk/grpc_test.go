@@ -3,15 +3,24 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
+	pb "github.com/ibsm/ibsm/sdk/pluginv1"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // fakePlugin implements all three kinds; each kind method returns what its
@@ -263,5 +272,168 @@ func TestServerPluginSetChecksKind(t *testing.T) {
 	type lidOnly struct{ sdk.LIDAssigner }
 	if _, err := sdk.ServerPluginSet(lidOnly{&fakePlugin{kind: sdk.KindRouting}}, nil); err == nil || !strings.Contains(err.Error(), "does not implement that kind") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// serveProtocolEnv makes the test binary serve fakePlugin as a plugin
+// binary speaking the protocol named in it (see TestMain).
+const serveProtocolEnv = "IBSM_SDK_TEST_SERVE_PROTOCOL"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(serveProtocolEnv); v != "" {
+		// Stand in for a plugin built against another SDK: same services,
+		// different handshake protocol.
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		set, err := sdk.ServerPluginSet(&fakePlugin{kind: sdk.KindRouting}, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		plugin.Serve(&plugin.ServeConfig{HandshakeConfig: sdk.Handshake(), VersionedPlugins: map[int]plugin.PluginSet{n: set},
+			GRPCServer: sdk.NewGRPCServer, Logger: hclog.NewNullLogger()})
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestProtocolHandshake starts this test binary as a plugin process
+// speaking the current, a retired and a future protocol, through go-plugin's
+// real negotiation, and checks what the host gets.
+func TestProtocolHandshake(t *testing.T) {
+	tests := []struct {
+		protocol int
+		want     string // "" = works
+	}{
+		{sdk.ProtocolVersion, ""},
+		{1, fmt.Sprintf("plugin speaks ibsm plugin protocol 1, this host speaks %d: rebuild the plugin against ibsm SDK v%s", sdk.ProtocolVersion, sdk.SDKVersion)},
+		{sdk.ProtocolVersion + 1, "incompatible API version with plugin"},
+	}
+	for _, tc := range tests {
+		t.Run(strconv.Itoa(tc.protocol), func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", serveProtocolEnv, tc.protocol), plugin.EnvUnixSocketDir+"="+dir)
+			c := plugin.NewClient(&plugin.ClientConfig{
+				HandshakeConfig:  sdk.Handshake(),
+				VersionedPlugins: sdk.HostPluginSets(),
+				Cmd:              cmd,
+				AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+				Logger:           hclog.NewNullLogger(),
+				StartTimeout:     20 * time.Second,
+				GRPCDialOptions:  sdk.GRPCDialOptions(),
+			})
+			t.Cleanup(c.Kill)
+			rpc, err := c.Client()
+			var raw any
+			if err == nil {
+				raw, err = rpc.Dispense(string(sdk.KindRouting))
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				info, err := raw.(*sdk.RemoteClient).GetInfo(context.Background())
+				if err != nil || info.Name != "fake" {
+					t.Fatalf("GetInfo = %+v, %v", info, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
+			}
+			var stale *sdk.StaleProtocolError
+			if tc.protocol < sdk.ProtocolVersion && (!errors.As(err, &stale) || stale.Plugin != tc.protocol) {
+				t.Fatalf("error %T is not a StaleProtocolError for protocol %d", err, tc.protocol)
+			}
+		})
+	}
+}
+
+// rawEngine is a routing plugin that bypasses the SDK encoder and answers
+// with exactly the chunks it is given, as a buggy or stale plugin might.
+type rawEngine struct {
+	pb.UnimplementedRoutingEngineServer
+	answer []*pb.Chunk
+}
+
+func (r *rawEngine) Route(stream pb.RoutingEngine_RouteServer) error {
+	for {
+		if _, err := stream.Recv(); err != nil {
+			break
+		}
+	}
+	for _, c := range r.answer {
+		if err := stream.Send(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type rawPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	srv *rawEngine
+}
+
+func (p *rawPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	pb.RegisterRoutingEngineServer(s, p.srv)
+	return nil
+}
+
+func (p *rawPlugin) GRPCClient(ctx context.Context, b *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
+	return sdk.HostPluginSets()[sdk.ProtocolVersion][string(sdk.KindRouting)].(plugin.GRPCPlugin).GRPCClient(ctx, b, cc)
+}
+
+// TestRawGarbageRefused checks the host decoder against plane streams the
+// SDK encoder would never produce.
+func TestRawGarbageRefused(t *testing.T) {
+	topo, err := sdktest.FatTree2(2, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsw, neps := len(topo.Switches()), len(topo.Endpoints())
+	header := &pb.Chunk{Part: &pb.Chunk_RoutesHeader{RoutesHeader: &pb.RoutesHeader{Form: pb.RoutesHeader_FORM_PLANES, NumDestinations: uint32(neps)}}}
+	batch := func(b *pb.PlaneBatch) *pb.Chunk { return &pb.Chunk{Part: &pb.Chunk_Planes{Planes: b}} }
+	ones := func(n int) []byte { return []byte(strings.Repeat("\x01", n)) }
+	// A protocol-1 PlaneBatch: field 1 (DestPlanes) only, now reserved.
+	v1 := &pb.PlaneBatch{}
+	v1.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), ones(nsw))))
+	tests := []struct {
+		name   string
+		answer []*pb.Chunk
+		want   string
+	}{
+		{"valid", []*pb.Chunk{header, batch(&pb.PlaneBatch{Width: uint32(nsw), Counts: ones(neps), Planes: ones(neps * nsw)})}, ""},
+		{"protocol 1 batch", []*pb.Chunk{header, batch(v1)}, "planes are 0 entries wide"},
+		{"width", []*pb.Chunk{header, batch(&pb.PlaneBatch{Width: uint32(nsw + 1), Counts: ones(neps), Planes: ones(neps * (nsw + 1))})}, "want one per switch"},
+		{"short block", []*pb.Chunk{header, batch(&pb.PlaneBatch{Width: uint32(nsw), Counts: ones(neps), Planes: ones(neps*nsw - 1)})}, "want 32"},
+		{"bad port", []*pb.Chunk{header, batch(&pb.PlaneBatch{Width: uint32(nsw), Counts: ones(neps), Planes: append(ones(neps*nsw-1), 200)})}, "out-port 200 does not exist"},
+		{"truncated", []*pb.Chunk{header, batch(&pb.PlaneBatch{Width: uint32(nsw), Counts: ones(neps - 1), Planes: ones((neps - 1) * nsw)})}, "stream ended while expecting planes"},
+		{"trailing", []*pb.Chunk{header, batch(&pb.PlaneBatch{Width: uint32(nsw), Counts: ones(neps), Planes: ones(neps * nsw)}), header}, "unexpected routes_header chunk after the last expected one"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := &rawPlugin{srv: &rawEngine{answer: tc.answer}}
+			client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{string(sdk.KindRouting): raw})
+			t.Cleanup(func() { client.Close(); server.Stop() })
+			d, err := client.Dispense(string(sdk.KindRouting))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := d.(*sdk.RemoteClient).Route(context.Background(), sdk.RouteRequest{Topo: topo})
+			if tc.want == "" {
+				if err != nil || len(r.Planes) != neps {
+					t.Fatalf("valid answer: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
 	}
 }

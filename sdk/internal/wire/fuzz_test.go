@@ -158,6 +158,19 @@ func FuzzRecvRoutes(f *testing.F) {
 		}
 		f.Add(uint8(1), seed)
 	}
+	// Planes split one destination per batch, so the fuzzer starts from a
+	// multi-batch stream too.
+	split := collect(f, func(s Send) error {
+		h := &pb.RoutesHeader{Form: pb.RoutesHeader_FORM_PLANES, NumDestinations: uint32(len(planes.Planes))}
+		if err := s(&pb.Chunk{Part: &pb.Chunk_RoutesHeader{RoutesHeader: h}}); err != nil {
+			return err
+		}
+		return sendPlanes(s, topo, planes.Planes, 1)
+	})
+	if _, err := RecvRoutes(unframe(split), topo, 1); err != nil {
+		f.Fatalf("split seed does not decode: %v", err)
+	}
+	f.Add(uint8(1), split)
 	f.Fuzz(func(t *testing.T, lmc uint8, data []byte) {
 		r, err := RecvRoutes(unframe(data), topo, lmc%8)
 		if err != nil {

@@ -11,8 +11,10 @@ import (
 // can address, so no real fabric is refused).
 const maxNodes = 1 << 20
 
-// SendTopology streams t as a header and node batches.
-func SendTopology(send Send, t *topology.Topology) error {
+// SendTopology streams t as a header and node batches of about BatchBytes.
+func SendTopology(send Send, t *topology.Topology) error { return sendTopology(send, t, BatchBytes) }
+
+func sendTopology(send Send, t *topology.Topology, batchBytes int) error {
 	h := &pb.TopologyHeader{NumNodes: uint32(len(t.Nodes)), SmNode: t.SM.Node, SmPort: uint32(t.SM.Port), Hash: t.Hash()}
 	if !t.SM.Connected() {
 		h.SmNode, h.SmPort = -1, 0
@@ -23,7 +25,7 @@ func SendTopology(send Send, t *topology.Topology) error {
 	// Columns: per node 8+1+4 bytes plus its description, per port 8+4+5.
 	for first := 0; first < len(t.Nodes); {
 		end, ports, descs := first, 0, 0
-		for end < len(t.Nodes) && (end == first || 13*(end-first)+descs+17*ports < BatchBytes) {
+		for end < len(t.Nodes) && (end == first || 13*(end-first)+descs+17*ports < batchBytes) {
 			ports += len(t.Nodes[end].Ports)
 			descs += len(t.Nodes[end].Desc)
 			end++
