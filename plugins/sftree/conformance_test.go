@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/ibsm/ibsm/plugins/internal/sftree"
 	"strings"
 	"testing"
 
@@ -43,6 +44,10 @@ func TestConfigure(t *testing.T) {
 		{"zero root", obj(map[string]cty.Value{"subtree_root": cty.StringVal("0x0")}), 0, true, "non-zero"},
 		{"bad ftree root", obj(map[string]cty.Value{"root_guids": cty.ListVal([]cty.Value{cty.StringVal("0xzz")})}), 0, true, "root_guids"},
 		{"verify not bool", obj(map[string]cty.Value{"verify_cdg": cty.StringVal("yes")}), 0, true, "must be a bool"},
+		{"one root", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberIntVal(1)}), 0, true, ""},
+		{"zero roots", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberIntVal(0)}), 0, true, "1 (the paper's single root) to 64"},
+		{"too many roots", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberIntVal(65)}), 0, true, "to 64"},
+		{"fractional roots", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberFloatVal(2.5)}), 0, true, "whole number"},
 	}
 	for _, tc := range tests {
 		err := e.Configure(tc.v)
@@ -56,7 +61,11 @@ func TestConfigure(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if e.opt.Root != tc.root || e.opt.SkipVerify == tc.verify {
+		wantRoots := sftree.DefaultMaxRoots
+		if tc.name == "one root" {
+			wantRoots = 1
+		}
+		if e.opt.Root != tc.root || e.opt.SkipVerify == tc.verify || e.opt.MaxRoots != wantRoots {
 			t.Errorf("%s: options %+v, want root %x verify %v", tc.name, e.opt, tc.root, tc.verify)
 		}
 	}
