@@ -20,7 +20,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,33 +42,6 @@ const (
 	ft2CAPairs      = ft2CAs * (ft2CAs - 1)
 	ftreeBestEffort = "best_effort"
 )
-
-var buildFatTreeOnce sync.Once
-var buildFatTreeErr error
-
-// needFatTreePlugins builds ftree and sftree into binDir unless TestMain
-// already did (benchutil.Plugins lists the plugins it builds).
-func needFatTreePlugins(t *testing.T) {
-	t.Helper()
-	buildFatTreeOnce.Do(func() {
-		for _, p := range []string{"ftree", "sftree"} {
-			out := filepath.Join(binDir, "ibsm-plugin-"+p)
-			if _, err := os.Stat(out); err == nil {
-				continue
-			}
-			cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./plugins/"+p)
-			cmd.Dir = ".."
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				buildFatTreeErr = fmt.Errorf("go build ./plugins/%s: %v\n%s", p, err, b)
-				return
-			}
-		}
-	})
-	if buildFatTreeErr != nil {
-		t.Fatal(buildFatTreeErr)
-	}
-}
 
 // ftSetup is one fat-tree routing configuration on ft2-648.
 type ftSetup struct {
@@ -149,7 +121,6 @@ func verifyJSON(t *testing.T, cfg string) (string, *analysis.Report) {
 }
 
 func TestFatTreeEngines(t *testing.T) {
-	needFatTreePlugins(t)
 	sftreeDump := t.TempDir()
 
 	t.Run("sftree installed with every switch pair, no credit loop", func(t *testing.T) {

@@ -11,24 +11,50 @@ import (
 	"time"
 )
 
-// Plugins are the plugin binaries ibsm's bench configs name, as
-// ibsm-plugin-<name> built from plugins/<name>.
-var Plugins = []string{"minhop", "updn", "sequential", "single"}
-
-// Build compiles ibsm and the plugins into dir the way `make build` does
-// (plugins static and -trimpath). repoRoot is the module root.
-func Build(goTool, repoRoot, dir string) error {
-	type target struct{ out, pkg string }
-	ts := []target{{"ibsm", "./host/cmd/ibsm"}}
-	for _, p := range Plugins {
-		ts = append(ts, target{"ibsm-plugin-" + p, "./plugins/" + p})
+// Plugins lists the plugin binaries of the repository: one per directory
+// plugins/<name> holding a main package, built as ibsm-plugin-<name> (the
+// Makefile's naming).
+func Plugins(repoRoot string) ([]string, error) {
+	mains, err := filepath.Glob(filepath.Join(repoRoot, "plugins", "*", "main.go"))
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range ts {
-		cmd := exec.Command(goTool, "build", "-trimpath", "-o", filepath.Join(dir, t.out), t.pkg)
-		cmd.Dir = repoRoot
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", t.pkg, err, out)
+	names := make([]string, len(mains))
+	for i, m := range mains {
+		names[i] = filepath.Base(filepath.Dir(m))
+	}
+	return names, nil
+}
+
+// Build compiles ibsm and every plugin into dir the way `make build` does
+// (static, -trimpath). One go build for all of them lets the toolchain
+// compile packages in parallel. repoRoot is the module root.
+func Build(goTool, repoRoot, dir string) error {
+	names, err := Plugins(repoRoot)
+	if err != nil {
+		return err
+	}
+	stage, err := os.MkdirTemp(dir, ".build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage)
+	args := []string{"build", "-trimpath", "-o", stage + string(filepath.Separator), "./host/cmd/ibsm"}
+	for _, p := range names {
+		args = append(args, "./plugins/"+p)
+	}
+	cmd := exec.Command(goTool, args...)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	if err := os.Rename(filepath.Join(stage, "ibsm"), filepath.Join(dir, "ibsm")); err != nil {
+		return err
+	}
+	for _, p := range names {
+		if err := os.Rename(filepath.Join(stage, p), filepath.Join(dir, "ibsm-plugin-"+p)); err != nil {
+			return err
 		}
 	}
 	return nil
