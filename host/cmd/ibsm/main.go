@@ -103,6 +103,7 @@ func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c.flags(fs)
 	once := fs.Bool("once", false, "bring the subnet up, print a summary and exit 0 at SUBNET UP")
+	dumpDir := fs.String("dump-dir", "", "after every SUBNET UP that re-routed, write the programmed plan as OpenSM dumps (as `ibsm dump` does) into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -125,6 +126,9 @@ func cmdRun(args []string) error {
 		}
 		printSummary(os.Stdout, rep)
 		printPlanWarnings(os.Stdout, a)
+		if *dumpDir != "" {
+			return dumpApplied(*dumpDir, a)
+		}
 		return nil
 	}
 	hup := make(chan os.Signal, 1)
@@ -152,10 +156,46 @@ func cmdRun(args []string) error {
 			for _, w := range planWarnings(a) {
 				log.Warn("SUBNET UP with a plan warning", "engine", rep.Engine, "warning", w)
 			}
+			if *dumpDir != "" {
+				if err := dumpApplied(*dumpDir, a); err != nil {
+					log.Warn("plan dumps not written", "dir", *dumpDir, "error", err)
+				}
+			}
 		} else {
 			log.Debug("heavy sweep: fabric and plan unchanged")
 		}
 	})
+}
+
+// dumpApplied writes the plan in force as OpenSM dumps. Files are written
+// into a fresh directory next to dir and then renamed into it one by one, so
+// a reader never sees a half-written file.
+func dumpApplied(dir string, a *app.App) error {
+	ap := a.SM.Applied()
+	if ap == nil || ap.Result == nil {
+		return fmt.Errorf("no plan is programmed yet")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	stage, err := os.MkdirTemp(dir, ".dump-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage)
+	if err := dump.WriteAll(stage, ap.Result.Realized, ap.Result.VLs); err != nil {
+		return err
+	}
+	files, err := os.ReadDir(stage)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := os.Rename(filepath.Join(stage, f.Name()), filepath.Join(dir, f.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reload re-reads the config and swaps in a new pipeline. Unchanged plugins
