@@ -1,5 +1,8 @@
 // Package wire converts between the SDK's Go types (topology, plan, schema,
-// cty config) and the protocol-1 protobuf messages, in both directions.
+// cty config) and the plugin protocol's protobuf messages (protocol
+// sdk.ProtocolVersion), in both directions. The bulk data, nodes and planes,
+// travels as column blocks: a few large byte strings per ~MiB batch rather
+// than a message per node or plane.
 //
 // Everything decoded here comes from another process that may be buggy or
 // hostile, so decoders check every count, length and range and return an
@@ -20,8 +23,8 @@ import (
 const BatchBytes = 1 << 20
 
 // MaxMessageBytes is the gRPC message size limit both sides configure. The
-// streams never need it (batches are ~1 MiB); it exists so that a plugin that
-// ignores batching is still served.
+// streams rarely need it (batches are 1-2 MiB); it covers the one batch that
+// cannot be split, a single destination's 128 planes of a huge fabric.
 const MaxMessageBytes = 256 << 20
 
 // Send writes one chunk to a stream.
