@@ -69,7 +69,9 @@ func connect(t testing.TB, p sdk.Plugin, kind sdk.Kind) *sdk.RemoteClient {
 		t.Fatal(err)
 	}
 	client, server := plugin.TestPluginGRPCConn(t, false, set)
-	t.Cleanup(func() { client.Close(); server.Stop() })
+	// Stop the server first: Close asks it to stop itself, and two
+	// concurrent GRPCServer.Stop calls race inside go-plugin.
+	t.Cleanup(func() { server.Stop(); client.Close() })
 	raw, err := client.Dispense(string(kind))
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +421,7 @@ func TestRawGarbageRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := &rawPlugin{srv: &rawEngine{answer: tc.answer}}
 			client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{string(sdk.KindRouting): raw})
-			t.Cleanup(func() { client.Close(); server.Stop() })
+			t.Cleanup(func() { server.Stop(); client.Close() })
 			d, err := client.Dispense(string(sdk.KindRouting))
 			if err != nil {
 				t.Fatal(err)
