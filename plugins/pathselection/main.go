@@ -3,12 +3,17 @@
 // from a random (seeded) or configured root; Yen's algorithm finds up to k
 // shortest legal paths per switch pair on the legal-turn graph; then the
 // most loaded channel repeatedly gives up a path of a pair that still has
-// more than one, until every pair has one. It answers explicit per-pair
-// paths, so it must be paired with a path-partitioning LID assigner
-// (color/L is seed 000's "separate" scheme), not sequential.
+// more than one, until every pair has one. A "pair" is an ordered switch
+// pair by default (granularity = "switch": its machine pairs share the
+// path, so machines of one switch never split toward a destination at
+// their own switch), or each machine pair (granularity = "machine"). It
+// answers explicit per-pair paths, so it must be paired with a
+// path-partitioning LID assigner (color/L is seed 000's "separate"
+// scheme), not sequential.
 //
 // Cost: Yen is O(S²·k·h·E) for S switches, h hops, E channels; selection
-// O(P·k·h·log E) for P pairs; memory about 4·P·k·h bytes.
+// O(U·k·h·log E) for U selection units (S² switch pairs or P machine
+// pairs); memory about 4·U·k·h bytes.
 package main
 
 import (
@@ -73,7 +78,7 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 		return nil, err
 	}
 	e.log.Info("selected explicit up/down paths", "root", fmt.Sprintf("0x%016x", req.Topo.Nodes[req.Topo.Switches()[r.Root]].GUID),
-		"paths", len(r.Paths), "k", o.K, "max_stretch", o.MaxStretch)
+		"paths", len(r.Paths), "k", o.K, "max_stretch", o.MaxStretch, "granularity", o.Granularity.String())
 	if r.Unrouted > 0 {
 		e.log.Warn("some pairs have no legal up/down path (different components or detached); they are left without a path",
 			"unrouted_pairs", r.Unrouted)

@@ -23,8 +23,9 @@ type Config struct {
 	Seed uint64
 	// Switches routes switch port 0 endpoints too.
 	Switches bool
-	// K and MaxStretch are path-selection's (see Options).
+	// K, MaxStretch and Granularity are path-selection's (see Options).
 	K, MaxStretch int
+	Granularity   Granularity
 }
 
 // DefaultConfig is the configuration of an unconfigured plugin: the
@@ -51,7 +52,10 @@ func SchemaAttrs(withK bool) []schema.Attribute {
 				WithDefault(cty.NumberIntVal(16)),
 			schema.Attr("max_stretch", cty.Number,
 				"Extra hops a candidate may have over the pair's shortest legal path; 0 keeps shortest paths only (seed 000), -1 lets Yen return longer ones.").
-				WithDefault(cty.NumberIntVal(0)))
+				WithDefault(cty.NumberIntVal(0)),
+			schema.Attr("granularity", cty.String,
+				`What one path is selected for. "switch": one path per ordered switch pair, shared by every machine pair between the two switches, candidates weighted by those machine pairs (about 1-2 LIDs per machine with color-l). "machine": every machine pair on its own (a little better balance, but machines of one switch split toward a destination at their switch: 4-5 LIDs per machine).`).
+				WithDefault(cty.StringVal("switch")))
 	}
 	return a
 }
@@ -91,6 +95,13 @@ func ParseConfig(v cty.Value, withK bool) (Config, error) {
 			return c, err
 		}
 		c.K, c.MaxStretch = int(k), int(s)
+		g, err := pcfg.String(v, "granularity", "switch")
+		if err != nil {
+			return c, err
+		}
+		if c.Granularity, err = ParseGranularity(g); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }
@@ -118,7 +129,7 @@ func number(v cty.Value, name string, def, lo, hi int64) (int64, error) {
 // Options resolves the configuration against a topology: the random
 // source and, if a root GUID is configured, its switch index.
 func (c Config) Options(t *topology.Topology) (Options, *rand.Rand, error) {
-	o := Options{Root: -1, Switches: c.Switches, K: c.K, MaxStretch: c.MaxStretch}
+	o := Options{Root: -1, Switches: c.Switches, K: c.K, MaxStretch: c.MaxStretch, Granularity: c.Granularity}
 	if c.RootGUID != 0 {
 		n := t.NodeByGUID(c.RootGUID)
 		if n == topology.NoNode || t.SwitchIndex(n) < 0 {
@@ -127,4 +138,15 @@ func (c Config) Options(t *topology.Topology) (Options, *rand.Rand, error) {
 		o.Root = t.SwitchIndex(n)
 	}
 	return o, rand.New(rand.NewPCG(c.Seed, 0x5eed)), nil
+}
+
+// ParseGranularity reads the configuration spelling of a Granularity.
+func ParseGranularity(s string) (Granularity, error) {
+	switch s {
+	case "switch":
+		return PerSwitchPair, nil
+	case "machine":
+		return PerMachinePair, nil
+	}
+	return PerSwitchPair, fmt.Errorf("granularity %q: use \"switch\" (one path per switch pair) or \"machine\" (one per machine pair)", s)
 }

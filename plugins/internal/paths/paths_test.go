@@ -156,10 +156,13 @@ func TestRoutingsLegalShortestComplete(t *testing.T) {
 			o := DefaultOptions()
 			o.Switches = sw
 			o.K = 6
+			om := o
+			om.Granularity = PerMachinePair
 			runs := map[string]func() (*Result, error){
-				"random":    func() (*Result, error) { return RandomShortestUpDownOpts(topo, seeded(1), o) },
-				"widest":    func() (*Result, error) { return ShortestWidestOpts(topo, seeded(1), o) },
-				"selection": func() (*Result, error) { return PathSelectionOpts(topo, seeded(1), o) },
+				"random":            func() (*Result, error) { return RandomShortestUpDownOpts(topo, seeded(1), o) },
+				"widest":            func() (*Result, error) { return ShortestWidestOpts(topo, seeded(1), o) },
+				"selection-switch":  func() (*Result, error) { return PathSelectionOpts(topo, seeded(1), o) },
+				"selection-machine": func() (*Result, error) { return PathSelectionOpts(topo, seeded(1), om) },
 			}
 			for algo, run := range runs {
 				t.Run(name+"/"+algo, func(t *testing.T) {
@@ -316,7 +319,7 @@ func TestPathSelectionOnePerPairFromCandidates(t *testing.T) {
 		if multi == 0 {
 			t.Fatal("no pair has several candidates; the test fabric proves nothing")
 		}
-		r := selectPaths(u, eps, cands, o.K, rng)
+		r := selectPaths(u, eps, cands, o.K, PerMachinePair, rng)
 		got := checkPaths(t, f, refOrient(f, r.Root), eps, r.Paths, stretch == 0)
 		for pair, chans := range got {
 			set := cands.Of(f.Home[pair[0]], f.Home[pair[1]])
@@ -328,28 +331,120 @@ func TestPathSelectionOnePerPairFromCandidates(t *testing.T) {
 }
 
 // TestSelectionRelievesLoad: selection from several candidates must not
-// end up more loaded than keeping every pair's first candidate.
+// end up more loaded (in machine-pair paths per channel) than keeping every
+// pair's first candidate, at either granularity.
 func TestSelectionRelievesLoad(t *testing.T) {
 	topo, err := fabtest.Irregular(4, 16, 8, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := DefaultOptions()
-	o.Root = 0
-	one := o
-	one.K = 1
-	r1, err := PathSelectionOpts(topo, seeded(3), one)
+	for _, g := range []Granularity{PerSwitchPair, PerMachinePair} {
+		o := DefaultOptions()
+		o.Root = 0
+		o.Granularity = g
+		one := o
+		one.K = 1
+		r1, err := PathSelectionOpts(topo, seeded(3), one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r16, err := PathSelectionOpts(topo, seeded(3), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m1, _ := MaxLoad(topo, r1.Paths)
+		m16, _ := MaxLoad(topo, r16.Paths)
+		if m16 >= m1 {
+			t.Errorf("%v: k=16 max channel load %d, k=1 (no choice) %d: selection did not balance", g, m16, m1)
+		}
+	}
+}
+
+// TestPathSelectionGranularity: per switch pair, every machine pair
+// between two switches takes the same switch-level path (one of the pair's
+// candidates); per machine pair they do not (or the test fabric could not
+// tell the two apart).
+func TestPathSelectionGranularity(t *testing.T) {
+	topo, err := fabtest.Irregular(9, 16, 8, 96)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r16, err := PathSelectionOpts(topo, seeded(3), o)
+	f, _ := NewFabric(topo)
+	for _, g := range []Granularity{PerSwitchPair, PerMachinePair} {
+		for _, sw := range []bool{false, true} {
+			o := DefaultOptions()
+			o.Granularity = g
+			o.Switches = sw
+			rng := seeded(4)
+			u, eps, err := setup(topo, rng, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cands := KShortestLegal(u, eps, o.K, o.MaxStretch, rng)
+			r := selectPaths(u, eps, cands, o.K, g, rng)
+			got := checkPaths(t, f, refOrient(f, r.Root), eps, r.Paths, true)
+			bySw := map[[2]int32][]int32{}
+			split := 0
+			for pair, chans := range got {
+				a, b := f.Home[pair[0]], f.Home[pair[1]]
+				set := cands.Of(a, b)
+				if !slices.ContainsFunc(set, func(q []int32) bool { return slices.Equal(q, chans) }) {
+					t.Fatalf("%v: pair %v got a path that is not one of its candidates", g, pair)
+				}
+				k := [2]int32{a, b}
+				if prev, ok := bySw[k]; !ok {
+					bySw[k] = chans
+				} else if !slices.Equal(prev, chans) {
+					split++
+				}
+			}
+			switch {
+			case g == PerSwitchPair && split > 0:
+				t.Errorf("switch granularity (switch endpoints %v): %d machine pairs differ from another pair of the same switch pair", sw, split)
+			case g == PerMachinePair && split == 0:
+				t.Errorf("machine granularity (switch endpoints %v): every switch pair's machine pairs share one path; the fabric cannot tell the granularities apart", sw)
+			}
+		}
+	}
+}
+
+// TestUnitsWeights: per switch pair, one unit per ordered pair of distinct
+// switches with endpoints, weighted by the endpoint pairs it carries.
+func TestUnitsWeights(t *testing.T) {
+	topo, err := sdktest.Random(42, 12, 8, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m1, _ := MaxLoad(topo, r1.Paths)
-	m16, _ := MaxLoad(topo, r16.Paths)
-	if m16 >= m1 {
-		t.Errorf("k=16 max channel load %d, k=1 (no choice) %d: selection did not balance", m16, m1)
+	f, _ := NewFabric(topo)
+	eps := f.Endpoints(false)
+	us := newUnits(f, eps, PerSwitchPair)
+	per := map[int32]int32{}
+	for _, e := range eps {
+		per[f.Home[e]]++
+	}
+	if want := len(per) * (len(per) - 1); us.len() != want {
+		t.Fatalf("%d units for %d switches with endpoints, want %d", us.len(), len(per), want)
+	}
+	var sum, cross int
+	for p := 0; p < us.len(); p++ {
+		a, b := us.src[p], us.dst[p]
+		if a == b || us.weight[p] != per[a]*per[b] || us.index[int(a)*f.N+int(b)] != int32(p) {
+			t.Fatalf("unit %d: switches %d->%d weight %d, want %d", p, a, b, us.weight[p], per[a]*per[b])
+		}
+		sum += int(us.weight[p])
+	}
+	for _, x := range eps {
+		for _, y := range eps {
+			if f.Home[x] != f.Home[y] {
+				cross++
+			}
+		}
+	}
+	if sum != cross {
+		t.Errorf("weights sum to %d, %d endpoint pairs cross switches", sum, cross)
+	}
+	if m := newUnits(f, eps, PerMachinePair); m.len() != len(eps)*(len(eps)-1) {
+		t.Errorf("machine granularity: %d units, want %d", m.len(), len(eps)*(len(eps)-1))
 	}
 }
 
@@ -368,8 +463,23 @@ func TestErrors(t *testing.T) {
 	if _, err := PathSelectionOpts(topo, seeded(1), o); err == nil || !strings.Contains(err.Error(), "candidate paths") {
 		t.Errorf("bad k: %v", err)
 	}
+	o = DefaultOptions()
+	o.Granularity = 7
+	if _, err := PathSelectionOpts(topo, seeded(1), o); err == nil || !strings.Contains(err.Error(), "granularity") {
+		t.Errorf("bad granularity: %v", err)
+	}
 	if _, err := NewFabric(nil); err == nil {
 		t.Error("nil topology accepted")
+	}
+	for in, want := range map[string]Granularity{"switch": PerSwitchPair, "machine": PerMachinePair} {
+		if g, err := ParseGranularity(in); err != nil || g != want || g.String() != in {
+			t.Errorf("ParseGranularity(%q) = %v, %v", in, g, err)
+		}
+	}
+	for _, in := range []string{"", "Switch", "host"} {
+		if _, err := ParseGranularity(in); err == nil {
+			t.Errorf("ParseGranularity(%q) accepted", in)
+		}
 	}
 }
 

@@ -47,9 +47,10 @@ func KShortestLegal(u *UpDown, eps []int32, k, stretch int, rng *rand.Rand) *Can
 	return c
 }
 
-// PathSelection is seed 000's path selection scheme: up to 16 shortest
-// legal up*/down* paths per pair (Yen), then most-loaded-link-first
-// selection. See PathSelectionOpts.
+// PathSelection is seed 000's path selection scheme with the default
+// options: up to 16 shortest legal up*/down* paths per switch pair (Yen),
+// then most-loaded-link-first selection of one path per switch pair. See
+// PathSelectionOpts.
 func PathSelection(t *topology.Topology, rng *rand.Rand) ([]plan.Path, error) {
 	r, err := PathSelectionOpts(t, rng, DefaultOptions())
 	if err != nil {
@@ -59,12 +60,19 @@ func PathSelection(t *topology.Topology, rng *rand.Rand) ([]plan.Path, error) {
 }
 
 // PathSelectionOpts computes up to o.K candidate paths per switch pair with
-// Yen's algorithm on the legal-turn graph, gives every endpoint pair its
-// switch pair's candidates, and then repeatedly takes the most loaded
-// channel (load = candidate paths still alive crossing it, over all
-// pairs) and removes one path crossing it whose pair still has more than
-// one, until each pair has one path (the most-loaded-link-first heuristic
-// seed 000 cites as [7]).
+// Yen's algorithm on the legal-turn graph, then repeatedly takes the most
+// loaded channel and removes one path crossing it whose pair still has
+// more than one, until each pair has one path (the most-loaded-link-first
+// heuristic seed 000 cites as [7]).
+//
+// What a "pair" is follows o.Granularity. PerSwitchPair (the default)
+// selects one path per ordered switch pair, which every machine pair
+// between those switches then shares; a candidate's load is the number of
+// machine pairs it would carry (the product of the two switches' endpoint
+// counts), so the heuristic balances the same all-to-all machine traffic
+// seed 000 §5.2 measures. PerMachinePair selects for every endpoint pair on
+// its own (weight 1 each): finer balance, but machines on one switch split
+// toward a destination right at their switch, which costs LIDs.
 //
 // Tie-breaks: among equally loaded channels the lowest channel index (port
 // order of the lowest switch) goes first; the path removed from a channel
@@ -72,32 +80,100 @@ func PathSelection(t *topology.Topology, rng *rand.Rand) ([]plan.Path, error) {
 // whose paths all belong to pairs down to one path is retired: pairs only
 // lose candidates, so it can never become relievable again.
 //
-// Cost: Yen as in KShortestLegal, then O(P·k·h·log E) for P pairs.
-// Memory: one int32 per (candidate, channel) incidence, about
-// P·k·h·4 bytes (≈60 MB for 512 machines on 64 switches).
+// Cost: Yen as in KShortestLegal, then O(U·k·h·log E) for U selection
+// units (switch pairs, or endpoint pairs). Memory: one int32 per
+// (candidate, channel) incidence, about U·k·h·4 bytes (per machine pair
+// ≈60 MB for 512 machines on 64 switches; per switch pair under 1 MB).
 func PathSelectionOpts(t *topology.Topology, rng *rand.Rand, o Options) (*Result, error) {
 	if o.K < 1 || o.K > MaxK {
 		return nil, fmt.Errorf("paths: k = %d candidate paths per pair; use 1..%d", o.K, MaxK)
+	}
+	if o.Granularity != PerSwitchPair && o.Granularity != PerMachinePair {
+		return nil, fmt.Errorf("paths: unknown granularity %d; use PerSwitchPair or PerMachinePair", o.Granularity)
 	}
 	u, eps, err := setup(t, rng, o)
 	if err != nil {
 		return nil, err
 	}
 	cands := KShortestLegal(u, eps, o.K, o.MaxStretch, rng)
-	return selectPaths(u, eps, cands, o.K, rng), nil
+	return selectPaths(u, eps, cands, o.K, o.Granularity, rng), nil
 }
 
-func selectPaths(u *UpDown, eps []int32, cands *Candidates, k int, rng *rand.Rand) *Result {
+// units lists what selection picks one path for. Per machine pair, unit p
+// is endpoint pair pairOf(p, n) with weight 1. Per switch pair, the units
+// are the ordered pairs of distinct switches that both carry endpoints of
+// eps, weighted by their endpoint pairs; unitOf maps an endpoint pair to
+// its unit (-1: both on one switch, the empty path).
+type units struct {
+	n      int
+	perSw  bool
+	src    []int32 // per-switch units: the switch pair
+	dst    []int32
+	weight []int32
+	index  []int32 // per-switch: unit of switch pair (a, b) at a*N+b, or -1
+	nsw    int
+}
+
+func newUnits(f *Fabric, eps []int32, g Granularity) *units {
+	n := len(eps)
+	us := &units{n: n, perSw: g == PerSwitchPair, nsw: f.N}
+	if !us.perSw {
+		return us
+	}
+	count := make([]int32, f.N)
+	var sws []int32
+	for _, e := range eps {
+		if count[f.Home[e]] == 0 {
+			sws = append(sws, f.Home[e])
+		}
+		count[f.Home[e]]++
+	}
+	us.index = make([]int32, f.N*f.N)
+	for i := range us.index {
+		us.index[i] = -1
+	}
+	for _, a := range sws {
+		for _, b := range sws {
+			if a == b {
+				continue
+			}
+			us.index[int(a)*f.N+int(b)] = int32(len(us.src))
+			us.src = append(us.src, a)
+			us.dst = append(us.dst, b)
+			us.weight = append(us.weight, count[a]*count[b])
+		}
+	}
+	return us
+}
+
+func (us *units) len() int {
+	if us.perSw {
+		return len(us.src)
+	}
+	return us.n * (us.n - 1)
+}
+
+func selectPaths(u *UpDown, eps []int32, cands *Candidates, k int, g Granularity, rng *rand.Rand) *Result {
 	f := u.F
 	res := &Result{Root: u.Roots[0]}
 	n := len(eps)
 	if n < 2 {
 		return res
 	}
-	total := n * (n - 1)
+	us := newUnits(f, eps, g)
+	total := us.len()
 	set := func(p int) [][]int32 {
+		if us.perSw {
+			return cands.Of(us.src[p], us.dst[p])
+		}
 		i, j := pairOf(p, n)
 		return cands.Of(f.Home[eps[i]], f.Home[eps[j]])
+	}
+	weight := func(p int) int32 {
+		if us.perSw {
+			return us.weight[p]
+		}
+		return 1
 	}
 	mask := make([]uint32, total)
 	nch := f.Channels()
@@ -116,15 +192,17 @@ func selectPaths(u *UpDown, eps []int32, cands *Candidates, k int, rng *rand.Ran
 	}
 	ids := make([]int32, start[nch])
 	live := make([]int32, nch)
+	load := make([]int32, nch)
 	for p := 0; p < total; p++ {
+		w := weight(p)
 		for i, path := range set(p) {
 			for _, c := range path {
 				ids[start[c]+int64(live[c])] = int32(p*k + i)
 				live[c]++
+				load[c] += w
 			}
 		}
 	}
-	load := append([]int32(nil), live...)
 	h := newChanHeap(load)
 	for h.len() > 0 {
 		c := h.top()
@@ -151,19 +229,34 @@ func selectPaths(u *UpDown, eps []int32, cands *Candidates, k int, rng *rand.Ran
 		}
 		p, i := int(victim)/k, int(victim)%k
 		mask[p] &^= 1 << uint(i)
+		w := weight(p)
 		for _, d := range set(p)[i] {
-			load[d]--
+			load[d] -= w
 			h.fix(d)
 		}
 	}
-	res.Paths = make([]plan.Path, 0, total)
-	for p := 0; p < total; p++ {
+	res.Paths = make([]plan.Path, 0, n*(n-1))
+	for q := 0; q < n*(n-1); q++ {
+		i, j := pairOf(q, n)
+		a, b := f.Home[eps[i]], f.Home[eps[j]]
+		p := q
+		if us.perSw {
+			if a == b {
+				// Same switch: the one empty path, nothing to select.
+				if len(cands.Of(a, b)) == 0 {
+					res.Unrouted++
+					continue
+				}
+				res.Paths = append(res.Paths, f.Path(eps[i], eps[j], nil))
+				continue
+			}
+			p = int(us.index[int(a)*us.nsw+int(b)])
+		}
 		s := set(p)
 		if len(s) == 0 {
 			res.Unrouted++
 			continue
 		}
-		i, j := pairOf(p, n)
 		res.Paths = append(res.Paths, f.Path(eps[i], eps[j], s[bits.TrailingZeros32(mask[p])]))
 	}
 	return res

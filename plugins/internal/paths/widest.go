@@ -29,12 +29,39 @@ type Options struct {
 	// and notes some pairs have fewer, which only holds for equally short
 	// ones: default 0.
 	MaxStretch int
+	// Granularity is what PathSelection picks one path for: every ordered
+	// switch pair (the zero value, seed 000's scheme) or every ordered
+	// endpoint pair on its own.
+	Granularity Granularity
+}
+
+// Granularity is the unit PathSelection selects one path for.
+type Granularity int
+
+const (
+	// PerSwitchPair: all endpoint pairs between two switches share the
+	// switch pair's path; candidates are weighted by those endpoint pairs.
+	PerSwitchPair Granularity = iota
+	// PerMachinePair: each ordered endpoint pair is selected on its own.
+	PerMachinePair
+)
+
+// String is the configuration spelling ("switch", "machine").
+func (g Granularity) String() string {
+	switch g {
+	case PerSwitchPair:
+		return "switch"
+	case PerMachinePair:
+		return "machine"
+	}
+	return fmt.Sprintf("Granularity(%d)", int(g))
 }
 
 // MaxK bounds Options.K: candidate sets are bit masks of 32 bits.
 const MaxK = 32
 
-// DefaultOptions: random root, machines only, K = 16.
+// DefaultOptions: random root, machines only, K = 16, one path per
+// switch pair.
 func DefaultOptions() Options { return Options{Root: -1, K: 16} }
 
 // Result is a routing's paths and what it decided on the way.
