@@ -1,5 +1,5 @@
 // Package pluginhost is the host's plugin manager: it launches plugin
-// binaries (sha256-pinned), negotiates protocol 1, checks that each binary is
+// binaries (sha256-pinned), negotiates the SDK's plugin protocol (sdk.ProtocolVersion), checks that each binary is
 // the kind it was configured as, configures it, and hands the pipeline
 // clients that implement the same sdk interfaces as an in-process plugin.
 // It restarts plugins that died, kills plugins that hang past a deadline and

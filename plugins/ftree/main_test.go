@@ -91,7 +91,7 @@ func connect(t testing.TB, e *engine) *sdk.RemoteClient {
 		t.Fatal(err)
 	}
 	client, server := plugin.TestPluginGRPCConn(t, false, set)
-	t.Cleanup(func() { client.Close(); server.Stop() })
+	t.Cleanup(func() { server.Stop(); client.Close() })
 	raw, err := client.Dispense(string(sdk.KindRouting))
 	if err != nil {
 		t.Fatal(err)

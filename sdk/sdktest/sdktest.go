@@ -88,7 +88,7 @@ func inProcess(t testing.TB, impl sdk.Plugin, kind sdk.Kind) *sdk.RemoteClient {
 		t.Fatal(err)
 	}
 	client, server := plugin.TestPluginGRPCConn(t, false, set)
-	t.Cleanup(func() { client.Close(); server.Stop() })
+	t.Cleanup(func() { server.Stop(); client.Close() })
 	raw, err := client.Dispense(string(kind))
 	if err != nil {
 		t.Fatal(err)
