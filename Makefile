@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(notdir $(wildcard plugins/[a-z]*))
 EXAMPLE ?= conf/examples/ft2-648.hcl
 
-.PHONY: all build plugins run test unit deps sdk-isolation fuzz bench bench-opensm clean
+.PHONY: all build plugins run test unit deps sdk-isolation fuzz bench bench-opensm experiments experiments-lids experiments-vls clean
 
 all: build
 
@@ -57,6 +57,17 @@ bench: build
 # flags, e.g. RACE_FLAGS='-topos ft2-36 -runs 1'.
 bench-opensm: deps
 	$(GO) run ./integration/race $(RACE_FLAGS)
+
+# The seed papers' experiments (not tests; CPU-heavy: about 11 and 13 minutes
+# on 2 vCPUs). The programs live under plugins/internal because Go lets only
+# code under plugins/ import plugins/internal.
+experiments: experiments-lids experiments-vls
+
+experiments-lids:
+	$(GO) run ./plugins/internal/lids/cmd/lidtables -out experiments/lids/RESULTS.md
+
+experiments-vls:
+	$(GO) run ./plugins/internal/vl/cmd/vlfigs -sizes 64,256 -degrees 4-12 -seeds 100 -out experiments/vls/RESULTS.md
 
 clean:
 	rm -rf $(BIN)
