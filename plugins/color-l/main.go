@@ -4,12 +4,6 @@
 // need; see plugins/internal/lids for the plan it builds.
 package main
 
-import (
-	"github.com/ibsm/ibsm/plugins/internal/lids"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
-	"github.com/ibsm/ibsm/sdk"
-)
+import "github.com/ibsm/ibsm/plugins/internal/lids"
 
-func main() {
-	sdk.Serve(lids.NewPlugin(lids.ColorL, pcfg.Logger("color-l")))
-}
+func main() { lids.Main(lids.ColorL) }

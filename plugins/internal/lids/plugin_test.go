@@ -2,6 +2,7 @@ package lids
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,4 +62,13 @@ func TestPluginMaxLMCFromConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "raise max_lmc or lower lmc") {
 		t.Errorf("floor above cap: %v", err)
 	}
+}
+
+func TestMainRefusesUnknownHeuristic(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), `"colour"`) {
+			t.Errorf("recover = %v, want a panic naming the heuristic", r)
+		}
+	}()
+	Main("colour")
 }

@@ -5,15 +5,33 @@ package lidstest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/ibsm/ibsm/plugins/internal/lids"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 )
+
+// Conformance is the whole test of one first-party LID assigner binary:
+// the plugin for h passes the SDK's conformance kit (planes, with and
+// without an LMC floor) and serves paths-form routes over the wire.
+func Conformance(t *testing.T, h lids.Heuristic) {
+	for _, lmc := range []uint8{0, 3} {
+		t.Run(fmt.Sprintf("kit/lmc=%d", lmc), func(t *testing.T) {
+			sdktest.LIDAssigner(t, lids.NewPlugin(h, hclog.NewNullLogger()), sdktest.Options{LMC: lmc})
+		})
+	}
+	for _, lmc := range []uint8{0, 1} {
+		t.Run(fmt.Sprintf("paths/lmc=%d", lmc), func(t *testing.T) {
+			Paths(t, lids.NewPlugin(h, hclog.NewNullLogger()), lmc)
+		})
+	}
+}
 
 // Paths serves impl over a real gRPC connection, sends it random shortest
 // path routings of a few random fabrics, and checks that the plan it
