@@ -10,12 +10,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/plugins/internal/ftree"
@@ -57,90 +53,16 @@ func (e *engine) Schema() schema.Block {
 }
 
 func (e *engine) Configure(v cty.Value) error {
-	roots, err := guidsFrom(v, "root_guids", "root_guid_file")
+	roots, err := pcfg.GUIDs(v, "root_guids", "root_guid_file")
 	if err != nil {
 		return fmt.Errorf("ftree: %w", err)
 	}
-	order, err := guidsFrom(v, "ca_order", "ca_order_file")
+	order, err := pcfg.GUIDs(v, "ca_order", "ca_order_file")
 	if err != nil {
 		return fmt.Errorf("ftree: %w", err)
 	}
 	e.cfg = ftree.Config{Roots: roots, CAOrder: order}
 	return nil
-}
-
-// guidsFrom reads the GUID list attribute and then the GUID file attribute.
-func guidsFrom(v cty.Value, listAttr, fileAttr string) ([]uint64, error) {
-	strs, err := pcfg.Strings(v, listAttr)
-	if err != nil {
-		return nil, err
-	}
-	out, err := parseGUIDs(strs, listAttr)
-	if err != nil {
-		return nil, err
-	}
-	path, err := pcfg.String(v, fileAttr, "")
-	if err != nil || path == "" {
-		return out, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", fileAttr, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var lines []string
-	var where []string
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		if line = strings.TrimSpace(line); line != "" {
-			lines = append(lines, line)
-			where = append(where, fmt.Sprintf("%s line %d", path, n))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: reading %s: %w", fileAttr, path, err)
-	}
-	for i, l := range lines {
-		g, err := parseGUIDs([]string{l}, where[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g...)
-	}
-	return dedup(out), nil
-}
-
-func parseGUIDs(strs []string, what string) ([]uint64, error) {
-	var out []uint64
-	for _, s := range strs {
-		t := strings.TrimSpace(s)
-		if !strings.HasPrefix(t, "0x") && !strings.HasPrefix(t, "0X") {
-			return nil, fmt.Errorf("%s: %q is not a GUID: write it as hex with a 0x prefix, e.g. 0x0002c90000000001", what, s)
-		}
-		g, err := strconv.ParseUint(t[2:], 16, 64)
-		if err != nil || g == 0 {
-			return nil, fmt.Errorf("%s: %q is not a non-zero 64-bit hex GUID", what, s)
-		}
-		out = append(out, g)
-	}
-	return dedup(out), nil
-}
-
-// dedup keeps the first occurrence of each GUID, in order.
-func dedup(in []uint64) []uint64 {
-	seen := make(map[uint64]bool, len(in))
-	out := in[:0]
-	for _, g := range in {
-		if !seen[g] {
-			seen[g] = true
-			out = append(out, g)
-		}
-	}
-	return out
 }
 
 func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {

@@ -30,21 +30,12 @@ func baseSchema() []schema.Attribute {
 
 func configureBase(v cty.Value) (baseConfig, error) {
 	var bc baseConfig
-	for _, a := range []struct {
-		name string
-		dst  *[]uint64
-	}{{"root_guids", &bc.ftree.Roots}, {"ca_order", &bc.ftree.CAOrder}} {
-		strs, err := pcfg.Strings(v, a.name)
-		if err != nil {
-			return bc, err
-		}
-		for _, s := range strs {
-			g, err := parseGUID(s)
-			if err != nil {
-				return bc, fmt.Errorf("%s: %w", a.name, err)
-			}
-			*a.dst = append(*a.dst, g)
-		}
+	var err error
+	if bc.ftree.Roots, err = pcfg.GUIDs(v, "root_guids", ""); err != nil {
+		return bc, err
+	}
+	if bc.ftree.CAOrder, err = pcfg.GUIDs(v, "ca_order", ""); err != nil {
+		return bc, err
 	}
 	return bc, nil
 }

@@ -13,7 +13,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -65,7 +64,7 @@ func (e *engine) Configure(v cty.Value) error {
 	}
 	var guid uint64
 	if strings.TrimSpace(root) != "" {
-		if guid, err = parseGUID(root); err != nil {
+		if guid, err = pcfg.GUID(root); err != nil {
 			return fmt.Errorf("sftree: subtree_root: %w", err)
 		}
 	}
@@ -73,7 +72,7 @@ func (e *engine) Configure(v cty.Value) error {
 	if err != nil {
 		return fmt.Errorf("sftree: %w", err)
 	}
-	maxRoots, err := intAttr(v, "max_subtree_roots", sftree.DefaultMaxRoots)
+	maxRoots, err := pcfg.Int(v, "max_subtree_roots", sftree.DefaultMaxRoots)
 	if err != nil {
 		return fmt.Errorf("sftree: %w", err)
 	}
@@ -87,41 +86,6 @@ func (e *engine) Configure(v cty.Value) error {
 	e.opt = sftree.Options{Root: guid, SkipVerify: !verify, MaxRoots: maxRoots}
 	e.base = bc
 	return nil
-}
-
-// intAttr reads an optional whole-number attribute.
-func intAttr(v cty.Value, name string, def int) (int, error) {
-	if v == cty.NilVal || v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
-		return def, nil
-	}
-	a := v.GetAttr(name)
-	if a.IsNull() {
-		return def, nil
-	}
-	if a.Type() != cty.Number || !a.IsKnown() {
-		return 0, fmt.Errorf("%s must be a number", name)
-	}
-	bf := a.AsBigFloat()
-	if !bf.IsInt() {
-		return 0, fmt.Errorf("%s = %s: give a whole number", name, bf.String())
-	}
-	n, _ := bf.Int64()
-	if n < 0 || n > 1<<20 {
-		return 0, fmt.Errorf("%s = %d out of range", name, n)
-	}
-	return int(n), nil
-}
-
-func parseGUID(s string) (uint64, error) {
-	t := strings.TrimSpace(s)
-	if !strings.HasPrefix(t, "0x") && !strings.HasPrefix(t, "0X") {
-		return 0, fmt.Errorf("%q is not a GUID: write it as hex with a 0x prefix, e.g. 0x0002c90000000001", s)
-	}
-	g, err := strconv.ParseUint(t[2:], 16, 64)
-	if err != nil || g == 0 {
-		return 0, fmt.Errorf("%q is not a non-zero 64-bit hex GUID", s)
-	}
-	return g, nil
 }
 
 func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {

@@ -13,8 +13,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/plugins/internal/pcfg"
@@ -56,13 +54,9 @@ func (e *engine) Schema() schema.Block {
 }
 
 func (e *engine) Configure(v cty.Value) error {
-	strs, err := pcfg.Strings(v, "root_guids")
+	roots, err := pcfg.GUIDs(v, "root_guids", "")
 	if err != nil {
 		return fmt.Errorf("updn: %w", err)
-	}
-	roots, err := parseGUIDs(strs)
-	if err != nil {
-		return fmt.Errorf("updn: root_guids: %w", err)
 	}
 	cs, err := pcfg.Bool(v, "count_switch_destinations", false)
 	if err != nil {
@@ -79,26 +73,6 @@ func (e *engine) Configure(v cty.Value) error {
 	}
 	e.cfg = updn.Config{Roots: roots, Auto: updn.AutoRoots(auto), CountSwitches: cs}
 	return nil
-}
-
-func parseGUIDs(strs []string) ([]uint64, error) {
-	var out []uint64
-	seen := map[uint64]bool{}
-	for _, s := range strs {
-		t := strings.TrimSpace(s)
-		if !strings.HasPrefix(t, "0x") && !strings.HasPrefix(t, "0X") {
-			return nil, fmt.Errorf("%q is not a GUID: write it as hex with a 0x prefix, e.g. 0x0002c90000000001", s)
-		}
-		g, err := strconv.ParseUint(t[2:], 16, 64)
-		if err != nil || g == 0 {
-			return nil, fmt.Errorf("%q is not a non-zero 64-bit hex GUID", s)
-		}
-		if !seen[g] {
-			seen[g] = true
-			out = append(out, g)
-		}
-	}
-	return out, nil
 }
 
 func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {

@@ -55,7 +55,7 @@ func (p *Plugin) Configure(v cty.Value) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.H, err)
 	}
-	m, err := smallInt(v, "max_lmc", 7)
+	m, err := pcfg.Int(v, "max_lmc", 7)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.H, err)
 	}
@@ -64,29 +64,6 @@ func (p *Plugin) Configure(v cty.Value) error {
 	}
 	p.maxLMC, p.switchLMC = uint8(m), sl
 	return nil
-}
-
-// smallInt reads a whole-number attribute, def when absent or null.
-func smallInt(v cty.Value, name string, def int) (int, error) {
-	if v == cty.NilVal || v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
-		return def, nil
-	}
-	a := v.GetAttr(name)
-	if a.IsNull() {
-		return def, nil
-	}
-	if !a.IsKnown() || a.Type() != cty.Number {
-		return 0, fmt.Errorf("config attribute %q must be a number", name)
-	}
-	bf := a.AsBigFloat()
-	if !bf.IsInt() {
-		return 0, fmt.Errorf("config attribute %q must be a whole number, got %s", name, bf.Text('g', -1))
-	}
-	i, acc := bf.Int64()
-	if acc != 0 || i < -1<<31 || i > 1<<31-1 {
-		return 0, fmt.Errorf("config attribute %q is out of range", name)
-	}
-	return int(i), nil
 }
 
 func (p *Plugin) AssignLIDs(ctx context.Context, req sdk.LIDRequest) (*plan.LIDPlan, error) {

@@ -4,7 +4,11 @@
 package pcfg
 
 import (
+	"bufio"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
@@ -71,6 +75,120 @@ func Strings(v cty.Value, name string) ([]string, error) {
 		out = append(out, e.AsString())
 	}
 	return out, nil
+}
+
+// Int reads a whole-number attribute that fits in 32 bits; callers check
+// their own range so the error can say what the number means.
+func Int(v cty.Value, name string, def int) (int, error) {
+	a, err := attr(v, name)
+	if err != nil || a.IsNull() {
+		return def, err
+	}
+	if a.Type() != cty.Number {
+		return def, fmt.Errorf("config attribute %q must be a number, got %s", name, a.Type().FriendlyName())
+	}
+	bf := a.AsBigFloat()
+	if !bf.IsInt() {
+		return def, fmt.Errorf("config attribute %q must be a whole number, got %s", name, bf.Text('g', -1))
+	}
+	i, acc := bf.Int64()
+	if acc != 0 || i < -1<<31 || i > 1<<31-1 {
+		return def, fmt.Errorf("config attribute %q = %s is out of range", name, bf.Text('g', -1))
+	}
+	return int(i), nil
+}
+
+// GUID parses a node or port GUID as operators copy it from ibnetdiscover
+// or OpenSM's guid files: hex with a 0x prefix, surrounding space ignored.
+// Zero is refused: no port has it, so it is always a typo.
+func GUID(s string) (uint64, error) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "0x") && !strings.HasPrefix(t, "0X") {
+		return 0, fmt.Errorf("%q is not a GUID: write it as hex with a 0x prefix, e.g. 0x0002c90000000001", s)
+	}
+	g, err := strconv.ParseUint(t[2:], 16, 64)
+	if err != nil || g == 0 {
+		return 0, fmt.Errorf("%q is not a non-zero 64-bit hex GUID", s)
+	}
+	return g, nil
+}
+
+// GUIDs reads the GUIDs an operator names in the list attribute listAttr
+// and then, when fileAttr is not "", in the file that attribute names (one
+// GUID per line as in OpenSM's root_guid_file; '#' starts a comment). A
+// GUID named twice counts once, where it first appears, so the order of
+// the rest is kept (ftree's ca_order is a rank order). Errors name the
+// attribute or the file line.
+func GUIDs(v cty.Value, listAttr, fileAttr string) ([]uint64, error) {
+	strs, err := Strings(v, listAttr)
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, s := range strs {
+		g, err := GUID(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", listAttr, err)
+		}
+		out = append(out, g)
+	}
+	if fileAttr != "" {
+		path, err := String(v, fileAttr, "")
+		if err != nil {
+			return nil, err
+		}
+		if path != "" {
+			more, err := guidFile(fileAttr, path)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, more...)
+		}
+	}
+	return dedup(out), nil
+}
+
+// guidFile reads one GUID per line; blank lines and '#' comments are
+// skipped.
+func guidFile(fileAttr, path string) ([]uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fileAttr, err)
+	}
+	defer f.Close()
+	var out []uint64
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		g, err := GUID(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
+		}
+		out = append(out, g)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: reading %s: %w", fileAttr, path, err)
+	}
+	return out, nil
+}
+
+// dedup keeps the first occurrence of each GUID, in order.
+func dedup(in []uint64) []uint64 {
+	seen := make(map[uint64]bool, len(in))
+	out := in[:0]
+	for _, g := range in {
+		if !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // Logger is the logger a plugin binary writes through: JSON on stderr,

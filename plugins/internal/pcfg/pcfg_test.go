@@ -1,0 +1,125 @@
+package pcfg
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+func obj(m map[string]cty.Value) cty.Value { return cty.ObjectVal(m) }
+
+func TestInt(t *testing.T) {
+	tests := []struct {
+		name    string
+		v       cty.Value
+		want    int
+		wantErr string
+	}{
+		{"absent config", cty.NilVal, 7, ""},
+		{"null config", cty.NullVal(cty.DynamicPseudoType), 7, ""},
+		{"absent attribute", obj(map[string]cty.Value{"x": cty.True}), 7, ""},
+		{"null attribute", obj(map[string]cty.Value{"n": cty.NullVal(cty.Number)}), 7, ""},
+		{"set", obj(map[string]cty.Value{"n": cty.NumberIntVal(-3)}), -3, ""},
+		{"largest", obj(map[string]cty.Value{"n": cty.NumberIntVal(1<<31 - 1)}), 1<<31 - 1, ""},
+		{"too large", obj(map[string]cty.Value{"n": cty.NumberIntVal(1 << 31)}), 0, "out of range"},
+		{"fraction", obj(map[string]cty.Value{"n": cty.NumberFloatVal(2.5)}), 0, "whole number, got 2.5"},
+		{"string", obj(map[string]cty.Value{"n": cty.StringVal("3")}), 0, "must be a number"},
+		{"unknown", obj(map[string]cty.Value{"n": cty.UnknownVal(cty.Number)}), 0, "constant"},
+		{"not an object", cty.StringVal("n"), 0, "must be an object"},
+	}
+	for _, tc := range tests {
+		got, err := Int(tc.v, "n", 7)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestGUID(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    uint64
+		wantErr string
+	}{
+		{"0x0002c90000000001", 0x0002c90000000001, ""},
+		{" 0X2C90000000002\t", 0x2c90000000002, ""},
+		{"0xffffffffffffffff", 1<<64 - 1, ""},
+		{"0002c90000000001", 0, "0x prefix"},
+		{"", 0, "0x prefix"},
+		{"0x", 0, "not a non-zero"},
+		{"0x0", 0, "not a non-zero"},
+		{"0xzz", 0, "not a non-zero"},
+		{"0x10002c90000000001", 0, "not a non-zero"},
+	}
+	for _, tc := range tests {
+		got, err := GUID(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: err = %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%q: %#x, %v; want %#x", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestGUIDs(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "roots")
+	if err := os.WriteFile(good, []byte("# spines\n0x3\n\n  0x4 # second\n0x9\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(bad, []byte("0x1\nnot-a-guid\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list := func(s ...string) cty.Value {
+		var vs []cty.Value
+		for _, x := range s {
+			vs = append(vs, cty.StringVal(x))
+		}
+		return cty.ListVal(vs)
+	}
+	tests := []struct {
+		name     string
+		v        cty.Value
+		fileAttr string
+		want     []uint64
+		wantErr  string
+	}{
+		{"absent", obj(map[string]cty.Value{}), "f", nil, ""},
+		{"list, repeats dropped in order", obj(map[string]cty.Value{"l": list("0x2", " 0X1", "0x2")}), "", []uint64{2, 1}, ""},
+		{"list then file, repeat across them dropped", obj(map[string]cty.Value{"l": list("0x9"), "f": cty.StringVal(good)}), "f", []uint64{9, 3, 4}, ""},
+		{"file attribute ignored without fileAttr", obj(map[string]cty.Value{"f": cty.StringVal(bad)}), "", nil, ""},
+		{"empty file name", obj(map[string]cty.Value{"f": cty.StringVal("")}), "f", nil, ""},
+		{"bad list entry names the attribute", obj(map[string]cty.Value{"l": list("0x1", "12")}), "", nil, `l: "12" is not a GUID`},
+		{"bad file line names the line", obj(map[string]cty.Value{"f": cty.StringVal(bad)}), "f", nil, bad + " line 2"},
+		{"missing file names the attribute", obj(map[string]cty.Value{"f": cty.StringVal(filepath.Join(dir, "nope"))}), "f", nil, "f: open"},
+		{"file attribute not a string", obj(map[string]cty.Value{"f": cty.True}), "f", nil, "must be a string"},
+		{"list not strings", obj(map[string]cty.Value{"l": cty.ListVal([]cty.Value{cty.True})}), "", nil, "only strings"},
+	}
+	for _, tc := range tests {
+		got, err := GUIDs(tc.v, "l", tc.fileAttr)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %x, %v; want %x", tc.name, got, err, tc.want)
+		}
+	}
+}
