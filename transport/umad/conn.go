@@ -100,6 +100,11 @@ type Stats struct {
 	Dropped uint64
 }
 
+// claimSlack is how long past the MAD timeout a re-send waits for the
+// kernel's ETIMEDOUT record of the previous attempt. The record is normally
+// on time; the slack covers a busy host scheduling our reader late.
+const claimSlack = 500 * time.Millisecond
+
 // Conn is a transport.Conn on one HCA port through its umad device. It
 // holds the port's issm device open, which sets the IsSM capability bit
 // (other nodes see an SM here); Close clears it.
@@ -163,7 +168,7 @@ func newConn(dev device, issm io.Closer, opts Options) (*Conn, error) {
 		issm:       issm,
 		log:        opts.Logger,
 		timeoutMS:  uint32(max(1, opts.Timeout.Milliseconds())),
-		claimWait:  opts.Timeout + 100*time.Millisecond,
+		claimWait:  opts.Timeout + claimSlack,
 		pkeyIndex:  opts.PKeyIndex,
 		pending:    map[pendKey]chan struct{}{},
 		replies:    map[replyKey]reply{},
