@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/ibsm/ibsm/plugins/internal/route"
@@ -15,8 +16,9 @@ import (
 
 // Channel is a directed switch-to-switch link, named by its sending end.
 type Channel struct {
-	Node int32 // node index of the switch
-	Port uint8 // its out-port
+	Node   int32 // node index of the switch
+	Switch int32 // the same switch's index in Topology.Switches()
+	Port   uint8 // its out-port
 }
 
 // Graph is a deduplicated CDG over the switch-to-switch channels of a fabric.
@@ -32,6 +34,24 @@ type Graph struct {
 	succ [][4]uint64
 }
 
+// New returns the CDG of g's fabric with no dependencies yet; AddPlane
+// fills it.
+func New(g *route.Graph) *Graph {
+	c := &Graph{g: g, base: make([]int32, g.N+1)}
+	for s, node := range g.Topo.Switches() {
+		c.base[s+1] = c.base[s] + int32(len(g.Topo.Nodes[node].Ports))
+	}
+	c.succ = make([][4]uint64, c.base[g.N])
+	return c
+}
+
+// depend records that traffic on channel (s, out) continues on out2 of the
+// switch at its far end.
+func (c *Graph) depend(s int32, out, out2 uint8) {
+	set := &c.succ[c.base[s]+int32(out)]
+	set[out2>>6] |= 1 << (out2 & 63)
+}
+
 // Build derives the CDG of r's tables. For every LID with an owner and every
 // switch s whose entry leads over a switch link to t, the channel (s→t)
 // depends on t's channel for that LID. Every switch is a source of
@@ -45,12 +65,7 @@ func Build(ctx context.Context, r *plan.Realized) (*Graph, error) {
 	if len(r.LFT) != g.N {
 		return nil, fmt.Errorf("realised tables cover %d switches, topology has %d", len(r.LFT), g.N)
 	}
-	c := &Graph{g: g, base: make([]int32, g.N+1)}
-	sws := r.Topo.Switches()
-	for s, node := range sws {
-		c.base[s+1] = c.base[s] + int32(len(r.Topo.Nodes[node].Ports))
-	}
-	c.succ = make([][4]uint64, c.base[g.N])
+	c := New(g)
 	// Channels (s, *) are written only by the goroutine handling s.
 	err := route.ForEach(ctx, g.N, func() func(int32) error {
 		return func(s int32) error {
@@ -70,8 +85,7 @@ func Build(ctx context.Context, r *plan.Realized) (*Graph, error) {
 				if out2 == plan.NoPort || out2 == 0 || g.PeerSwitch(t, out2) < 0 {
 					continue
 				}
-				set := &c.succ[c.base[s]+int32(out)]
-				set[out2>>6] |= 1 << (out2 & 63)
+				c.depend(s, out, out2)
 			}
 			return nil
 		}
@@ -80,6 +94,83 @@ func Build(ctx context.Context, r *plan.Realized) (*Graph, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// BuildPlanes derives the CDG of planes (one destination tree each, as
+// plan.Routes holds them) with the same rule as Build: every switch is a
+// source toward every destination, so every edge of every plane counts,
+// which is what switch-to-switch traffic needs. Workers fill private
+// graphs that are merged at the end.
+func BuildPlanes(ctx context.Context, g *route.Graph, planes []plan.Plane) (*Graph, error) {
+	w := route.Workers(len(planes))
+	local := make([]*Graph, w)
+	err := route.ForEach(ctx, w, func() func(int32) error {
+		return func(k int32) error {
+			part := New(g)
+			for i := int(k); i < len(planes); i += w {
+				if i%256 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				if err := part.AddPlane(planes[i]); err != nil {
+					return err
+				}
+			}
+			local[k] = part
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := local[0]
+	for _, part := range local[1:] {
+		for i := range part.succ {
+			for j := range part.succ[i] {
+				c.succ[i][j] |= part.succ[i][j]
+			}
+		}
+	}
+	return c, nil
+}
+
+// AddPlane adds the dependencies of one plane (pl[s] is switch s's
+// out-port toward the plane's destination).
+func (c *Graph) AddPlane(pl plan.Plane) error {
+	if len(pl) != c.g.N {
+		return fmt.Errorf("a plane has %d entries, want %d (one per switch)", len(pl), c.g.N)
+	}
+	for s, out := range pl {
+		if out == plan.NoPort || out == 0 {
+			continue
+		}
+		t := c.g.PeerSwitch(int32(s), out)
+		if t < 0 {
+			continue
+		}
+		out2 := pl[t]
+		if out2 == plan.NoPort || out2 == 0 || c.g.PeerSwitch(t, out2) < 0 {
+			continue
+		}
+		c.depend(int32(s), out, out2)
+	}
+	return nil
+}
+
+// Clone returns a copy whose dependencies can grow without touching c's,
+// to try additions before keeping them.
+func (c *Graph) Clone() *Graph {
+	return &Graph{g: c.g, base: c.base, succ: slices.Clone(c.succ)}
+}
+
+// CopyFrom makes c's dependencies those of from, a graph of the same
+// fabric (from New or Clone of the same route.Graph), reusing c's memory.
+func (c *Graph) CopyFrom(from *Graph) {
+	if len(c.succ) != len(from.succ) {
+		panic(fmt.Sprintf("cdg: CopyFrom a graph of %d channels into one of %d: not the same fabric", len(from.succ), len(c.succ)))
+	}
+	copy(c.succ, from.succ)
 }
 
 // channel maps a channel id back to (switch index, port).
@@ -160,7 +251,7 @@ func (c *Graph) FindCycle() []Channel {
 					}
 					for _, fr := range stack[start:] {
 						cs, cp := c.channel(fr.id)
-						cyc = append(cyc, Channel{Node: c.g.Topo.Switches()[cs], Port: cp})
+						cyc = append(cyc, Channel{Node: c.g.Topo.Switches()[cs], Switch: cs, Port: cp})
 					}
 					return cyc
 				}

@@ -2,6 +2,8 @@ package cdg
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,4 +101,95 @@ func mustMinHop(t *testing.T, topo *topology.Topology) *plan.Routes {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestPlanesMatchTables: the CDG built from the planes of a routing equals
+// the one built from its realised tables (LMC 0, one LID per plane), so
+// the plane-based check sftree runs and the table-based one single runs
+// agree.
+func TestPlanesMatchTables(t *testing.T) {
+	ring, err := testfab.Ring(6, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := testfab.FatTree3(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, topo := range map[string]*topology.Topology{"ring": ring, "fattree": ft} {
+		t.Run(name, func(t *testing.T) {
+			routes := mustMinHop(t, topo)
+			r, err := testfab.Realize(topo, routes, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Build(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var planes []plan.Plane
+			for _, dp := range routes.Planes {
+				planes = append(planes, dp.Planes...)
+			}
+			got, err := BuildPlanes(context.Background(), route.NewGraph(topo), planes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want.Edges() == 0 {
+				t.Fatal("no dependencies: the fabric does not exercise the check")
+			}
+			if !slices.Equal(got.succ, want.succ) {
+				t.Errorf("planes give %d dependencies, tables %d, or other ones", got.Edges(), want.Edges())
+			}
+			if (got.FindCycle() == nil) != (want.FindCycle() == nil) {
+				t.Errorf("cycle from planes %v, from tables %v", got.FindCycle(), want.FindCycle())
+			}
+		})
+	}
+}
+
+// TestAddPlaneCloneCopyFrom builds planes by hand on a line of three
+// switches (port 1 -> next switch's port 2, CA on port 3).
+func TestAddPlaneCloneCopyFrom(t *testing.T) {
+	topo, err := testfab.Line(3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := route.NewGraph(topo)
+	base := New(g)
+	if err := base.AddPlane(plan.Plane{1, 1, 3}); err != nil { // toward switch 2's CA
+		t.Fatal(err)
+	}
+	if base.Edges() != 1 || base.FindCycle() != nil {
+		t.Fatalf("tree plane: %d edges, cycle %v; want 1, none", base.Edges(), base.FindCycle())
+	}
+	trial := base.Clone()
+	if err := trial.AddPlane(plan.Plane{1, 2, plan.NoPort}); err != nil { // 0 -> 1 -> back to 0
+		t.Fatal(err)
+	}
+	cyc := trial.FindCycle()
+	if len(cyc) != 2 || cyc[0].Switch != 0 || cyc[0].Port != 1 || cyc[1].Switch != 1 || cyc[1].Port != 2 ||
+		cyc[0].Node != topo.Switches()[0] || cyc[1].Node != topo.Switches()[1] {
+		t.Errorf("ping-pong cycle = %+v", cyc)
+	}
+	if base.Edges() != 1 {
+		t.Errorf("adding to a clone changed the original: %d edges", base.Edges())
+	}
+	trial.CopyFrom(base)
+	if trial.Edges() != 1 || trial.FindCycle() != nil {
+		t.Errorf("CopyFrom: %d edges, cycle %v", trial.Edges(), trial.FindCycle())
+	}
+	if err := base.AddPlane(plan.Plane{1, 1}); err == nil || !strings.Contains(err.Error(), "2 entries, want 3") {
+		t.Errorf("short plane: %v", err)
+	}
+	other, err := testfab.Line(4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "not the same fabric") {
+			t.Errorf("CopyFrom another fabric: recover = %v", r)
+		}
+	}()
+	base.CopyFrom(New(route.NewGraph(other)))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ibsm/ibsm/plugins/internal/cdg"
 	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -102,7 +103,7 @@ type combiner struct {
 	// stats counts, per row, the source switches by how they route.
 	stats []rowStats
 	// dg is the acyclic CDG of all planes once verify passed.
-	dg *deps
+	dg *cdg.Graph
 }
 
 // rowStats classifies the ranked source switches s != d of one row.

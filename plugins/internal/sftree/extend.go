@@ -2,6 +2,7 @@ package sftree
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/ibsm/ibsm/plugins/internal/route"
@@ -188,26 +189,24 @@ func (c *combiner) try(ctx context.Context, l int32, dead []int32, rep *Report) 
 		}
 		c.roots, c.trees, c.sibs = c.roots[:i], c.trees[:i], c.sibs[:i]
 	}
-	nch := c.dg.base[c.g.N]
-	trial := make([][4]uint64, nch)
+	trial := c.dg.Clone()
 	for round := 0; len(ext.rows) > 0; round++ {
 		if err := ctx.Err(); err != nil {
 			drop()
 			return false, err
 		}
-		copy(trial, c.dg.succ)
+		if round > 0 {
+			trial.CopyFrom(c.dg)
+		}
 		for _, d := range ext.rows {
-			if err := c.dg.add(trial, c.rows[d]); err != nil {
+			if err := trial.AddPlane(c.rows[d]); err != nil {
 				drop()
-				return false, err
+				return false, fmt.Errorf("sftree: %w", err)
 			}
 		}
-		saved := c.dg.succ
-		c.dg.succ = trial
-		cyc := c.dg.cycle()
-		c.dg.succ = saved
+		cyc := trial.FindCycle()
 		if cyc == nil {
-			c.dg.succ = trial
+			c.dg = trial
 			for k, d := range ext.rows {
 				c.stats[d].extra += int64(len(ext.added[k]))
 				c.stats[d].unreachable -= int64(len(ext.added[k]))
@@ -217,7 +216,10 @@ func (c *combiner) try(ctx context.Context, l int32, dead []int32, rep *Report) 
 		if round == maxBackOffRounds {
 			break
 		}
-		culprits := c.culpritsAmong(cyc, ext.rows)
+		culprits := make(map[int32]bool)
+		for _, d := range c.culprits(cyc, ext.rows) {
+			culprits[d] = true
+		}
 		if len(culprits) == 0 {
 			break
 		}
@@ -246,23 +248,4 @@ func (c *combiner) revert(d int32, added []int32) {
 	for _, s := range added {
 		c.rows[d][s] = plan.NoPort
 	}
-}
-
-// culpritsAmong marks the rows of rows that make one of cyc's illegal
-// turns.
-func (c *combiner) culpritsAmong(cyc []hop, rows []int32) map[int32]bool {
-	out := make(map[int32]bool)
-	for i, h := range cyc {
-		next := cyc[(i+1)%len(cyc)]
-		x := c.g.PeerSwitch(h.s, h.p)
-		if c.ud.legalTurn(h.s, x, c.g.PeerSwitch(next.s, next.p)) {
-			continue
-		}
-		for _, d := range rows {
-			if c.rows[d][h.s] == h.p && c.rows[d][x] == next.p {
-				out[d] = true
-			}
-		}
-	}
-	return out
 }

@@ -171,7 +171,7 @@ func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, op
 			return nil, nil, err
 		}
 		rep.ExtendTime = time.Since(start)
-		rep.CDGEdges = c.dg.edges()
+		rep.CDGEdges = c.dg.Edges()
 	}
 	c.count(rep)
 	return out, rep, nil
