@@ -143,11 +143,16 @@ type worker struct {
 	caAdj                          map[int32]int64
 	selfArr                        []bool // per endpoint: own selected LID arrives (shared slot per worker, merged by OR)
 	orphanOut                      map[int32]int64
-	dep                            [16][]uint64 // per VL: bitset of (switch, in, out) dependencies
-	caOriginSL                     []uint16     // per switch channel: SLs of CA-originated traffic
-	caSLByClass                    []uint16     // per class: SLs CAs use
-	caSLOv                         map[int32]uint16
-	slsUsed                        uint16
+	// dep[a][b] is the bitset of (switch, in, out) dependencies from the
+	// in-channel on VL a to the out-channel on VL b, allocated for the VL
+	// pairs in use only (one for a single-VL plan).
+	dep         [16][16][]uint64
+	chanVL      []uint16 // per switch channel: VLs its traffic holds
+	vlm         []uint16 // per switch: VLs on its out-channel toward the current LID and SL
+	anyCA       bool     // the last default-SL walk had a CA source
+	caSLByClass []uint16 // per class: SLs CAs use
+	caSLOv      map[int32]uint16
+	slsUsed     uint16
 }
 
 func newWorker(f *fabric, opt Options) *worker {
@@ -164,7 +169,8 @@ func newWorker(f *fabric, opt Options) *worker {
 		caAdj:       map[int32]int64{},
 		selfArr:     make([]bool, len(f.eps)),
 		orphanOut:   map[int32]int64{},
-		caOriginSL:  make([]uint16, f.nSwPorts),
+		chanVL:      make([]uint16, f.nSwPorts),
+		vlm:         make([]uint16, n),
 		caSLByClass: make([]uint16, f.nc),
 		caSLOv:      map[int32]uint16{},
 	}
@@ -411,151 +417,214 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		}
 	}
 
-	// Channel dependencies. A switch carries default-SL traffic for d if a
-	// source there selects d (or AllLIDs) or a switch upstream forwards it.
-	sl := f.sl(d)
+	// Channel dependencies over (channel, VL) pairs: the tree toward d is
+	// walked once per distinct SL its sources use (d's default SL, then
+	// each other SL its per-source overrides name), so the cost stays
+	// O(switches) per SL and per destination.
+	def := f.sl(d)
 	ovs := f.slOvs[d]
+	var other uint16
 	for _, o := range ovs {
 		if s := f.epSw[o.src]; s >= 0 {
 			w.slOvSw[s] = true
 		}
-	}
-	anyCA := false
-	for s := 0; s < f.nsw; s++ {
-		a := false
-		if st[s] == stArrive {
-			if w.opt.AllLIDs {
-				a = true
-			} else {
-				a = w.wCA[s] > 0 || w.wSW[s] > 0
-				if w.slOvSw[s] {
-					a = w.defaultSLSources(int32(s), d, dst, k) > 0
-				}
-			}
-		}
-		w.active[s] = a
-	}
-	for i := len(order) - 1; i >= 0; i-- {
-		s := order[i]
-		if w.active[s] && w.next[s] >= 0 {
-			w.active[w.next[s]] = true
+		if o.sl != def {
+			other |= 1 << o.sl
 		}
 	}
-	for s := int32(0); s < int32(f.nsw); s++ {
-		if st[s] != stArrive {
-			continue
-		}
-		out := f.r.LFT[s][d]
-		if out == 0 {
-			continue
-		}
-		origin := w.opt.AllLIDs || w.wSW[s] > 0
-		if w.slOvSw[s] {
-			origin = w.opt.AllLIDs || (w.wSW[s] > 0 && !w.hasSLOv(f.swEp[s], d))
-		}
-		if origin {
-			w.setDep(s, 0, out, sl)
-		}
-		if w.wCA[s] > 0 || (w.opt.AllLIDs && f.caCount[s] > 0) {
-			w.caOriginSL[int(f.portBase[s])+int(out)] |= 1 << sl
-			anyCA = true
-		}
-		if t := w.next[s]; w.active[s] && t >= 0 {
-			if tout := f.r.LFT[t][d]; tout != 0 {
-				w.setDep(t, f.peerPort[int(f.portBase[s])+int(out)], tout, sl)
-			}
-		}
+	if w.depWalk(d, dst, k, def, nil) {
+		w.slsUsed |= 1 << def
 	}
-	if anyCA {
-		w.caSLByClass[c] |= 1 << sl
+	if w.anyCA {
+		w.caSLByClass[c] |= 1 << def
 		if w.opt.AllLIDs {
 			for _, ll := range f.lmcs {
 				for kk := 0; kk < 1<<ll; kk++ {
-					w.caSLByClass[cls(ll, uint8(kk))] |= 1 << sl
+					w.caSLByClass[cls(ll, uint8(kk))] |= 1 << def
 				}
 			}
 		}
 	}
-	if anyCA || w.opt.AllLIDs {
-		w.slsUsed |= 1 << sl
-	} else {
-		for s := 0; s < f.nsw; s++ {
-			if w.wSW[s] > 0 {
-				w.slsUsed |= 1 << sl
-				break
-			}
+	for m := other; m != 0; m &= m - 1 {
+		x := uint8(bits.TrailingZeros16(m))
+		if w.depWalk(d, dst, k, x, ovs) {
+			w.slsUsed |= 1 << x
 		}
 	}
-	// Sources with their own SL walk their path alone.
 	for _, o := range ovs {
-		s := f.epSw[o.src]
-		if s < 0 {
-			continue
+		if s := f.epSw[o.src]; s >= 0 {
+			w.slOvSw[s] = false
 		}
-		w.slOvSw[s] = false
-		if !w.opt.AllLIDs && f.selected(o.src, dst) != k {
-			continue
-		}
-		if o.src == dst || st[s] != stArrive {
-			continue
-		}
-		w.slsUsed |= 1 << o.sl
-		out := f.r.LFT[s][d]
-		if out == 0 {
-			continue
-		}
-		if f.isCA[o.src] {
-			w.caOriginSL[int(f.portBase[s])+int(out)] |= 1 << o.sl
-			w.caSLOv[o.src] |= 1 << o.sl
-		} else {
-			w.setDep(s, 0, out, o.sl)
-		}
-		for t := w.next[s]; t >= 0; s, t = t, w.next[t] {
-			tout := f.r.LFT[t][d]
-			if tout == 0 {
-				break
+	}
+}
+
+// sends reports whether endpoint e sends toward LID d (offset k of dst's
+// range): every source does under AllLIDs, else the one selecting k.
+func (w *worker) sends(e, dst int32, k uint8) bool {
+	return e != dst && (w.opt.AllLIDs || w.f.selected(e, dst) == k)
+}
+
+// depWalk follows the tree toward d (computed by walk) for the sources
+// that send to d on SL x: those of d's default SL when ovs is nil, else
+// the overriding sources with SL x. Every switch's out-channel collects
+// the VLs the traffic holds on it (one per in-port it arrives on, each by
+// the SL2VL table of (switch, in, out)); a dependency joins (channel, VL)
+// to (next channel, its VL). It reports whether any source was found
+// and sets w.anyCA when a CA source with the default SL arrives.
+func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool {
+	f := w.f
+	st, m := w.st, w.vlm
+	clear(m)
+	found := false
+	w.anyCA = false
+	if ovs == nil {
+		for s := int32(0); s < int32(f.nsw); s++ {
+			if st[s] != stArrive {
+				continue
 			}
-			w.setDep(t, f.peerPort[int(f.portBase[s])+int(out)], tout, o.sl)
-			out = tout
+			out := f.r.LFT[s][d]
+			if w.slOvSw[s] {
+				m[s] = w.originMixed(s, out, d, dst, k, x)
+			} else {
+				m[s] = w.originDefault(s, out, dst, k, x)
+			}
+			if m[s] != 0 {
+				found = true
+			}
 		}
-	}
-}
-
-func (w *worker) hasSLOv(src int32, d uint16) bool {
-	_, ok := w.f.slOvAt[slKey{src, d}]
-	return ok
-}
-
-// defaultSLSources counts sources at switch s selecting d without an SL
-// override (only called for the few switches that hold overrides).
-func (w *worker) defaultSLSources(s int32, d uint16, dst int32, k uint8) int {
-	f := w.f
-	n := 0
-	for _, e := range f.caList[f.caStart[s]:f.caStart[s+1]] {
-		if e != dst && f.selected(e, dst) == k && !w.hasSLOv(e, d) {
-			n++
-		}
-	}
-	if e := f.swEp[s]; e != dst && f.selected(e, dst) == k && !w.hasSLOv(e, d) {
-		n++
-	}
-	return n
-}
-
-func (w *worker) setDep(s int32, in, out, sl uint8) {
-	f := w.f
-	var vl uint8
-	if f.tabIdx == nil {
-		vl = f.tables[0][sl&15] & 15
 	} else {
-		vl = f.vl(s, in, out, sl) & 15
+		for _, o := range ovs {
+			s := f.epSw[o.src]
+			if o.sl != x || s < 0 || st[s] != stArrive || !w.sends(o.src, dst, k) {
+				continue
+			}
+			found = true
+			out := f.r.LFT[s][d]
+			if f.isCA[o.src] {
+				w.caSLOv[o.src] |= 1 << x
+				if out != 0 {
+					m[s] |= 1 << (f.vl(s, f.epIn[o.src], out, x) & 15)
+				}
+			} else if out != 0 {
+				m[s] |= 1 << (f.vl(s, 0, out, x) & 15)
+			}
+		}
 	}
-	bs := w.dep[vl]
+	if !found {
+		return false
+	}
+	// Leaves first: reverse resolution order visits every switch before
+	// its next hop, so m[s] is complete when s is reached.
+	order, next := w.order, w.next
+	for i := len(order) - 1; i >= 0; i-- {
+		s := order[i]
+		ms := m[s]
+		if ms == 0 {
+			continue
+		}
+		pb := int(f.portBase[s])
+		out := f.r.LFT[s][d]
+		w.chanVL[pb+int(out)] |= ms
+		ms &^= 1 << 15 // VL15 drops the packet here: no dependency beyond
+		t := next[s]
+		if t < 0 || ms == 0 {
+			continue
+		}
+		tout := f.r.LFT[t][d]
+		if tout == 0 {
+			continue // t owns d
+		}
+		in := f.peerPort[pb+int(out)]
+		vt := f.vl(t, in, tout, x) & 15
+		m[t] |= 1 << vt
+		if vt == 15 {
+			continue
+		}
+		i := f.edgeBase[t] + int(in)*(int(f.np[t])+1) + int(tout)
+		for ; ms != 0; ms &= ms - 1 {
+			w.setDep(uint8(bits.TrailingZeros16(ms)), vt, i)
+		}
+	}
+	return true
+}
+
+// originDefault is the VL mask that sources at switch s put on its
+// out-channel toward d with d's default SL x, when no source at s has an
+// SL override toward d: the counts of the LID walk say who sends.
+func (w *worker) originDefault(s int32, out uint8, dst int32, k uint8, x uint8) uint16 {
+	f := w.f
+	if out == 0 {
+		return 0 // s owns d
+	}
+	var m uint16
+	self, nca := w.wSW[s] > 0, int(w.wCA[s])
+	if w.opt.AllLIDs {
+		self = f.swEp[s] != dst
+		nca = int(f.caCount[s])
+		if f.epSw[dst] == s && f.isCA[dst] {
+			nca--
+		}
+	}
+	if self {
+		m |= 1 << (f.vl(s, 0, out, x) & 15)
+	}
+	if nca <= 0 {
+		return m
+	}
+	w.anyCA = true
+	pb := int(f.portBase[s])
+	switch {
+	case f.tabIdx == nil:
+		m |= 1 << (f.tables[0][x] & 15)
+	case f.caTabOut[pb+int(out)] != mixedTables:
+		m |= 1 << (f.tables[f.caTabOut[pb+int(out)]][x] & 15)
+	default:
+		// The CA in-ports of s map x differently: ask each sender.
+		for _, e := range f.caList[f.caStart[s]:f.caStart[s+1]] {
+			if w.sends(e, dst, k) {
+				m |= 1 << (f.vl(s, f.epIn[e], out, x) & 15)
+			}
+		}
+	}
+	return m
+}
+
+// originMixed is originDefault for a switch where some sources override
+// d's default SL x: every source there is asked for its own SL.
+func (w *worker) originMixed(s int32, out uint8, d uint16, dst int32, k uint8, x uint8) uint16 {
+	f := w.f
+	if out == 0 {
+		return 0
+	}
+	var m uint16
+	if e := f.swEp[s]; w.sends(e, dst, k) && w.slOf(e, d, x) == x {
+		m |= 1 << (f.vl(s, 0, out, x) & 15)
+	}
+	for _, e := range f.caList[f.caStart[s]:f.caStart[s+1]] {
+		if w.sends(e, dst, k) && w.slOf(e, d, x) == x {
+			m |= 1 << (f.vl(s, f.epIn[e], out, x) & 15)
+			w.anyCA = true
+		}
+	}
+	return m
+}
+
+// slOf is the SL src uses toward d: its override, else def.
+func (w *worker) slOf(src int32, d uint16, def uint8) uint8 {
+	if sl, ok := w.f.slOvAt[slKey{src, d}]; ok {
+		return sl
+	}
+	return def
+}
+
+// setDep records the dependency of edge i = (switch, in, out) from the
+// in-channel on VL from to the out-channel on VL to.
+func (w *worker) setDep(from, to uint8, i int) {
+	bs := w.dep[from][to]
 	if bs == nil {
-		bs = make([]uint64, (f.nEdges+63)/64)
-		w.dep[vl] = bs
+		bs = make([]uint64, (w.f.nEdges+63)/64)
+		w.dep[from][to] = bs
 	}
-	i := f.edgeBase[s] + int(in)*(int(f.np[s])+1) + int(out)
 	bs[i>>6] |= 1 << (i & 63)
 }
 
@@ -646,8 +715,8 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 		rep.BadSamples = appendCap(rep.BadSamples, c.bad, opt.Samples)
 	}
 	load := make([]int64, f.nChan)
-	var dep [16][]uint64
-	caOriginSL := make([]uint16, f.nSwPorts)
+	var dep [16][16][]uint64
+	chanVL := make([]uint16, f.nChan)
 	caSLByClass := make([]uint16, f.nc)
 	arr := make([]int64, f.nsw*f.nc)
 	selfArr := make([]bool, len(f.eps))
@@ -671,19 +740,22 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 		for i, v := range w.load {
 			load[i] += v
 		}
-		for vl, bs := range w.dep {
-			if bs == nil {
-				continue
-			}
-			if dep[vl] == nil {
-				dep[vl] = make([]uint64, len(bs))
-			}
-			for i, x := range bs {
-				dep[vl][i] |= x
+		for a := range w.dep {
+			for b, bs := range w.dep[a] {
+				if bs == nil {
+					continue
+				}
+				if dep[a][b] == nil {
+					dep[a][b] = bs // owned by the finished worker
+					continue
+				}
+				for i, x := range bs {
+					dep[a][b][i] |= x
+				}
 			}
 		}
-		for i, v := range w.caOriginSL {
-			caOriginSL[i] |= v
+		for i, v := range w.chanVL {
+			chanVL[i] |= v
 		}
 		for i, v := range w.caSLByClass {
 			caSLByClass[i] |= v
@@ -766,7 +838,13 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 		rep.Load.MaxSwitchLinkNormalized = float64(rep.Load.MaxSwitchLink) / n1
 	}
 
-	f.finishVLs(rep, dep, caOriginSL, caSL, slsUsed, opt)
+	for e, m := range caSL {
+		for ; m != 0; m &= m - 1 {
+			sl := uint8(bits.TrailingZeros16(m))
+			chanVL[f.caChan[e]] |= 1 << (f.caVL(int32(e), sl) & 15)
+		}
+	}
+	f.finishVLs(rep, dep, chanVL, slsUsed, opt)
 	return rep, nil
 }
 

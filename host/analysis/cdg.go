@@ -23,63 +23,13 @@ func forEachBit(bs []uint64, lo, hi int, fn func(i int)) {
 	}
 }
 
-// finishVLs turns the merged dependency bitsets into per-VL channel
-// dependency graphs, checks them for cycles and checks every channel's VLs
-// against the VLCap of both ends of its link.
-func (f *fabric) finishVLs(rep *Report, dep [16][]uint64, caOriginSL []uint16, caSL []uint16, slsUsed uint16, opt Options) {
-	chanVL := make([]uint16, f.nChan)
-	type edge struct{ from, to int32 }
-	var edges [16][]edge
-	for vl, bs := range dep {
-		if bs == nil {
-			continue
-		}
-		for s := int32(0); s < int32(f.nsw); s++ {
-			w := int(f.np[s]) + 1
-			base := f.edgeBase[s]
-			pb := int(f.portBase[s])
-			forEachBit(bs, base, f.edgeBase[s+1], func(i int) {
-				in, out := (i-base)/w, (i-base)%w
-				to := pb + out
-				chanVL[to] |= 1 << vl
-				if in == 0 {
-					return // originated by the switch itself
-				}
-				if ps := f.peerSw[pb+in]; ps >= 0 {
-					from := int(f.portBase[ps]) + int(f.peerPort[pb+in])
-					edges[vl] = append(edges[vl], edge{int32(from), int32(to)})
-				}
-			})
-		}
-	}
-	// First hops of CA traffic: at the CA's own port, and at the switch
-	// from the CA's in-port (every CA port of the switch is assumed to send
-	// every SL seen there; exact when tables do not depend on the in-port).
-	for s := int32(0); s < int32(f.nsw); s++ {
-		pb := int(f.portBase[s])
-		for out := 1; out <= int(f.np[s]); out++ {
-			m := caOriginSL[pb+out]
-			for m != 0 {
-				sl := uint8(bits.TrailingZeros16(m))
-				m &^= 1 << sl
-				if f.tabIdx == nil {
-					chanVL[pb+out] |= 1 << (f.tables[0][sl] & 15)
-					continue
-				}
-				for _, e := range f.caList[f.caStart[s]:f.caStart[s+1]] {
-					chanVL[pb+out] |= 1 << (f.vl(s, f.epIn[e], uint8(out), sl) & 15)
-				}
-			}
-		}
-	}
-	for e, m := range caSL {
-		for m != 0 {
-			sl := uint8(bits.TrailingZeros16(m))
-			m &^= 1 << sl
-			chanVL[f.caChan[e]] |= 1 << (f.caVL(int32(e), sl) & 15)
-		}
-	}
-
+// finishVLs checks every channel's VLs against the VLCap of both ends of
+// its link, then builds the channel dependency graph over (switch channel,
+// VL) nodes from the merged dependency bitsets and looks for cycles: a
+// cycle among (channel, VL) pairs is a credit loop, whether it stays on one
+// VL or crosses several through the SL2VL tables. CA out-channels are left
+// out of the graph: nothing depends on them, so no cycle passes them.
+func (f *fabric) finishVLs(rep *Report, dep [16][16][]uint64, chanVL []uint16, slsUsed uint16, opt Options) {
 	var used uint32
 	for c, m := range chanVL {
 		if m == 0 {
@@ -106,108 +56,253 @@ func (f *fabric) finishVLs(rep *Report, dep [16][]uint64, caOriginSL []uint16, c
 	}
 	rep.VLsUsed = maskList(used &^ (1 << 15))
 	rep.SLsUsed = maskList(uint32(slsUsed))
-
 	rep.DeadlockFree = true
-	for vl := range 16 {
-		if dep[vl] == nil && used&(1<<vl) == 0 {
+
+	// Node of (switch channel c, VL v): vIdx[v]*nSw + c, over the VLs
+	// switch channels carry (every VL of a dependency is among them).
+	nSw := f.nSwPorts
+	var swVLs uint16
+	for _, m := range chanVL[:nSw] {
+		swVLs |= m
+	}
+	vls := maskList(uint32(swVLs &^ (1 << 15)))
+	var vIdx [16]int32
+	for i, v := range vls {
+		vIdx[v] = int32(i)
+	}
+	g := &cdgGraph{f: f, nSw: nSw, vls: vls}
+	n := len(vls) * nSw
+	type edge struct{ from, to int32 }
+	var es []edge
+	var perVL, cross [16]int
+	for a := range dep {
+		for b, bs := range dep[a] {
+			if bs == nil {
+				continue
+			}
+			for t := int32(0); t < int32(f.nsw); t++ {
+				w := int(f.np[t]) + 1
+				base := f.edgeBase[t]
+				pb := int(f.portBase[t])
+				forEachBit(bs, base, f.edgeBase[t+1], func(i int) {
+					in, out := (i-base)/w, (i-base)%w
+					ps := f.peerSw[pb+in]
+					if in == 0 || ps < 0 {
+						return // recorded only for arrivals from a switch
+					}
+					from := int32(f.portBase[ps]) + int32(f.peerPort[pb+in])
+					es = append(es, edge{vIdx[a]*int32(nSw) + from, vIdx[b]*int32(nSw) + int32(pb+out)})
+					perVL[b]++
+					if a != b {
+						cross[b]++
+					}
+				})
+			}
+		}
+	}
+
+	// CSR forward and backward adjacency.
+	outDeg := make([]int32, n+1)
+	inDeg := make([]int32, n+1)
+	for _, e := range es {
+		outDeg[e.from+1]++
+		inDeg[e.to+1]++
+	}
+	for c := 0; c < n; c++ {
+		outDeg[c+1] += outDeg[c]
+		inDeg[c+1] += inDeg[c]
+	}
+	succ := make([]int32, len(es))
+	fo := append([]int32(nil), outDeg[:n]...)
+	for _, e := range es {
+		succ[fo[e.from]] = e.to
+		fo[e.from]++
+	}
+	g.succ, g.start = succ, outDeg
+	// Kahn's algorithm: whatever keeps an in-degree lies on or behind a
+	// cycle.
+	deg := make([]int32, n)
+	for c := 0; c < n; c++ {
+		deg[c] = inDeg[c+1] - inDeg[c]
+	}
+	queue := make([]int32, 0, n)
+	for c := 0; c < n; c++ {
+		if deg[c] == 0 {
+			queue = append(queue, int32(c))
+		}
+	}
+	for qi := 0; qi < len(queue); qi++ {
+		c := queue[qi]
+		for _, t := range succ[outDeg[c]:outDeg[c+1]] {
+			deg[t]--
+			if deg[t] == 0 {
+				queue = append(queue, t)
+			}
+		}
+	}
+	cyclic := len(queue) < n
+	if cyclic {
+		g.components(deg)
+	}
+
+	for v := range 15 {
+		if used&(1<<v) == 0 {
 			continue
 		}
-		es := edges[vl]
-		st := VLStats{VL: vl, Edges: len(es), Acyclic: true}
-		// CSR forward and backward adjacency over switch channels.
-		n := f.nSwPorts
-		outDeg := make([]int32, n+1)
-		inDeg := make([]int32, n+1)
-		for _, e := range es {
-			outDeg[e.from+1]++
-			inDeg[e.to+1]++
-		}
-		touched := 0
-		for c := 0; c < n; c++ {
-			if outDeg[c+1] > 0 || inDeg[c+1] > 0 || chanVL[c]&(1<<vl) != 0 {
-				touched++
-			}
-			outDeg[c+1] += outDeg[c]
-			inDeg[c+1] += inDeg[c]
-		}
-		st.Channels = touched
-		succ := make([]int32, len(es))
-		pred := make([]int32, len(es))
-		fo := append([]int32(nil), outDeg[:n]...)
-		fi := append([]int32(nil), inDeg[:n]...)
-		for _, e := range es {
-			succ[fo[e.from]] = e.to
-			fo[e.from]++
-			pred[fi[e.to]] = e.from
-			fi[e.to]++
-		}
-		// Kahn's algorithm: whatever keeps an in-degree lies on or behind
-		// a cycle.
-		deg := make([]int32, n)
-		for c := 0; c < n; c++ {
-			deg[c] = inDeg[c+1] - inDeg[c]
-		}
-		queue := make([]int32, 0, n)
-		for c := 0; c < n; c++ {
-			if deg[c] == 0 {
-				queue = append(queue, int32(c))
+		st := VLStats{VL: v, Edges: perVL[v], FromOtherVLs: cross[v], Acyclic: true}
+		for c := 0; c < nSw; c++ {
+			if chanVL[c]&(1<<v) != 0 {
+				st.Channels++
 			}
 		}
-		for qi := 0; qi < len(queue); qi++ {
-			c := queue[qi]
-			for _, t := range succ[outDeg[c]:outDeg[c+1]] {
-				deg[t]--
-				if deg[t] == 0 {
-					queue = append(queue, t)
-				}
+		if cyclic && swVLs&(1<<v) != 0 {
+			if cyc := g.cycleOn(vIdx[v]); cyc != nil {
+				st.Acyclic = false
+				rep.DeadlockFree = false
+				st.Cycle, st.CycleVLs = g.describe(cyc)
 			}
-		}
-		if len(queue) < n {
-			st.Acyclic = false
-			rep.DeadlockFree = false
-			st.Cycle = f.findCycle(deg, pred, inDeg)
 		}
 		rep.VLs = append(rep.VLs, st)
 	}
 }
 
-// findCycle walks predecessors among the channels Kahn's algorithm could not
-// remove (each has a remaining predecessor) until one repeats, and returns
-// that cycle in dependency order.
-func (f *fabric) findCycle(deg, pred, inDeg []int32) []string {
-	start := int32(-1)
-	for c, d := range deg {
-		if d > 0 {
-			start = int32(c)
+// cdgGraph is the (channel, VL) dependency graph in CSR form, with its
+// strongly connected components once a cycle is known to exist.
+type cdgGraph struct {
+	f     *fabric
+	nSw   int
+	vls   []int
+	succ  []int32
+	start []int32 // succ[start[u]:start[u+1]] are u's successors
+	comp  []int32 // component of a node left by Kahn's algorithm, else -1
+	size  []int32 // nodes per component
+}
+
+// components labels the nodes Kahn's algorithm left (deg > 0) with their
+// strongly connected component (iterative Tarjan). Only nodes in a
+// component of two or more lie on a cycle.
+func (g *cdgGraph) components(deg []int32) {
+	n := len(deg)
+	g.comp = make([]int32, n)
+	index := make([]int32, n) // discovery order + 1; 0 = not yet seen
+	low := make([]int32, n)
+	onStack := make([]bool, n)
+	for i := range g.comp {
+		g.comp[i] = -1
+	}
+	var stack []int32
+	type frame struct{ v, next int32 }
+	var call []frame
+	counter := int32(0)
+	push := func(v int32) {
+		counter++
+		index[v], low[v] = counter, counter
+		stack = append(stack, v)
+		onStack[v] = true
+		call = append(call, frame{v, g.start[v]})
+	}
+	for r := int32(0); r < int32(n); r++ {
+		if deg[r] == 0 || index[r] != 0 {
+			continue
+		}
+		push(r)
+		for len(call) > 0 {
+			fr := &call[len(call)-1]
+			v := fr.v
+			if fr.next < g.start[v+1] {
+				w := g.succ[fr.next]
+				fr.next++
+				switch {
+				case deg[w] == 0:
+				case index[w] == 0:
+					push(w)
+				case onStack[w]:
+					low[v] = min(low[v], index[w])
+				}
+				continue
+			}
+			if low[v] == index[v] {
+				id := int32(len(g.size))
+				var sz int32
+				for {
+					x := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					onStack[x] = false
+					g.comp[x] = id
+					sz++
+					if x == v {
+						break
+					}
+				}
+				g.size = append(g.size, sz)
+			}
+			call = call[:len(call)-1]
+			if len(call) > 0 {
+				p := call[len(call)-1].v
+				low[p] = min(low[p], low[v])
+			}
+		}
+	}
+}
+
+// cycleOn returns a shortest cycle through the first node on VL index vi
+// that lies on a cycle, in dependency order (each depends on the one
+// before, the first on the last), or nil when no cycle touches that VL.
+func (g *cdgGraph) cycleOn(vi int32) []int32 {
+	u := int32(-1)
+	for c := vi * int32(g.nSw); c < (vi+1)*int32(g.nSw); c++ {
+		if id := g.comp[c]; id >= 0 && g.size[id] > 1 {
+			u = c
 			break
 		}
 	}
-	if start < 0 {
+	if u < 0 {
 		return nil
 	}
-	pos := map[int32]int{}
-	var seq []int32
-	cur := start
-	for {
-		if j, ok := pos[cur]; ok {
-			cyc := []string{f.chanName(int(seq[j]))}
-			for i := len(seq) - 1; i > j; i-- {
-				cyc = append(cyc, f.chanName(int(seq[i])))
+	id := g.comp[u]
+	parent := map[int32]int32{u: u}
+	queue := []int32{u}
+	for qi := 0; qi < len(queue); qi++ {
+		x := queue[qi]
+		for _, y := range g.succ[g.start[x]:g.start[x+1]] {
+			if g.comp[y] != id {
+				continue
 			}
-			return cyc
-		}
-		pos[cur] = len(seq)
-		seq = append(seq, cur)
-		nxt := int32(-1)
-		for _, p := range pred[inDeg[cur]:inDeg[cur+1]] {
-			if deg[p] > 0 {
-				nxt = p
-				break
+			if y == u {
+				var cyc []int32
+				for z := x; z != u; z = parent[z] {
+					cyc = append(cyc, z)
+				}
+				cyc = append(cyc, u)
+				for i, j := 0, len(cyc)-1; i < j; i, j = i+1, j-1 {
+					cyc[i], cyc[j] = cyc[j], cyc[i]
+				}
+				return cyc
+			}
+			if _, seen := parent[y]; !seen {
+				parent[y] = x
+				queue = append(queue, y)
 			}
 		}
-		if nxt < 0 {
-			return nil // cannot happen: a remaining channel has a remaining predecessor
-		}
-		cur = nxt
 	}
+	return nil // cannot happen: u's component has a cycle through u
+}
+
+// describe names a cycle's channels; when it crosses VLs every hop says
+// its VL.
+func (g *cdgGraph) describe(cyc []int32) ([]string, []int) {
+	names := make([]string, len(cyc))
+	vls := make([]int, len(cyc))
+	mixed := false
+	for i, u := range cyc {
+		vls[i] = g.vls[int(u)/g.nSw]
+		mixed = mixed || vls[i] != vls[0]
+	}
+	for i, u := range cyc {
+		names[i] = g.f.chanName(int(u) % g.nSw)
+		if mixed {
+			names[i] += fmt.Sprintf(" (VL%d)", vls[i])
+		}
+	}
+	return names, vls
 }

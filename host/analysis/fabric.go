@@ -80,7 +80,15 @@ type fabric struct {
 	tables []([16]uint8)
 	tabIdx []uint16
 	caTab  map[int32]uint16
+	// caTabOut[switch channel] is the table every CA in-port of the
+	// switch uses toward that out-port, or mixedTables when they differ
+	// (set only with tabIdx).
+	caTabOut []uint16
 }
+
+// mixedTables marks a switch out-port whose CA in-ports use different
+// SL2VL tables, so the VL of CA traffic depends on the sending CA.
+const mixedTables = 0xFFFF
 
 type slKey struct {
 	src  int32
@@ -358,7 +366,7 @@ func (f *fabric) indexSL2VL() error {
 		if i, ok := dedup[v]; ok {
 			return i, nil
 		}
-		if len(f.tables) >= 0xFFFF {
+		if len(f.tables) >= mixedTables {
 			return 0, fmt.Errorf("analysis: more than 65535 distinct SL2VL tables")
 		}
 		i := uint16(len(f.tables))
@@ -392,6 +400,27 @@ func (f *fabric) indexSL2VL() error {
 			f.tabIdx = make([]uint16, f.nEdges)
 		}
 		f.tabIdx[f.edgeBase[s]+int(en.In)*(int(f.np[s])+1)+int(en.Out)] = ti
+	}
+	if f.tabIdx == nil {
+		return nil
+	}
+	f.caTabOut = make([]uint16, f.nSwPorts)
+	for s := int32(0); s < int32(f.nsw); s++ {
+		cas := f.caList[f.caStart[s]:f.caStart[s+1]]
+		if len(cas) == 0 {
+			continue
+		}
+		pb := int(f.portBase[s])
+		for out := 1; out <= int(f.np[s]); out++ {
+			ti := f.tabIdx[f.edgeBase[s]+int(f.epIn[cas[0]])*(int(f.np[s])+1)+out]
+			for _, e := range cas[1:] {
+				if f.tabIdx[f.edgeBase[s]+int(f.epIn[e])*(int(f.np[s])+1)+out] != ti {
+					ti = mixedTables
+					break
+				}
+			}
+			f.caTabOut[pb+out] = ti
+		}
 	}
 	return nil
 }

@@ -91,15 +91,24 @@ type LoadStats struct {
 	MaxSwitchLinkChannel    string  `json:"max_switch_link_channel,omitempty"`
 }
 
-// VLStats is the channel dependency graph of one VL.
+// VLStats describes one VL of the channel dependency graph, whose nodes are
+// (channel, VL) pairs: a packet holding channel a on VL x and waiting for
+// channel b on VL y (y from the SL2VL table of the hop) makes (a, x) →
+// (b, y) a dependency.
 type VLStats struct {
-	VL       int  `json:"vl"`
-	Channels int  `json:"channels"`     // channels with a dependency on this VL
-	Edges    int  `json:"dependencies"` // distinct channel→channel dependencies
-	Acyclic  bool `json:"acyclic"`
-	// Cycle is one cycle when the graph is cyclic, as out-ports
-	// "0x<guid>/<port>"; the last depends on the first.
+	VL       int `json:"vl"`
+	Channels int `json:"channels"`     // switch channels carrying traffic on this VL
+	Edges    int `json:"dependencies"` // distinct dependencies into this VL
+	// FromOtherVLs counts the dependencies into this VL whose in-channel
+	// is held on another VL (the SL2VL tables change the VL there).
+	FromOtherVLs int  `json:"from_other_vls"`
+	Acyclic      bool `json:"acyclic"` // no credit loop passes this VL
+	// Cycle is one credit loop through this VL, as out-ports
+	// "0x<guid>/<port>" in dependency order (the first depends on the
+	// last); when the loop crosses VLs each hop ends in " (VL<n>)".
 	Cycle []string `json:"cycle,omitempty"`
+	// CycleVLs is the VL of each hop of Cycle.
+	CycleVLs []int `json:"cycle_vls,omitempty"`
 }
 
 // VLProblem is a VL use the hardware cannot carry (VL beyond the port's VLCap
