@@ -204,6 +204,26 @@ func checkExact(t *testing.T, r *plan.Realized, rep *analysis.Report, ex exactCD
 			t.Errorf("VL%d carries traffic (%d channels, %d dependencies) but the report has no entry", v, chans[v], edges[v])
 		}
 	}
+	// VLCap and VL15 per hop, on switch channels (when no sample was cut).
+	if rep.VLProblemCount == len(rep.VLProblems) {
+		want, got := 0, 0
+		for ch, m := range ex.vls {
+			capv := topo.LinkVLs(ch)
+			for v := range 16 {
+				if m&(1<<v) != 0 && (v == 15 || v >= capv) {
+					want++
+				}
+			}
+		}
+		for _, p := range rep.VLProblems {
+			if _, ok := names[p.Channel]; ok {
+				got++
+			}
+		}
+		if got != want {
+			t.Errorf("%d VL problems on switch channels, exact per-hop count %d: %+v", got, want, rep.VLProblems)
+		}
+	}
 	if rep.DeadlockFree != (len(on) == 0) {
 		t.Errorf("deadlock-free %v, exact graph has %d nodes on cycles", rep.DeadlockFree, len(on))
 	}
@@ -370,6 +390,8 @@ func TestCDGAgainstExact(t *testing.T) {
 		{"ring5 minhop", func() (*topology.Topology, error) { return analysistest.Ring(5, 2, 4) }, analysistest.MinHop},
 		{"fat tree updown", func() (*topology.Topology, error) { return analysistest.FatTree2(3, 2, 2, 4) }, updownSpine},
 		{"fat tree minhop", func() (*topology.Topology, error) { return analysistest.FatTree2(3, 2, 3, 4) }, analysistest.MinHop},
+		// VLCap 3: VL 3 of the random tables is a problem on every hop it lands.
+		{"ring4 minhop vlcap 3", func() (*topology.Topology, error) { return analysistest.Ring(4, 2, 3) }, analysistest.MinHop},
 	}
 	seeds := 12
 	if testing.Short() {
@@ -398,7 +420,7 @@ func TestCDGAgainstExact(t *testing.T) {
 					t.Fatal(err)
 				}
 				v := randomVLPlan(rng, r)
-				rep, err := analysis.Analyse(r, v, analysis.Options{AllLIDs: allLIDs})
+				rep, err := analysis.Analyse(r, v, analysis.Options{AllLIDs: allLIDs, Samples: 10000})
 				if err != nil {
 					t.Fatal(err)
 				}

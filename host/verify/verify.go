@@ -6,6 +6,7 @@ package verify
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/ibsm/ibsm/host/analysis"
@@ -238,11 +239,26 @@ func Check(p Plan, opt Options) (*Verdict, error) {
 	if opt.RoutesOnly {
 		return v.finish(c)
 	}
+	// The graph's nodes are (channel, VL): a loop that crosses VLs shows
+	// under each VL it passes; name it once, under the first.
+	reported := map[string]bool{}
 	for _, v := range rep.VLs {
-		if !v.Acyclic {
+		if v.Acyclic {
+			continue
+		}
+		key := cycleKey(v.Cycle)
+		if reported[key] {
+			continue
+		}
+		reported[key] = true
+		vls := distinctVLs(v.CycleVLs)
+		if len(vls) <= 1 {
 			c.kind(1, fmt.Sprintf("VL%d channel dependency graph is cyclic (credit loop possible)", v.VL),
 				fmt.Sprintf("VL%d dependency cycle: %s -> (back to start); assign these routes to different VLs or use a deadlock-free engine", v.VL, strings.Join(v.Cycle, " -> ")))
+			continue
 		}
+		c.kind(1, fmt.Sprintf("VL%d channel dependency graph is cyclic through VLs %v (credit loop possible)", v.VL, vls),
+			fmt.Sprintf("VL%d dependency cycle: %s -> (back to start); the SL2VL tables bring this loop back to a VL it already held: make the VL along each route never return to one it left, or use a deadlock-free engine", v.VL, strings.Join(v.Cycle, " -> ")))
 	}
 	vlp := make([]string, 0, len(rep.VLProblems))
 	for _, v := range rep.VLProblems {
@@ -254,6 +270,28 @@ func Check(p Plan, opt Options) (*Verdict, error) {
 			fmt.Sprintf("VL plan declares %d VL(s) but traffic uses VLs %v", p.VLs.VLs, rep.VLsUsed))
 	}
 	return v.finish(c)
+}
+
+// cycleKey identifies a cycle whatever hop it starts at.
+func cycleKey(cyc []string) string {
+	s := append([]string(nil), cyc...)
+	sort.Strings(s)
+	return strings.Join(s, "|")
+}
+
+// distinctVLs lists the VLs of a cycle's hops, ascending.
+func distinctVLs(vls []int) []int {
+	var m uint16
+	for _, v := range vls {
+		m |= 1 << v
+	}
+	var out []int
+	for v := range 16 {
+		if m&(1<<v) != 0 {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // finish returns v with c's verdict. A rejected plan lets nothing through,

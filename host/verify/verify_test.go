@@ -29,6 +29,25 @@ func ring(t *testing.T, vlcap uint8) (*topology.Topology, *plan.Routes) {
 	return topo, analysistest.MinHop(topo)
 }
 
+// dateline is a ring routed clockwise with a two-VL dateline plan (see
+// analysistest.DatelineVLs), built by hand as sdk/plan values.
+func dateline(t *testing.T, lmc uint8, dropBack bool) verify.Plan {
+	t.Helper()
+	topo, err := analysistest.Ring(6, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analysistest.ClockwiseRing(topo, lmc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := analysistest.DatelineVLs(r, dropBack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return verify.Plan{Topo: topo, LIDs: r.LIDs, VLs: v, Realized: r}
+}
+
 func realize(t *testing.T, p *verify.Plan) *plan.Realized {
 	t.Helper()
 	r, err := plan.Realize(p.Topo, p.Routes, p.LIDs)
@@ -100,6 +119,46 @@ func TestVerify(t *testing.T) {
 				return p
 			},
 			want: []string{"SL1 -> VL1 but the link carries 1 data VL"},
+		},
+		{
+			name: "dateline ring: the VL changes mid-path, deadlock-free",
+			plan: func(t *testing.T) verify.Plan { return dateline(t, 0, false) },
+		},
+		{
+			name: "dateline ring at LMC 1 (every LID in use) with per-source SLs",
+			plan: func(t *testing.T) verify.Plan { return dateline(t, 1, false) },
+		},
+		{
+			name: "dateline ring whose SL2VL drops back to VL0 after the dateline",
+			plan: func(t *testing.T) verify.Plan { return dateline(t, 0, true) },
+			want: []string{"channel dependency graph is cyclic through VLs [0 1]", "dependency cycle: 0x", " (VL0) -> 0x", " (VL1) -> (back to start)", "never return to one it left"},
+		},
+		{
+			name: "dateline ring whose default table puts hops on VL1 past a VLCap 1 link",
+			plan: func(t *testing.T) verify.Plan {
+				p := dateline(t, 0, false)
+				// Switch 1 (ring position 0) loses its explicit tables
+				// toward port 1 (and its neighbour those toward the same
+				// link, which clockwise traffic does not use): the default
+				// maps every SL to VL1 there, on a link that now carries
+				// VL0 only. Every other hop keeps its tables and stays
+				// within its link's VLCap.
+				sw := p.Topo.Switches()[0]
+				peer := p.Topo.Port(topology.PortRef{Node: sw, Port: 1}).Peer
+				var keep []plan.SL2VLEntry
+				for _, e := range p.VLs.SL2VL {
+					if (e.Node != sw || e.Out != 1) && (e.Node != peer.Node || e.Out != peer.Port) {
+						keep = append(keep, e)
+					}
+				}
+				p.VLs.SL2VL = keep
+				for i := range p.VLs.Default {
+					p.VLs.Default[i] = 1
+				}
+				p.Topo.Nodes[sw].Ports[1].VLCap = 1
+				return p
+			},
+			want: []string{"1 channel(s) carry VLs their link cannot", "channel 0x0002c90000000001/1: traffic on VL1 but the link carries 1 data VLs"},
 		},
 		{
 			name: "forwarding loop",
