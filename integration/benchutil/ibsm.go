@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,12 +28,24 @@ func Plugins(repoRoot string) ([]string, error) {
 }
 
 // Build compiles ibsm and every plugin into dir the way `make build` does
-// (static, -trimpath). One go build for all of them lets the toolchain
-// compile packages in parallel. repoRoot is the module root.
+// (static, -trimpath). repoRoot is the module root.
 func Build(goTool, repoRoot, dir string) error {
 	names, err := Plugins(repoRoot)
 	if err != nil {
 		return err
+	}
+	return BuildPlugins(goTool, repoRoot, dir, names)
+}
+
+// BuildPlugins compiles ibsm and the named plugins (repeats and "" are
+// skipped) into dir as Build does. One go build for all of them lets the
+// toolchain compile packages in parallel.
+func BuildPlugins(goTool, repoRoot, dir string, plugins []string) error {
+	var names []string
+	for _, p := range plugins {
+		if p != "" && !slices.Contains(names, p) {
+			names = append(names, p)
+		}
 	}
 	stage, err := os.MkdirTemp(dir, ".build-")
 	if err != nil {
@@ -65,10 +78,26 @@ func Build(goTool, repoRoot, dir string) error {
 // show as a rejection, not as another engine's numbers). MAD and plugin
 // settings are those of conf/examples/ft2-648.hcl.
 func WriteConfig(path, netFile, stateDir, binDir, engine string) error {
+	fabric := fmt.Sprintf("fabric {\n  transport = \"sim\"\n  topology  = %q\n}\n\n", netFile)
+	return writeConfig(path, fabric, "120s", stateDir, binDir, engine)
+}
+
+// WriteIBSimConfig writes the config WriteConfig writes, attached instead
+// to the ibsim behind sockname at ibsim's default port (where OpenSM's
+// umad2sim attaches too). Plugins get 300s: the race runs the largest
+// fabrics, on loaded machines.
+func WriteIBSimConfig(path, sockname, stateDir, binDir, engine string) error {
+	fabric := fmt.Sprintf("fabric {\n  transport = \"ibsim\"\n  socket    = %q\n}\n\n", sockname)
+	return writeConfig(path, fabric, "300s", stateDir, binDir, engine)
+}
+
+// writeConfig writes fabric, then the sm, plugin and routing blocks both
+// benchmarks share: one engine, sequential LIDs, single VL, no fallback.
+func writeConfig(path, fabric, pluginTimeout, stateDir, binDir, engine string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fabric {\n  transport = \"sim\"\n  topology  = %q\n}\n\n", netFile)
+	b.WriteString(fabric)
 	fmt.Fprintf(&b, "sm {\n  sweep_interval = \"10s\"\n  lmc            = 0\n  state_dir      = %q\n"+
-		"  mad_window     = 16\n  mad_timeout    = \"200ms\"\n  mad_retries    = 3\n  plugin_timeout = \"120s\"\n  priority       = 15\n}\n\n", stateDir)
+		"  mad_window     = 16\n  mad_timeout    = \"200ms\"\n  mad_retries    = 3\n  plugin_timeout = %q\n  priority       = 15\n}\n\n", stateDir, pluginTimeout)
 	for _, p := range []struct{ kind, name string }{
 		{"routing_engine", engine}, {"lid_assigner", "sequential"}, {"vl_assigner", "single"},
 	} {

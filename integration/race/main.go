@@ -241,12 +241,13 @@ func race(ctx context.Context, o options, logw io.Writer) (*Report, error) {
 		}
 	}
 	if doIBSM {
-		var plugins []string
+		// The LID and VL assigners every config uses, then the engines.
+		plugins := []string{"sequential", "single"}
 		for _, e := range engines {
 			plugins = append(plugins, e.IBSM)
 		}
 		log.Info("building ibsm and plugins")
-		if err := BuildIBSM("go", root, bin, plugins); err != nil {
+		if err := benchutil.BuildPlugins("go", root, bin, plugins); err != nil {
 			return nil, err
 		}
 	}
