@@ -304,10 +304,8 @@ func newFlags(kind string) (*kindFlags, error) {
 		fs.Int64Var(&t.Seed, "seed", 1, "random seed (also of --remove-links / --remove-switches)")
 		kf.seed = &t.Seed
 		kf.build = func() (Generator, error) {
-			for _, req := range []string{"switches", "degree", "cas"} {
-				if !flagSet(fs, req) {
-					return nil, fmt.Errorf("topo random: give --%s, e.g. random --switches 32 --degree 8 --cas 256 --seed 7", req)
-				}
+			if err := requireFlags(fs, "random --switches 32 --degree 8 --cas 256 --seed 7", "switches", "degree", "cas"); err != nil {
+				return nil, err
 			}
 			t.SwitchPorts, t.Cable = *switchPorts, cable
 			return t, nil
@@ -320,10 +318,8 @@ func newFlags(kind string) (*kindFlags, error) {
 		fs.Int64Var(&t.Seed, "seed", 1, "random seed (also of --remove-links / --remove-switches)")
 		kf.seed = &t.Seed
 		kf.build = func() (Generator, error) {
-			for _, req := range []string{"switches", "ports"} {
-				if !flagSet(fs, req) {
-					return nil, fmt.Errorf("topo rrg: give --%s, e.g. rrg --switches 512 --ports 12 --cas 4 --seed 1", req)
-				}
+			if err := requireFlags(fs, "rrg --switches 512 --ports 12 --cas 4 --seed 1", "switches", "ports"); err != nil {
+				return nil, err
 			}
 			t.SwitchPorts, t.Cable = *switchPorts, cable
 			return t, nil
@@ -362,6 +358,18 @@ func newFlags(kind string) (*kindFlags, error) {
 		return nil, fmt.Errorf("topo: unknown topology kind %q; use one of %s (ft = fat-tree)", kind, strings.Join(Kinds(), ", "))
 	}
 	return kf, nil
+}
+
+// requireFlags says which of names was not given, with an example command
+// line whose first word is the generator.
+func requireFlags(fs *flag.FlagSet, example string, names ...string) error {
+	for _, req := range names {
+		if !flagSet(fs, req) {
+			kind, _, _ := strings.Cut(example, " ")
+			return fmt.Errorf("topo %s: give --%s, e.g. %s", kind, req, example)
+		}
+	}
+	return nil
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {

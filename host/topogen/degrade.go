@@ -39,7 +39,7 @@ const maxRedraws = 1000
 // On reports whether d removes anything.
 func (d Degrade) On() bool { return d.Links > 0 || d.Switches > 0 }
 
-// count is ⌊frac·n⌋, tolerant of binary fractions such as 0.29·100.
+// fractionOf is ⌊frac·n⌋, tolerant of binary fractions such as 0.29·100.
 func fractionOf(frac float64, n int) int { return int(math.Floor(frac*float64(n) + 1e-9)) }
 
 func isSwitchLink(l netfile.Link) bool {

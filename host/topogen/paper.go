@@ -73,7 +73,7 @@ func (p Paper) Base() (Generator, error) {
 	switch p.Set {
 	case "000":
 		if !slices.Contains([]int{16, 32, 64}, p.Switches) || !slices.Contains([]int{128, 256, 512}, p.CAs) {
-			return nil, fmt.Errorf("topogen: paper 000 uses 16, 32 or 64 switches and 128, 256 or 512 machines, not %d/%d; use 'ibsm topo random --degree 8' for other sizes", p.CAs, p.Switches)
+			return nil, fmt.Errorf("topogen: paper 000 uses 16, 32 or 64 switches and 128, 256 or 512 machines, not %d switches and %d machines; use 'ibsm topo random --degree 8' for other sizes", p.Switches, p.CAs)
 		}
 		return Random{Switches: p.Switches, Degree: 8, CAs: p.CAs, Seed: p.Seed, SwitchPorts: p.SwitchPorts, Cable: p.Cable}, nil
 	case "001":

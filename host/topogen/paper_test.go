@@ -147,7 +147,7 @@ func TestPaperErrors(t *testing.T) {
 	}{
 		{[]string{"paper"}, "give --set"},
 		{[]string{"paper", "--set", "002"}, "unknown paper set"},
-		{[]string{"paper", "--set", "000", "--switches", "20", "--cas", "128"}, "16, 32 or 64 switches"},
+		{[]string{"paper", "--set", "000", "--switches", "20", "--cas", "128"}, "not 20 switches and 128 machines"},
 		{[]string{"paper", "--set", "000", "--switches", "16", "--cas", "100"}, "topo random"},
 		{[]string{"paper", "--set", "001", "--switches", "64", "--degree", "13"}, "degree 3 to 12"},
 		{[]string{"paper", "--set", "001", "--switches", "100", "--degree", "4"}, "64 or 256"},
