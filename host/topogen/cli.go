@@ -87,8 +87,26 @@ func Run(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	_, err = writeFabric(g, args, w)
+	return err
+}
+
+// Write is Run without the help texts, for programs that generate fabrics:
+// it writes the topology file args describe to w, header included, and
+// returns what degradation removed (nil when the fabric is not degraded).
+func Write(args []string, w io.Writer) (*DegradeResult, error) {
+	g, err := Parse(args)
+	if err != nil {
+		return nil, err
+	}
+	return writeFabric(g, args, w)
+}
+
+// writeFabric generates g and writes it to w with the header naming args.
+func writeFabric(g Generator, args []string, w io.Writer) (*DegradeResult, error) {
 	var f *netfile.File
 	var deg *DegradeResult
+	var err error
 	if d, ok := g.(Degraded); ok {
 		var r DegradeResult
 		f, r, err = d.GenerateReport()
@@ -97,10 +115,10 @@ func Run(args []string, w io.Writer) error {
 		f, err = g.Generate()
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := writeHeader(w, args, f); err != nil {
-		return err
+		return nil, err
 	}
 	if deg != nil {
 		split := ""
@@ -109,10 +127,10 @@ func Run(args []string, w io.Writer) error {
 		}
 		if _, err := fmt.Fprintf(w, "# degraded with seed %d: removed %d of %d switches and %d of %d switch-to-switch cables, %d draws redone because they split the fabric%s\n",
 			g.(Degraded).Degrade.Seed, deg.SwitchesRemoved, deg.SwitchesBefore, deg.LinksRemoved, deg.LinksBefore, deg.Redraws, split); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return netfile.Write(w, f)
+	return deg, netfile.Write(w, f)
 }
 
 // writeHeader records how the file was made and how to load it in ibsim;

@@ -2,6 +2,8 @@ package topogen
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -248,5 +250,45 @@ func TestDegradeCLI(t *testing.T) {
 		if err := Run(c.args, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: err = %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestWriteReportsDegradation: Write returns what the header says was
+// removed, writes what Run writes, and returns nil for a full fabric.
+func TestWriteReportsDegradation(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		degraded bool
+	}{
+		{[]string{"ft", "--radix", "8", "--levels", "2"}, false},
+		{[]string{"ft", "--radix", "8", "--levels", "2", "--remove-links", "0.25", "--seed", "3"}, true},
+	} {
+		var w, r bytes.Buffer
+		deg, err := Write(tc.args, &w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Run(tc.args, &r); err != nil {
+			t.Fatal(err)
+		}
+		if w.String() != r.String() {
+			t.Errorf("%q: Write and Run wrote different files", tc.args)
+		}
+		if (deg != nil) != tc.degraded {
+			t.Fatalf("%q: result %+v, want degraded %v", tc.args, deg, tc.degraded)
+		}
+		if deg == nil {
+			continue
+		}
+		if deg.LinksBefore == 0 || deg.LinksRemoved != deg.LinksBefore/4 {
+			t.Errorf("%q: removed %d of %d cables, want a quarter", tc.args, deg.LinksRemoved, deg.LinksBefore)
+		}
+		want := fmt.Sprintf("and %d of %d switch-to-switch cables", deg.LinksRemoved, deg.LinksBefore)
+		if !strings.Contains(w.String(), want) {
+			t.Errorf("%q: header lacks %q", tc.args, want)
+		}
+	}
+	if _, err := Write([]string{"ft", "--bogus"}, io.Discard); err == nil {
+		t.Error("bad flag accepted")
 	}
 }
