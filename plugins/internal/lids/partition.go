@@ -100,27 +100,48 @@ func (c config) add(p []Step) {
 // the remaining paths in order and taking every one that does not split
 // with what the configuration already holds.
 func greedy(paths [][]Step, nsw int) ([]int32, int, error) {
-	group := make([]int32, len(paths))
-	left := make([]int32, len(paths))
-	for i := range left {
-		left[i] = int32(i)
+	idx := make([]int32, len(paths))
+	one := make([][]int32, len(paths))
+	for i := range idx {
+		idx[i] = int32(i)
+		one[i] = idx[i : i+1]
 	}
+	group, k := mergeGreedy(paths, nsw, one)
+	return group, k, nil
+}
+
+// mergeGreedy fills one configuration at a time, scanning the remaining
+// sets of paths in order and taking every set all of whose paths fit what
+// the configuration already holds. With one path per set it is Figure 5;
+// over split-merge's working sets it is Figure 7's merge.
+func mergeGreedy(paths [][]Step, nsw int, sets [][]int32) ([]int32, int) {
+	group := make([]int32, len(paths))
+	left := sets
 	k := 0
 	for len(left) > 0 {
 		c := newConfig(nsw)
 		rest := left[:0]
-		for _, i := range left {
-			if c.fits(paths[i]) {
+		for _, m := range left {
+			ok := true
+			for _, i := range m {
+				if !c.fits(paths[i]) {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				rest = append(rest, m)
+				continue
+			}
+			for _, i := range m {
 				c.add(paths[i])
 				group[i] = int32(k)
-			} else {
-				rest = append(rest, i)
 			}
 		}
 		left = rest
 		k++
 	}
-	return group, k, nil
+	return group, k
 }
 
 // renaming is seed 003 Figures 3-4: paths are placed in order, each taking
@@ -152,6 +173,25 @@ func renaming(paths [][]Step, nsw int) ([]int32, int, error) {
 	return group, len(cfgs), nil
 }
 
+// use is one path leaving a switch: the path's index and its out-port.
+type use struct {
+	path int32
+	out  uint8
+}
+
+// usesBySwitch lists, per switch index, the paths that traverse it, in
+// path order: what both split-merge and the split graph scan switch by
+// switch.
+func usesBySwitch(paths [][]Step, nsw int) [][]use {
+	at := make([][]use, nsw)
+	for i, p := range paths {
+		for _, st := range p {
+			at[st.Switch] = append(at[st.Switch], use{int32(i), st.Out})
+		}
+	}
+	return at
+}
+
 // splitMerge is seed 000 Figure 7. Split: visit the switches the paths use,
 // fewest-used first (/S) or most-used first (/L); at each, every working set
 // whose paths leave that switch by several ports is split by port. The part
@@ -161,16 +201,7 @@ func renaming(paths [][]Step, nsw int) ([]int32, int, error) {
 // splitting for no reason). After all switches every set is a
 // configuration. Merge: greedy over the sets in creation order.
 func splitMerge(paths [][]Step, nsw int, largestFirst bool) ([]int32, int, error) {
-	type use struct {
-		path int32
-		out  uint8
-	}
-	at := make([][]use, nsw)
-	for i, p := range paths {
-		for _, st := range p {
-			at[st.Switch] = append(at[st.Switch], use{int32(i), st.Out})
-		}
-	}
+	at := usesBySwitch(paths, nsw)
 	order := make([]int32, 0, nsw)
 	for s := range at {
 		if len(at[s]) > 0 {
@@ -228,32 +259,7 @@ func splitMerge(paths [][]Step, nsw int, largestFirst bool) ([]int32, int, error
 	for i, s := range set {
 		members[s] = append(members[s], int32(i))
 	}
-	group := make([]int32, len(paths))
-	left := members
-	k := 0
-	for len(left) > 0 {
-		c := newConfig(nsw)
-		rest := left[:0]
-		for _, m := range left {
-			ok := true
-			for _, i := range m {
-				if !c.fits(paths[i]) {
-					ok = false
-					break
-				}
-			}
-			if !ok {
-				rest = append(rest, m)
-				continue
-			}
-			for _, i := range m {
-				c.add(paths[i])
-				group[i] = int32(k)
-			}
-		}
-		left = rest
-		k++
-	}
+	group, k := mergeGreedy(paths, nsw, members)
 	return group, k, nil
 }
 
@@ -279,16 +285,7 @@ func buildSplitGraph(paths [][]Step, nsw int) *splitGraph {
 	n := len(paths)
 	g := &splitGraph{n: n, words: (n + 63) / 64}
 	g.bits = make([]uint64, n*g.words)
-	type use struct {
-		path int32
-		out  uint8
-	}
-	at := make([][]use, nsw)
-	for i, p := range paths {
-		for _, st := range p {
-			at[st.Switch] = append(at[st.Switch], use{int32(i), st.Out})
-		}
-	}
+	at := usesBySwitch(paths, nsw)
 	for _, us := range at {
 		if len(us) < 2 {
 			continue
