@@ -44,7 +44,9 @@ func Paths(t *testing.T, impl sdk.LIDAssigner, lmc uint8) map[uint64]int {
 		t.Fatal(err)
 	}
 	client, server := plugin.TestPluginGRPCConn(t, false, set)
-	t.Cleanup(func() { client.Close(); server.Stop() })
+	// Stop the server before closing the client: go-plugin otherwise races
+	// two concurrent GRPCServer.Stop calls (see sdk tests).
+	t.Cleanup(func() { server.Stop(); client.Close() })
 	raw, err := client.Dispense(string(sdk.KindLIDAssign))
 	if err != nil {
 		t.Fatal(err)
