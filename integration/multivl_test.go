@@ -688,15 +688,75 @@ func TestPathRoutingThroughHost(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no SUBNET UP within 10 s")
 	}
+	st := checkPathPlan(t, a)
+	if st.overrides == 0 || st.viaOverride == 0 || st.maxCALMC == 0 {
+		t.Fatalf("color-l on rand8: %d DLID overrides, %d CA->CA paths through one, max CA LMC %d; the SA check below would prove nothing", st.overrides, st.viaOverride, st.maxCALMC)
+	}
+	ap := a.SM.Applied()
+	topo, res := ap.Topo, ap.Result
+	lids, eps := res.LIDs, topo.Endpoints()
+	isCA := func(e int32) bool { return topo.Nodes[eps[e].Node].Type != topology.Switch }
+	selected := func(src, dst int32) uint16 {
+		for _, o := range lids.Overrides {
+			if o.Src == src && o.Dst == dst {
+				return lids.Ports[dst].Base + uint16(o.Offset)
+			}
+		}
+		return lids.DLID(src, dst)
+	}
+
+	// SA: a source whose DLID toward a CA is an override asks for its
+	// paths; the preferred record carries that DLID.
+	smEp := topo.EndpointIndex(topo.SM)
+	var src, dst int32 = -1, -1
+	for _, o := range lids.Overrides {
+		if o.Src != smEp && isCA(o.Src) && isCA(o.Dst) && o.Offset != 0 {
+			src, dst = o.Src, o.Dst
+			break
+		}
+	}
+	if src < 0 {
+		t.Fatal("no CA->CA override with a non-zero offset away from the SM's port")
+	}
+	want := selected(src, dst)
+	recs := saPaths(t, a, src, lids.Ports[smEp].Base, lids.Ports[src].Base, topo.Port(eps[dst]).GUID)
+	var pref []uint16
+	for _, r := range recs {
+		if r.SLID != lids.Ports[src].Base || !lids.Ports[dst].Contains(r.DLID) {
+			t.Errorf("record SLID %d DLID %d: not from %d to %d's range", r.SLID, r.DLID, lids.Ports[src].Base, lids.Ports[dst].Base)
+		}
+		if r.Preference == 0 {
+			pref = append(pref, r.DLID)
+		}
+		if sl := res.VLs.SL(src, r.DLID); r.SL != sl {
+			t.Errorf("record DLID %d: SL %d, the plan says %d", r.DLID, r.SL, sl)
+		}
+	}
+	if len(pref) != 1 || pref[0] != want {
+		t.Fatalf("SA preferred DLIDs %v for the override pair %d->%d, want exactly [%d] (base %d, LMC %d); %d records", pref, src, dst, want, lids.Ports[dst].Base, lids.Ports[dst].LMC, len(recs))
+	}
+	t.Logf("SA PathRecord %d->%d: preferred DLID %d (override offset %d), %d records", src, dst, want, want-lids.Ports[dst].Base, len(recs))
+}
+
+// pathStats is what checkPathPlan saw.
+type pathStats struct {
+	walked, viaOverride, overrides int
+	maxCALMC                       uint8
+}
+
+// checkPathPlan checks the paths-form plan in force on a's fabric: every
+// port holds its planned LID and LMC, each destination's LMC is the
+// smallest covering the DLIDs its sources select, and every CA->CA path,
+// walked through the tables the switches hold with the DLID its source
+// selects (rule or override), takes exactly its hops.
+func checkPathPlan(t *testing.T, a *app.App) pathStats {
+	t.Helper()
 	ap := a.SM.Applied()
 	topo, res := ap.Topo, ap.Result
 	lids := res.LIDs
 	eps := topo.Endpoints()
 	if res.Routes.IsPlanes() || len(res.Routes.Paths) == 0 {
-		t.Fatal("shortest-widest did not answer explicit paths")
-	}
-	if len(lids.Overrides) == 0 {
-		t.Fatal("color-l made no DLID override on rand8; the SA and walk checks below would prove nothing")
+		t.Fatalf("engine %s did not answer explicit paths", res.Engine)
 	}
 	ov := map[[2]int32]uint8{}
 	for _, o := range lids.Overrides {
@@ -734,9 +794,6 @@ func TestPathRoutingThroughHost(t *testing.T) {
 		if isCA(int32(e)) {
 			maxLMC = max(maxLMC, pl.LMC)
 		}
-	}
-	if maxLMC == 0 {
-		t.Fatal("every CA has LMC 0: no destination needed a second LID")
 	}
 
 	// Every CA->CA path, walked through the tables the switches hold with
@@ -781,42 +838,44 @@ func TestPathRoutingThroughHost(t *testing.T) {
 			cas++
 		}
 	}
-	if walked != cas*(cas-1) || viaOverride == 0 {
-		t.Fatalf("walked %d CA->CA paths (want %d, one per pair), %d through an override DLID", walked, cas*(cas-1), viaOverride)
+	if walked != cas*(cas-1) {
+		t.Fatalf("walked %d CA->CA paths, want %d (one per pair)", walked, cas*(cas-1))
 	}
-	t.Logf("%d CA->CA paths followed hop by hop, %d via DLID overrides; max CA LMC %d, %d overrides in all", walked, viaOverride, maxLMC, len(lids.Overrides))
+	t.Logf("%d CA->CA paths followed hop by hop, %d via DLID overrides; max CA LMC %d, %d overrides in all",
+		walked, viaOverride, maxLMC, len(lids.Overrides))
+	return pathStats{walked: walked, viaOverride: viaOverride, maxCALMC: maxLMC, overrides: len(lids.Overrides)}
+}
 
-	// SA: a source whose DLID toward a CA is an override asks for its
-	// paths; the preferred record carries that DLID.
-	smEp := topo.EndpointIndex(topo.SM)
-	var src, dst int32 = -1, -1
-	for _, o := range lids.Overrides {
-		if o.Src != smEp && isCA(o.Src) && isCA(o.Dst) && o.Offset != 0 {
-			src, dst = o.Src, o.Dst
-			break
+// TestPathLIDAssignersThroughHost: both path routings with every path LID
+// assigner (and a multi-VL assigner on path-realised tables) come up
+// through the host on rand8 with their paths realised exactly.
+func TestPathLIDAssignersThroughHost(t *testing.T) {
+	type combo struct{ engine, lid, v string }
+	var combos []combo
+	for _, e := range []string{"shortestwidest", "pathselection"} {
+		for _, l := range []string{"greedy", "split-merge-s", "split-merge-l", "color-s", "color-l", "renaming"} {
+			combos = append(combos, combo{e, l, "single"})
 		}
 	}
-	if src < 0 {
-		t.Fatal("no CA->CA override with a non-zero offset away from the SM's port")
+	combos = append(combos, combo{"pathselection", "renaming", "layered"}, combo{"shortestwidest", "split-merge-l", "dfsssp"})
+	for _, c := range combos {
+		t.Run(c.engine+"+"+c.lid+"+"+c.v, func(t *testing.T) {
+			a := start(t, writeMVConfig(t, t.TempDir(), mvSetup{net: rand8Net, engine: c.engine, lid: c.lid, v: c.v}))
+			rep, err := a.SM.HeavySweep(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Engine != c.engine || rep.PluginCalls != 3 || rep.Program.LFTBlocksSent == 0 {
+				t.Fatalf("engine %s, %d plugin calls, %d LFT blocks sent", rep.Engine, rep.PluginCalls, rep.Program.LFTBlocksSent)
+			}
+			checkPathPlan(t, a)
+			res := a.SM.Applied().Result
+			ar, err := analysis.Analyse(res.Realized, res.VLs, analysis.Options{})
+			if err != nil || !ar.OK() || !ar.DeadlockFree {
+				t.Fatalf("analysis of the installed plan: %v %+v", err, ar)
+			}
+		})
 	}
-	want := selected(src, dst)
-	recs := saPaths(t, a, src, lids.Ports[smEp].Base, lids.Ports[src].Base, topo.Port(eps[dst]).GUID)
-	var pref []uint16
-	for _, r := range recs {
-		if r.SLID != lids.Ports[src].Base || !lids.Ports[dst].Contains(r.DLID) {
-			t.Errorf("record SLID %d DLID %d: not from %d to %d's range", r.SLID, r.DLID, lids.Ports[src].Base, lids.Ports[dst].Base)
-		}
-		if r.Preference == 0 {
-			pref = append(pref, r.DLID)
-		}
-		if sl := res.VLs.SL(src, r.DLID); r.SL != sl {
-			t.Errorf("record DLID %d: SL %d, the plan says %d", r.DLID, r.SL, sl)
-		}
-	}
-	if len(pref) != 1 || pref[0] != want {
-		t.Fatalf("SA preferred DLIDs %v for the override pair %d->%d, want exactly [%d] (base %d, LMC %d); %d records", pref, src, dst, want, lids.Ports[dst].Base, lids.Ports[dst].LMC, len(recs))
-	}
-	t.Logf("SA PathRecord %d->%d: preferred DLID %d (override offset %d), %d records", src, dst, want, want-lids.Ports[dst].Base, len(recs))
 }
 
 // saPaths asks the SA at smLID, from endpoint client's own port (a second
