@@ -17,6 +17,10 @@ type Layers struct {
 	N int
 	// PerHop marks ACRO's per-channel meaning.
 	PerHop bool
+	// Pop[i] is ACRO's settling order of layer i's channels: every
+	// dependency inside layer i goes from a channel to one settled before
+	// it, so the reverse of Pop[i] is a topological order of that layer.
+	Pop [][]int32
 }
 
 // LimitError says how many layers were needed and how many were available.
@@ -292,8 +296,10 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 			}
 			h.push(int32(c))
 		}
+		pop := make([]int32, 0, h.len())
 		for h.len() > 0 {
 			c := h.pop()
+			pop = append(pop, c)
 			for _, it := range items[off[c]:off[c+1]] {
 				d := int(it.d)
 				if marked[d][it.s] {
@@ -326,6 +332,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 				}
 			}
 		}
+		out.Pop = append(out.Pop, pop)
 	}
 	return out, nil
 }

@@ -59,7 +59,7 @@ func Assign(ctx context.Context, log hclog.Logger, name string, req sdk.VLReques
 	var v *plan.VLPlan
 	var st Stats
 	if ly.PerHop {
-		v, st, err = HopPlan(f, ly, tr)
+		v, st, err = HopPlan(f, ly, tr, maxVLs)
 	} else {
 		v, st, err = PairPlan(f, ly)
 	}

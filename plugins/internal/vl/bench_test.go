@@ -13,10 +13,13 @@ import (
 
 // TestBench512 is the target from the issue: sssp plus a VL assigner on a
 // 512-switch random 12-regular fabric with 4 CAs per switch within 8 VLs.
-// It measures (prints) and is opt-in: IBSM_VL_BENCH=1.
+// It measures (prints) and is opt-in: IBSM_VL_BENCH=1 runs acro,
+// IBSM_VL_BENCH=all the three assigners; IBSM_VL_CHECK=1 also runs the
+// exact checker on the plans (slow: every endpoint toward every LID).
 func TestBench512(t *testing.T) {
-	if os.Getenv("IBSM_VL_BENCH") == "" {
-		t.Skip("set IBSM_VL_BENCH=1 to run the 512-switch measurement")
+	which := os.Getenv("IBSM_VL_BENCH")
+	if which == "" {
+		t.Skip("set IBSM_VL_BENCH=1 (acro) or =all to run the 512-switch measurement")
 	}
 	topo, err := RandomRegular(512, 12, 4, 8, 1)
 	if err != nil {
@@ -33,6 +36,9 @@ func TestBench512(t *testing.T) {
 	}
 	routing := time.Since(t0)
 	for _, a := range algos {
+		if a.name != "acro" && which != "all" {
+			continue
+		}
 		t1 := time.Now()
 		f, err := NewFabric(real)
 		if err != nil {
@@ -48,7 +54,16 @@ func TestBench512(t *testing.T) {
 			continue
 		}
 		lay := time.Since(t1)
-		_, st, err := toPlan(f, ly)
+		var v *plan.VLPlan
+		var st Stats
+		if ly.PerHop {
+			v, st, err = HopPlan(f, ly, tr, 8)
+		} else {
+			v, st, err = PairPlan(f, ly)
+		}
 		t.Logf("%s: routing %v, layering %v, total VL %v, layers %d, stats %+v, plan err %v", a.name, routing, lay, time.Since(t1), ly.N, st, err)
+		if err == nil && os.Getenv("IBSM_VL_CHECK") != "" {
+			t.Logf("%s: exact check: %v", a.name, Check(f, v))
+		}
 	}
 }

@@ -2,6 +2,8 @@ package vl
 
 import (
 	"fmt"
+	"math/bits"
+	"slices"
 
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -112,146 +114,278 @@ func popcount(m uint16) int {
 	return n
 }
 
-// HopPlan realises ACRO's per-hop layers. A switch's SL2VL tables see only
-// (in, out, SL), not the DLID, so the SL must tell the switch which layer a
-// packet is in at every hop of its route (seed 001 §V leaves this open).
-// Routes — (source switch, DLID) — are grouped into SL classes whose
-// members agree on the layer of every hop (switch, in, out) they share. A
-// DLID's routes share a class when one fits them all (no override);
-// otherwise each route takes the lowest class it fits and the DLID's
-// default is the most common one, the rest becoming per-source overrides.
-// More than 16 classes fail.
-func HopPlan(f *Fabric, ly *Layers, tr *Trees) (*plan.VLPlan, Stats, error) {
+// HopPlan realises ACRO's per-hop layers with one SL per DLID and no
+// per-source overrides — seed 001 §V's proposal ("embed the destination in
+// the SL"; destinations share an SL unless their SL2VL entries conflict),
+// which the paper leaves as future work.
+//
+// A switch's SL2VL table maps (in, out, SL) to the VL of the hop, so within
+// one SL class every hop — a turn (arriving channel → leaving channel), or
+// an injection (CA ports and port 0 → leaving channel) — has one VL for all
+// the class's destinations. Exact ACRO layers cannot be kept: every switch
+// injects toward every DLID, so a class would have to agree on the layer of
+// each channel, and that takes far more than 16 classes. The plan keeps
+// instead the invariant that makes ACRO deadlock-free:
+//
+//   - along every route the VL never rises, and
+//   - two consecutive hops on the same VL v follow layer v's channel order,
+//     which is fixed up front: ACRO's settling order for v (every
+//     dependency inside ACRO's layer v points to a channel settled before),
+//     channel id order for layers ACRO did not use.
+//
+// Every (channel, VL) dependency then either descends or follows one fixed
+// order, so the virtual-channel graph is acyclic; and every destination on
+// its own satisfies the invariant with ACRO's layers, so an empty class
+// always accepts it.
+//
+// Each class keeps a VL per hop and, per hop, the hops that feed it. A
+// destination is tried in the classes in turn, its tree root outwards: a
+// new hop takes the lowest VL the invariant allows after the next hop's;
+// a hop the class already has is raised when too low, and raises propagate
+// to the hops feeding it. VLs are bounded (link VLCap, maxVLs), so a class
+// whose hop graph would close a cycle fails when a VL runs out; the
+// destination's changes are then undone and the next class is tried.
+// Work per destination is the tree plus the raises (each hop rises at most
+// maxVLs times), with no cycle search.
+func HopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs int) (*plan.VLPlan, Stats, error) {
 	if !ly.PerHop {
 		return nil, Stats{}, fmt.Errorf("pair layers need PairPlan")
 	}
+	maxVLs = max(1, min(maxVLs, 15)) // VL15 is management
+	for s := int32(0); s < int32(f.N); s++ {
+		if f.np[s] > 63 {
+			return nil, Stats{}, fmt.Errorf("acro: switch 0x%016x has %d ports; the per-hop bookkeeping handles at most 63 — use dfsssp or layered", f.G.SwitchGUID(s), f.np[s])
+		}
+	}
 	ne := f.Edges()
-	// tab[sl][edge]: layer+1 of the class on dependency (s, in, out), 0 = free.
-	var tab [MaxSLs][]uint8
-	classes := 0
+	nc := f.Chans()
 	t := f.R.Topo
 	sws := t.Switches()
-	// srcIn[s] are the in-ports traffic originates on at switch s: 0 and
-	// its CA ports.
+	// pos[v][c]: channel c's place in layer v's fixed order; a same-VL
+	// dependency must go from a lower to a higher place.
+	pos := make([][]int32, maxVLs)
+	for v := range pos {
+		pos[v] = make([]int32, nc)
+		if v >= len(ly.Pop) {
+			for c := range pos[v] {
+				pos[v][c] = int32(c)
+			}
+			continue
+		}
+		for c := range pos[v] {
+			pos[v][c] = -1
+		}
+		next := int32(nc)
+		for _, c := range ly.Pop[v] { // settled first = placed last
+			pos[v][c] = next
+			next--
+		}
+		next = 0
+		for c := range pos[v] {
+			if pos[v][c] < 0 {
+				pos[v][c] = next
+				next++
+			}
+		}
+	}
+	// outChan[e] is the channel hop e leaves on; srcIn[s] the in-ports
+	// traffic originates on at switch s (CAs, port 0): srcIn[s][0] stands
+	// for all of them in a class's bookkeeping.
+	// For hop e: inOf its in-port, inChan the channel arriving through it
+	// (-1 from a CA or port 0), upBase the hop (upstream switch, in-port 0,
+	// out-port toward e) so upBase + in*upStride is a feeding hop.
+	outChan := make([]int32, ne)
+	inChan := make([]int32, ne)
+	inOf := make([]uint8, ne)
+	upBase := make([]int32, ne)
+	upStride := make([]int32, ne)
+	for s := int32(0); s < int32(f.N); s++ {
+		for in := 0; in <= f.np[s]; in++ {
+			ic := f.Chan(s, uint8(in))
+			us := f.peerSw[ic]
+			for out := 0; out <= f.np[s]; out++ {
+				e := f.Edge(s, uint8(in), uint8(out))
+				outChan[e] = f.Chan(s, uint8(out))
+				inOf[e] = uint8(in)
+				inChan[e] = -1
+				if in > 0 && us >= 0 {
+					inChan[e] = f.Chan(us, f.peerPort[ic])
+					upBase[e] = f.Edge(us, 0, f.peerPort[ic])
+					upStride[e] = int32(f.np[us] + 1)
+				}
+			}
+		}
+	}
 	srcIn := make([][]uint8, f.N)
 	for s := int32(0); s < int32(f.N); s++ {
 		for _, e := range f.G.Group(s) {
 			srcIn[s] = append(srcIn[s], f.G.Attachment(e).Port)
 		}
 	}
-	// hops of dest d at switch s: every in-port its traffic arrives on
-	// (sources at s, and the channels of its children) with its out-port.
-	hopsAt := func(d int, s int32, fn func(e int32) bool) bool {
-		_, out := f.Next(s, d)
-		for _, in := range srcIn[s] {
-			if !fn(f.Edge(s, in, out)) {
-				return false
-			}
+	budget := maxVLs
+	capOf := func(e int32) int { return min(f.Cap(outChan[e]), budget) }
+	// ok reports whether a hop on VL x may feed hop e (on VL y): the VL
+	// drops, or stays and the dependency follows layer y's order.
+	ok := func(x, y int, e int32) bool {
+		return x > y || (x == y && pos[y][inChan[e]] < pos[y][outChan[e]])
+	}
+	// lowest is the lowest VL a hop feeding e may take.
+	lowest := func(y int, e int32) int {
+		if ok(y, y, e) {
+			return y
 		}
-		for _, k := range tr.Kids(d, s) {
-			_, kp := f.Next(k, d)
-			if !fn(f.Edge(s, f.peerPort[f.Chan(k, kp)], out)) {
-				return false
+		return y + 1
+	}
+	type class struct {
+		vl   []uint8  // VL+1 per hop, 0 = unused
+		pred []uint64 // per hop: in-ports (at the upstream switch) of the hops feeding it
+	}
+	var cls []*class
+	type undo struct {
+		e    int32
+		vl   uint8
+		pred uint64
+	}
+	var log []undo
+	var work []int32
+	save := func(c *class, e int32) { log = append(log, undo{e, c.vl[e], c.pred[e]}) }
+	// raise lifts hop e of class c to at least x, then every hop feeding it
+	// as far as needed. False when a VL runs out.
+	raise := func(c *class, e int32, x int) bool {
+		if x >= capOf(e) {
+			return false
+		}
+		save(c, e)
+		c.vl[e] = uint8(x + 1)
+		work = append(work[:0], e)
+		for len(work) > 0 {
+			e := work[len(work)-1]
+			work = work[:len(work)-1]
+			y := int(c.vl[e]) - 1
+			m := c.pred[e]
+			for ; m != 0; m &= m - 1 {
+				pe := upBase[e] + int32(bits.TrailingZeros64(m))*upStride[e]
+				if px := int(c.vl[pe]) - 1; !ok(px, y, e) {
+					nx := lowest(y, e)
+					if nx >= capOf(pe) {
+						return false
+					}
+					save(c, pe)
+					c.vl[pe] = uint8(nx + 1)
+					work = append(work, pe)
+				}
 			}
 		}
 		return true
 	}
-	fits := func(k int, d int, s int32, want uint8) bool {
-		return hopsAt(d, s, func(e int32) bool { x := tab[k][e]; return x == 0 || x == want })
-	}
-	set := func(k int, d int, s int32, want uint8) {
-		hopsAt(d, s, func(e int32) bool { tab[k][e] = want; return true })
-	}
-	class := func(k int) {
-		if tab[k] == nil {
-			tab[k] = make([]uint8, ne)
-			classes = max(classes, k+1)
+	// use records that hop e of class c feeds next (next < 0: delivery)
+	// where next runs on VL y, and returns e's VL.
+	use := func(c *class, e int32, y int, next int32) (int, bool) {
+		if next >= 0 {
+			if bit := uint64(1) << inOf[e]; c.pred[next]&bit == 0 {
+				save(c, next)
+				c.pred[next] |= bit
+			}
 		}
+		cur := int(c.vl[e]) - 1
+		want := 0
+		if next >= 0 {
+			want = lowest(y, next)
+		}
+		if cur >= 0 && (next < 0 || ok(cur, y, next)) {
+			return cur, true
+		}
+		if !raise(c, e, max(want, cur)) {
+			return 0, false
+		}
+		return int(c.vl[e]) - 1, true
 	}
-	v := &plan.VLPlan{SLByDLID: make([]uint8, int(f.R.TopLID)+1), VLs: ly.N}
-	used := uint16(0)
-	routeSL := make([]int8, f.N)
-	for d, lid := range f.DLIDs {
-		order := tr.Order[d] // leaves first; every switch's hops come from its own layer
-		whole := -1
-		for k := 0; k < MaxSLs && whole < 0; k++ {
-			class(k)
-			ok := true
-			for _, s := range order {
-				if !fits(k, d, s, ly.L[d][s]+1) {
-					ok = false
+	fit := func(c *class, d int) bool {
+		log = log[:0]
+		order := tr.Order[d]
+		for i := len(order) - 1; i >= 0; i-- {
+			s := order[i]
+			p, out := f.Next(s, d)
+			if p < 0 {
+				continue // delivers: hops into it take the default VL 0
+			}
+			ch := f.Chan(s, out)
+			y, next := -1, int32(-1)
+			if pp, pout := f.Next(p, d); pp >= 0 {
+				next = f.Edge(p, f.peerPort[ch], pout)
+				// The next hop may have risen since it was placed.
+				y = int(c.vl[next]) - 1
+			}
+			if len(srcIn[s]) > 0 {
+				if _, okk := use(c, f.Edge(s, srcIn[s][0], out), y, next); !okk {
+					return false
+				}
+			}
+			for _, u := range tr.Kids(d, s) {
+				_, uo := f.Next(u, d)
+				if _, okk := use(c, f.Edge(s, f.peerPort[f.Chan(u, uo)], out), y, next); !okk {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	v := &plan.VLPlan{SLByDLID: make([]uint8, int(f.R.TopLID)+1)}
+	// Fewest VLs first: ACRO's layer count, one more whenever a
+	// destination fits no class. Raising the budget keeps every placed
+	// destination valid, so placement goes on where it stopped.
+	var failed uint16
+	budget = min(max(ly.N, 1), maxVLs)
+	for _, d := range destOrder(f, tr) {
+		lid := f.DLIDs[d]
+		placed := false
+		for !placed {
+			for k := 0; k < MaxSLs && !placed; k++ {
+				if k == len(cls) {
+					cls = append(cls, &class{vl: make([]uint8, ne), pred: make([]uint64, ne)})
+				}
+				c := cls[k]
+				if fit(c, d) {
+					placed = true
+					v.SLByDLID[lid] = uint8(k)
+					continue
+				}
+				for i := len(log) - 1; i >= 0; i-- {
+					c.vl[log[i].e], c.pred[log[i].e] = log[i].vl, log[i].pred
+				}
+			}
+			if !placed {
+				if budget >= maxVLs {
+					failed = lid
 					break
 				}
-			}
-			if ok {
-				whole = k
+				budget++
 			}
 		}
-		if whole >= 0 {
-			for _, s := range order {
-				set(whole, d, s, ly.L[d][s]+1)
-			}
-			v.SLByDLID[lid] = uint8(whole)
-			used |= 1 << whole
-			continue
-		}
-		// Route by route: the route from u takes the hops of every switch
-		// on its walk, but only the source in-ports at u itself.
-		// Home outwards, each route first tries its successor's class:
-		// whole subtrees then share a class and overrides stay few.
-		var cnt [MaxSLs]int
-		for i := len(order) - 1; i >= 0; i-- {
-			u := order[i]
-			routeSL[u] = -1
-			if t, _ := f.Next(u, d); t >= 0 && routeFits(f, int(routeSL[t]), d, u, ly, tab[routeSL[t]], srcIn) {
-				routeSL[u] = routeSL[t]
-			}
-			for k := 0; k < MaxSLs && routeSL[u] < 0; k++ {
-				class(k)
-				if routeFits(f, k, d, u, ly, tab[k], srcIn) {
-					routeSL[u] = int8(k)
-				}
-			}
-			if routeSL[u] < 0 {
-				return nil, Stats{Layers: ly.N, SLs: MaxSLs + 1}, fmt.Errorf("acro: the per-hop layers (%d VLs) need more than %d SL classes: the route from switch 0x%016x toward DLID %d conflicts with every class on some hop; use dfsssp or layered (one SL per layer) for this routing", ly.N, MaxSLs, f.G.SwitchGUID(u), lid)
-			}
-			routeMark(f, int(routeSL[u]), d, u, ly, tab[routeSL[u]], srcIn)
-			if u != f.Home[d] {
-				cnt[routeSL[u]] += len(f.G.Group(u))
-			}
-		}
-		best := 0
-		for k := range cnt {
-			if cnt[k] > cnt[best] {
-				best = k
-			}
-		}
-		v.SLByDLID[lid] = uint8(best)
-		used |= 1 << best
-		owner := f.R.LIDOwner[lid] - 1
-		for _, u := range order {
-			if int(routeSL[u]) == best || u == f.Home[d] {
-				continue
-			}
-			used |= 1 << routeSL[u]
-			for _, e := range f.G.Group(u) {
-				if e != owner {
-					v.Overrides = append(v.Overrides, plan.SLOverride{Src: e, DLID: lid, SL: uint8(routeSL[u])})
-				}
-			}
+		if failed != 0 {
+			break
 		}
 	}
-	// Default: every SL on VL 0 (CA links, deliveries, layer-0 hops).
-	// Hops with a higher layer for some class get their own table.
+	if failed != 0 {
+		return nil, Stats{SLs: MaxSLs + 1}, &LimitError{Algo: "acro", Needed: maxVLs + 1, Available: maxVLs,
+			Why: fmt.Sprintf("DLID %d fits none of the %d SL classes within %d VLs: with it, every class's hops would need a VL beyond a link's VLCap", failed, MaxSLs, maxVLs)}
+	}
+	// Default: every SL on VL 0 (CA links, deliveries, unused hops).
+	nvl := 1
 	for s := int32(0); s < int32(f.N); s++ {
 		for in := 0; in <= f.np[s]; in++ {
+			rep := uint8(in)
+			if len(srcIn[s]) > 0 && slices.Contains(srcIn[s], uint8(in)) {
+				rep = srcIn[s][0]
+			}
 			for out := 1; out <= f.np[s]; out++ {
-				e := f.Edge(s, uint8(in), uint8(out))
+				e := f.Edge(s, rep, uint8(out))
 				var row [16]uint8
 				any := false
-				for k := 0; k < classes; k++ {
-					if x := tab[k][e]; x > 1 {
+				for k, c := range cls {
+					if x := c.vl[e]; x > 1 {
 						row[k] = x - 1
+						nvl = max(nvl, int(x))
 						any = true
 					}
 				}
@@ -261,40 +395,15 @@ func HopPlan(f *Fabric, ly *Layers, tr *Trees) (*plan.VLPlan, Stats, error) {
 			}
 		}
 	}
-	return v, Stats{Layers: ly.N, SLs: popcount(used), Overrides: len(v.Overrides), Tables: len(v.SL2VL)}, nil
+	v.VLs = nvl
+	return v, Stats{Layers: nvl, SLs: len(cls), Overrides: 0, Tables: len(v.SL2VL)}, nil
 }
 
-// routeFits reports whether class k can carry the route from u toward d.
-func routeFits(f *Fabric, k, d int, u int32, ly *Layers, tab []uint8, srcIn [][]uint8) bool {
-	ok := true
-	routeHops(f, d, u, srcIn, func(s int32, e int32) {
-		if x := tab[e]; x != 0 && x != ly.L[d][s]+1 {
-			ok = false
-		}
-	})
-	return ok
-}
-
-func routeMark(f *Fabric, k, d int, u int32, ly *Layers, tab []uint8, srcIn [][]uint8) {
-	routeHops(f, d, u, srcIn, func(s int32, e int32) { tab[e] = ly.L[d][s] + 1 })
-}
-
-// routeHops calls fn for every hop (switch, in, out) of the route from
-// switch u toward d: the source in-ports at u, the arriving port after.
-func routeHops(f *Fabric, d int, u int32, srcIn [][]uint8, fn func(s int32, e int32)) {
-	s := u
-	_, out := f.Next(s, d)
-	for _, in := range srcIn[s] {
-		fn(s, f.Edge(s, in, out))
+// destOrder is the order destinations are placed in: by DLID.
+func destOrder(f *Fabric, _ *Trees) []int {
+	o := make([]int, len(f.DLIDs))
+	for i := range o {
+		o[i] = i
 	}
-	for hops := 0; hops <= f.N; hops++ {
-		t, out := f.Next(s, d)
-		if t < 0 {
-			return
-		}
-		in := f.peerPort[f.Chan(s, out)]
-		_, tout := f.Next(t, d)
-		fn(t, f.Edge(t, in, tout))
-		s = t
-	}
+	return o
 }

@@ -52,7 +52,7 @@ var algos = []algo{
 func toPlan(f *Fabric, ly *Layers) (*plan.VLPlan, Stats, error) {
 	if ly.PerHop {
 		tr, _ := f.BuildTrees()
-		return HopPlan(f, ly, tr)
+		return HopPlan(f, ly, tr, 16)
 	}
 	return PairPlan(f, ly)
 }
@@ -156,7 +156,7 @@ func TestACROVersusLASH(t *testing.T) {
 		}
 		acro += a.N
 		lash += l.N
-		if v, _, err := HopPlan(f, a, tr); err == nil {
+		if v, _, err := HopPlan(f, a, tr, 16); err == nil {
 			if err := Check(f, v); err != nil {
 				t.Errorf("seed %d: ACRO plan: %v", seed, err)
 			}

@@ -70,7 +70,7 @@ func run(n, deg int, seed int64) result {
 		}
 		res.layers[i] = ly.N
 		if i == 0 {
-			_, st, err := vl.HopPlan(f, ly, tr)
+			_, st, err := vl.HopPlan(f, ly, tr, 16)
 			res.sls = st.SLs
 			if err == nil && ly.N > 1 {
 				if err := vl.Check(f, mustPlan(f, ly, tr)); err != nil {
@@ -83,7 +83,7 @@ func run(n, deg int, seed int64) result {
 }
 
 func mustPlan(f *vl.Fabric, ly *vl.Layers, tr *vl.Trees) *plan.VLPlan {
-	v, _, _ := vl.HopPlan(f, ly, tr)
+	v, _, _ := vl.HopPlan(f, ly, tr, 16)
 	return v
 }
 
