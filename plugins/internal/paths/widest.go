@@ -124,6 +124,10 @@ func RandomShortestUpDownOpts(t *topology.Topology, rng *rand.Rand, o Options) (
 // up*/down* paths, one whose most loaded channel is least loaded (the
 // widest), then among those one of least total load, uniformly at random
 // among what is left; then every channel of the chosen path gains 1.
+// Pairs are machine pairs, not switch pairs: seed 000 §5.1 "determines the
+// paths between machines one by one", raising link weights per path, so
+// machines of one switch may take different paths (unlike PathSelection's
+// default PerSwitchPair).
 //
 // Cost: O(N·E) for the legal distance matrix, then per pair the size of
 // its shortest-path DAG (at most the states within the pair's distance):
