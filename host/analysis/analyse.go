@@ -150,6 +150,9 @@ type worker struct {
 	chanVL      []uint16 // per switch channel: VLs its traffic holds
 	vlm         []uint16 // per switch: VLs on its out-channel toward the current LID and SL
 	anyCA       bool     // the last default-SL walk had a CA source
+	epSL        []uint8  // per endpoint: 1+SL of its override toward the current LID, 0 = none
+	dlidOvHere  bool     // the current LID's owner has DLID overrides
+	lmc         uint8    // the current LID's LMC
 	caSLByClass []uint16 // per class: SLs CAs use
 	caSLOv      map[int32]uint16
 	slsUsed     uint16
@@ -171,6 +174,7 @@ func newWorker(f *fabric, opt Options) *worker {
 		orphanOut:   map[int32]int64{},
 		chanVL:      make([]uint16, f.nSwPorts),
 		vlm:         make([]uint16, n),
+		epSL:        make([]uint8, len(f.eps)),
 		caSLByClass: make([]uint16, f.nc),
 		caSLOv:      map[int32]uint16{},
 	}
@@ -424,10 +428,12 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 	def := f.sl(d)
 	ovs := f.slOvs[d]
 	var other uint16
+	w.dlidOvHere, w.lmc = len(f.dlidOvs[dst]) > 0, l
 	for _, o := range ovs {
 		if s := f.epSw[o.src]; s >= 0 {
 			w.slOvSw[s] = true
 		}
+		w.epSL[o.src] = o.sl + 1
 		if o.sl != def {
 			other |= 1 << o.sl
 		}
@@ -455,13 +461,22 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		if s := f.epSw[o.src]; s >= 0 {
 			w.slOvSw[s] = false
 		}
+		w.epSL[o.src] = 0
 	}
 }
 
 // sends reports whether endpoint e sends toward LID d (offset k of dst's
 // range): every source does under AllLIDs, else the one selecting k.
 func (w *worker) sends(e, dst int32, k uint8) bool {
-	return e != dst && (w.opt.AllLIDs || w.f.selected(e, dst) == k)
+	switch {
+	case e == dst:
+		return false
+	case w.opt.AllLIDs:
+		return true
+	case !w.dlidOvHere:
+		return w.f.offset(e, w.lmc) == k
+	}
+	return w.f.selected(e, dst) == k
 }
 
 // depWalk follows the tree toward d (computed by walk) for the sources
@@ -572,14 +587,18 @@ func (w *worker) originDefault(s int32, out uint8, dst int32, k uint8, x uint8) 
 		return m
 	}
 	w.anyCA = true
-	pb := int(f.portBase[s])
+	all := int(f.caCount[s])
+	if f.epSw[dst] == s && f.isCA[dst] {
+		all--
+	}
 	switch {
 	case f.tabIdx == nil:
 		m |= 1 << (f.tables[0][x] & 15)
-	case f.caTabOut[pb+int(out)] != mixedTables:
-		m |= 1 << (f.tables[f.caTabOut[pb+int(out)]][x] & 15)
+	case nca == all:
+		m |= f.caVLs[(int(f.portBase[s])+int(out))*16+int(x)]
 	default:
-		// The CA in-ports of s map x differently: ask each sender.
+		// Only some CAs of s send to d (LMC, DLID overrides) and
+		// their in-ports may map x differently: ask each sender.
 		for _, e := range f.caList[f.caStart[s]:f.caStart[s+1]] {
 			if w.sends(e, dst, k) {
 				m |= 1 << (f.vl(s, f.epIn[e], out, x) & 15)
@@ -597,11 +616,11 @@ func (w *worker) originMixed(s int32, out uint8, d uint16, dst int32, k uint8, x
 		return 0
 	}
 	var m uint16
-	if e := f.swEp[s]; w.sends(e, dst, k) && w.slOf(e, d, x) == x {
+	if e := f.swEp[s]; w.sends(e, dst, k) && w.slOf(e, x) == x {
 		m |= 1 << (f.vl(s, 0, out, x) & 15)
 	}
 	for _, e := range f.caList[f.caStart[s]:f.caStart[s+1]] {
-		if w.sends(e, dst, k) && w.slOf(e, d, x) == x {
+		if w.sends(e, dst, k) && w.slOf(e, x) == x {
 			m |= 1 << (f.vl(s, f.epIn[e], out, x) & 15)
 			w.anyCA = true
 		}
@@ -609,10 +628,11 @@ func (w *worker) originMixed(s int32, out uint8, d uint16, dst int32, k uint8, x
 	return m
 }
 
-// slOf is the SL src uses toward d: its override, else def.
-func (w *worker) slOf(src int32, d uint16, def uint8) uint8 {
-	if sl, ok := w.f.slOvAt[slKey{src, d}]; ok {
-		return sl
+// slOf is the SL src uses toward the current LID: its override (marked
+// in epSL for the LID's overriding sources), else def.
+func (w *worker) slOf(src int32, def uint8) uint8 {
+	if sl := w.epSL[src]; sl > 0 {
+		return sl - 1
 	}
 	return def
 }

@@ -95,3 +95,72 @@ func BenchmarkTrafficFatTree24(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnalyseFatTree36MultiVL analyses the reference fabric under a
+// four-VL plan built to exercise every slow path of the (channel, VL)
+// graph: four default SLs by DLID, ~150k per-source SL overrides, and
+// SL2VL tables that differ per CA in-port at every leaf (so the first-hop
+// VL is asked of each sending CA).
+func BenchmarkAnalyseFatTree36MultiVL(b *testing.B) {
+	topo, err := analysistest.FatTree3(36, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := analysistest.Realize(topo, analysistest.MinHop(topo), 0, plan.DLIDBase)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := &plan.VLPlan{SLByDLID: make([]uint8, int(r.TopLID)+1), VLs: 4}
+	for lid := range v.SLByDLID {
+		v.SLByDLID[lid] = uint8(lid % 4)
+	}
+	for sl := range v.Default {
+		v.Default[sl] = uint8(sl % 4)
+	}
+	for e, ref := range topo.Endpoints() {
+		if topo.SwitchIndex(ref.Node) >= 0 || e%64 != 0 {
+			continue
+		}
+		for lid := 1; lid <= int(r.TopLID); lid += 16 {
+			v.Overrides = append(v.Overrides, plan.SLOverride{Src: int32(e), DLID: uint16(lid), SL: uint8((e + lid) % 4)})
+		}
+	}
+	for _, n := range topo.Switches() {
+		node := &topo.Nodes[n]
+		for in := 1; in < len(node.Ports); in++ {
+			peer := node.Ports[in].Peer
+			if !peer.Connected() || topo.SwitchIndex(peer.Node) >= 0 {
+				continue // CA in-ports only
+			}
+			var tab [16]uint8
+			for sl := range tab {
+				tab[sl] = uint8((sl + in) % 4)
+			}
+			for out := 1; out < len(node.Ports); out++ {
+				if out != in {
+					v.SL2VL = append(v.SL2VL, plan.SL2VLEntry{Node: n, In: uint8(in), Out: uint8(out), VL: tab})
+				}
+			}
+		}
+	}
+	b.Logf("%d SL overrides, %d SL2VL entries", len(v.Overrides), len(v.SL2VL))
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	n := 0
+	var rep *analysis.Report
+	for b.Loop() {
+		n++
+		if rep, err = analysis.Analyse(r, v, analysis.Options{Workers: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) / time.Duration(n)
+	b.ReportMetric(float64(cpu.Milliseconds()), "cpu-ms/op")
+	b.ReportMetric(float64(len(rep.VLsUsed)), "vls")
+	if rep.DeadlockFree {
+		b.ReportMetric(1, "deadlock-free")
+	} else {
+		b.ReportMetric(0, "deadlock-free")
+	}
+}

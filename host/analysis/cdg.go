@@ -73,7 +73,15 @@ func (f *fabric) finishVLs(rep *Report, dep [16][16][]uint64, chanVL []uint16, s
 	g := &cdgGraph{f: f, nSw: nSw, vls: vls}
 	n := len(vls) * nSw
 	type edge struct{ from, to int32 }
-	var es []edge
+	nBits := 0
+	for a := range dep {
+		for _, bs := range dep[a] {
+			for _, x := range bs {
+				nBits += bits.OnesCount64(x)
+			}
+		}
+	}
+	es := make([]edge, 0, nBits)
 	var perVL, cross [16]int
 	for a := range dep {
 		for b, bs := range dep[a] {

@@ -80,15 +80,11 @@ type fabric struct {
 	tables []([16]uint8)
 	tabIdx []uint16
 	caTab  map[int32]uint16
-	// caTabOut[switch channel] is the table every CA in-port of the
-	// switch uses toward that out-port, or mixedTables when they differ
-	// (set only with tabIdx).
-	caTabOut []uint16
+	// caVLs[channel*16+sl] is the set of VLs SL sl gets on a switch
+	// out-channel over every CA in-port of the switch but the out-port
+	// itself: the first-hop VLs when all its CAs send (set with tabIdx).
+	caVLs []uint16
 }
-
-// mixedTables marks a switch out-port whose CA in-ports use different
-// SL2VL tables, so the VL of CA traffic depends on the sending CA.
-const mixedTables = 0xFFFF
 
 type slKey struct {
 	src  int32
@@ -366,7 +362,7 @@ func (f *fabric) indexSL2VL() error {
 		if i, ok := dedup[v]; ok {
 			return i, nil
 		}
-		if len(f.tables) >= mixedTables {
+		if len(f.tables) >= 0xFFFF {
 			return 0, fmt.Errorf("analysis: more than 65535 distinct SL2VL tables")
 		}
 		i := uint16(len(f.tables))
@@ -404,22 +400,20 @@ func (f *fabric) indexSL2VL() error {
 	if f.tabIdx == nil {
 		return nil
 	}
-	f.caTabOut = make([]uint16, f.nSwPorts)
+	f.caVLs = make([]uint16, f.nSwPorts*16)
 	for s := int32(0); s < int32(f.nsw); s++ {
-		cas := f.caList[f.caStart[s]:f.caStart[s+1]]
-		if len(cas) == 0 {
-			continue
-		}
 		pb := int(f.portBase[s])
-		for out := 1; out <= int(f.np[s]); out++ {
-			ti := f.tabIdx[f.edgeBase[s]+int(f.epIn[cas[0]])*(int(f.np[s])+1)+out]
-			for _, e := range cas[1:] {
-				if f.tabIdx[f.edgeBase[s]+int(f.epIn[e])*(int(f.np[s])+1)+out] != ti {
-					ti = mixedTables
-					break
+		for _, e := range f.caList[f.caStart[s]:f.caStart[s+1]] {
+			in := f.epIn[e]
+			for out := 1; out <= int(f.np[s]); out++ {
+				if out == int(in) {
+					continue // a CA does not send to itself
+				}
+				tab := &f.tables[f.tabIdx[f.edgeBase[s]+int(in)*(int(f.np[s])+1)+out]]
+				for sl := range 16 {
+					f.caVLs[(pb+out)*16+sl] |= 1 << (tab[sl] & 15)
 				}
 			}
-			f.caTabOut[pb+out] = ti
 		}
 	}
 	return nil
