@@ -5,13 +5,16 @@ package integration
 // and ibdmchk on the dumps.
 //
 //   - sssp on a seeded random regular graph needs more than one VL: single
-//     refuses it, dfsssp / layered / acro spread it over VLs; the host's
-//     per-VL CDG check, an exact (channel, VL) check written here and
-//     ibdmchk's credit-loop check (path SLs + SL2VL dump) agree, and the
-//     same ibdmchk flags find the loop when every path is put on SL 0.
-//   - shortest-widest paths partitioned by color-l: LMC per destination,
-//     DLID overrides per source, every CA->CA path followed hop by hop by
-//     the tables the switches hold, SA PathRecord answers the override.
+//     refuses it; dfsssp, layered and acro (LMC 0) and dfsssp, layered
+//     (LMC 1) spread it over VLs. The host's per-VL CDG check, an exact
+//     (channel, VL) check written here and ibdmchk's credit-loop check
+//     (path SLs + SL2VL dump, LMC 0) agree, and the same checks find the
+//     loop when every path is put on SL 0 / VL 0. The switches hold the
+//     planned SL2VL tables.
+//   - shortest-widest and path-selection with each of the six path LID
+//     assigners: LMC per destination, DLID overrides per source, every
+//     CA->CA path followed hop by hop by the tables the switches hold; SA
+//     PathRecord answers an override pair with the override DLID.
 //   - not enough VLs (or LIDs): a clear refusal and nothing programmed.
 
 import (
@@ -509,11 +512,10 @@ func TestMultiVLRandomRegular(t *testing.T) {
 			if cyc {
 				t.Errorf("the (channel, VL) dependency graph of the installed plan has a cycle")
 			}
-			// The exact check can fail: the same plan with every SL at 0.
-			sl0 := *res.VLs
-			sl0.SLByDLID, sl0.Overrides = nil, nil
-			if cyc, _, _ := exactCheck(t, res.Realized, &sl0, c.lmc > 0); !cyc {
-				t.Errorf("the exact check finds no cycle with every route on SL 0, which single refuses")
+			// The exact check can fail: the same tables on one VL (every
+			// SL 0, every SL2VL table on VL 0), which single refuses.
+			if cyc, _, _ := exactCheck(t, res.Realized, &plan.VLPlan{VLs: 1}, c.lmc > 0); !cyc {
+				t.Errorf("the exact check finds no cycle with every route on VL 0, which single refuses")
 			}
 			a.Close()
 			gaps := checkProgrammed(t, cfg)
@@ -573,21 +575,18 @@ func pluginPlan(t *testing.T, s mvSetup) (*plan.Realized, *plan.Routes, *plan.VL
 }
 
 // explainCDGRejection is called when the host refused s's plan for a
-// cyclic per-VL CDG. It recomputes the plan without the host and decides:
-// if the exact (channel, VL) graph (and, at LMC 0, ibdmchk) find it
-// deadlock-free, the refusal is one of host/analysis's known false
-// positives and the test skips naming it; otherwise the VL assigner is
-// wrong and the test fails.
+// cyclic per-VL CDG. It recomputes the plan without the host and says who
+// is wrong: if the exact (channel, VL) graph (and, at LMC 0, ibdmchk) find
+// a cycle, the VL assigner is; otherwise the host's analysis is, and the
+// failure names which of its two former false positives is back:
 //
-//   - VL-changing dependencies (acro): analysis files every dependency
-//     under the VL of its out-channel only (worker.setDep), so a
-//     dependency from VL 1 into VL 0 lands in VL 0's graph as if its
-//     in-channel were on VL 0, and can close a cycle no buffer holds.
-//   - Per-source SL overrides with LMC > 0 planes: under AllLIDs
-//     (host/verify, maxLMC > 0 without LID-plan planes) analysis makes
-//     every switch originate DLID d on d's default SL (the AllLIDs
-//     branches in its dependency pass), although every source there may
-//     have an SL override for d.
+//   - VL-changing dependencies (acro): a dependency filed under its
+//     out-channel's VL only lands in the lower VL's graph as if its
+//     in-channel were on that VL, and can close a cycle no buffer holds
+//     (fixed by 1eff2a8, CDG over (channel, VL) nodes).
+//   - Per-source SL overrides with LMC > 0 planes: under AllLIDs every
+//     switch was made to originate DLID d on d's default SL, although
+//     every source there may have an SL override for d.
 func explainCDGRejection(t *testing.T, s mvSetup, stderr string) {
 	t.Helper()
 	r, _, v := pluginPlan(t, s)
@@ -633,7 +632,7 @@ func explainCDGRejection(t *testing.T, s mvSetup, stderr string) {
 	if len(why) == 0 {
 		t.Fatalf("host/analysis and the exact check disagree for an unknown reason (cyclic %v):\n%s", cyclic, tail(stderr, 2000))
 	}
-	t.Skipf("KNOWN HOST BUG (host/analysis, not %s): the plan is deadlock-free — exact (channel, VL) graph acyclic (%d dependencies), ibdmchk %s — "+
+	t.Fatalf("HOST FALSE POSITIVE (host/analysis, not %s): the plan is deadlock-free — exact (channel, VL) graph acyclic (%d dependencies), ibdmchk %s — "+
 		"but the host finds %v cyclic because %s; the host refuses it", s.v, deps, ib, cyclic, strings.Join(why, "; "))
 }
 
@@ -928,6 +927,8 @@ func saPaths(t *testing.T, a *app.App, client int32, smLID, slid uint16, dst uin
 	return out
 }
 
+var needsLayers = regexp.MustCompile(`needs at least (\d+) layers \(VLs\)`)
+
 // TestNotEnoughVLsOrLIDs: a VL assigner that needs more VLs than the
 // ports carry (the embedded fabric's VLCap gives 8 data VLs), or a LID
 // assigner held below the LIDs its paths need, is refused with a message
@@ -946,8 +947,8 @@ func TestNotEnoughVLsOrLIDs(t *testing.T) {
 		s    mvSetup
 		want []string
 	}{
-		{"dfsssp needs 9 VLs on a 128-switch RRG", mvSetup{net: rrg128, engine: "sssp", lid: "sequential", v: "dfsssp"},
-			[]string{"dfsssp", "needs at least 9 layers (VLs) but only 8 are available", "dependency cycle through 0x", "ports with more VLs (VLCap)", "fabric keeps its last good plan"}},
+		{"dfsssp needs more than 8 VLs on a 128-switch RRG", mvSetup{net: rrg128, engine: "sssp", lid: "sequential", v: "dfsssp"},
+			[]string{"dfsssp", "layers (VLs) but only 8 are available", "ports with more VLs (VLCap)", "fabric keeps its last good plan"}},
 		{"color-l held to max_lmc 0", mvSetup{net: rand8Net, engine: "shortestwidest", lid: "color-l", v: "single", lidConfig: "max_lmc = 0"},
 			[]string{"color-l", "needs 2 LIDs (LMC 1) with color-l, but max_lmc is 0", "raise max_lmc", "fabric keeps its last good plan"}},
 	}
@@ -956,7 +957,18 @@ func TestNotEnoughVLsOrLIDs(t *testing.T) {
 			cfg := writeMVConfig(t, t.TempDir(), c.s)
 			out, stderr, err := ibsmOut(t, "run", "--once", "--config", cfg)
 			if err == nil {
-				t.Fatalf("accepted:\n%s", out)
+				t.Fatalf("accepted (if the assigner improved, pick a fabric that needs more):\n%s", out)
+			}
+			if c.s.v == "dfsssp" {
+				m := needsLayers.FindStringSubmatch(stderr)
+				if n := 0; m != nil {
+					n, _ = strconv.Atoi(m[1])
+					if n <= 8 {
+						t.Errorf("refusal says it needs %d layers; with 8 VLs available it should need more:\n%s", n, tail(stderr, 2000))
+					}
+				} else {
+					t.Errorf("refusal does not say how many layers it needs:\n%s", tail(stderr, 2000))
+				}
 			}
 			for _, w := range c.want {
 				if !strings.Contains(stderr, w) {
