@@ -403,3 +403,29 @@ func RingVLs(r *plan.Realized) *plan.VLPlan {
 	}
 	return v
 }
+
+// Torus2D is an x-by-y torus of switches (port 1 east, 2 west, 3 north,
+// 4 south, wrapping around; x, y >= 3) with casPerSwitch CAs on ports 5..
+// of each.
+func Torus2D(x, y, casPerSwitch int, vlcap uint8) (*topology.Topology, error) {
+	if x < 3 || y < 3 {
+		return nil, fmt.Errorf("torus %dx%d: want both sides >= 3 (smaller sides double the links)", x, y)
+	}
+	f := NewFab(vlcap)
+	sw := make([]uint64, x*y)
+	for i := range sw {
+		sw[i] = f.Switch(4 + casPerSwitch)
+	}
+	for j := 0; j < y; j++ {
+		for i := 0; i < x; i++ {
+			f.B.Link(sw[j*x+i], 1, sw[j*x+(i+1)%x], 2)
+			f.B.Link(sw[j*x+i], 3, sw[((j+1)%y)*x+i], 4)
+		}
+	}
+	for _, s := range sw {
+		for p := 0; p < casPerSwitch; p++ {
+			f.CA(s, uint8(5+p))
+		}
+	}
+	return f.Build()
+}
