@@ -960,14 +960,10 @@ func TestNotEnoughVLsOrLIDs(t *testing.T) {
 				t.Fatalf("accepted (if the assigner improved, pick a fabric that needs more):\n%s", out)
 			}
 			if c.s.v == "dfsssp" {
-				m := needsLayers.FindStringSubmatch(stderr)
-				if n := 0; m != nil {
-					n, _ = strconv.Atoi(m[1])
-					if n <= 8 {
-						t.Errorf("refusal says it needs %d layers; with 8 VLs available it should need more:\n%s", n, tail(stderr, 2000))
-					}
-				} else {
+				if m := needsLayers.FindStringSubmatch(stderr); m == nil {
 					t.Errorf("refusal does not say how many layers it needs:\n%s", tail(stderr, 2000))
+				} else if n, _ := strconv.Atoi(m[1]); n <= 8 {
+					t.Errorf("refusal says it needs %d layers; with 8 VLs available it should need more:\n%s", n, tail(stderr, 2000))
 				}
 			}
 			for _, w := range c.want {
