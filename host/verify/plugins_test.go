@@ -77,7 +77,9 @@ func TestVLAssignerPlugins(t *testing.T) {
 		{"ring6 minhop", func() (*topology.Topology, error) { return analysistest.Ring(6, 1, 8) }, minhop},
 		{"torus4x4 minhop", func() (*topology.Topology, error) { return analysistest.Torus2D(4, 4, 1, 8) }, minhop},
 		{"torus4x4 sssp", func() (*topology.Topology, error) { return analysistest.Torus2D(4, 4, 1, 8) }, ssspRoutes},
-		{"rrg16 sssp", func() (*topology.Topology, error) { return activeNetFile(filepath.Join(root, "conf/examples/rrg16.net")) }, ssspRoutes},
+		{"rrg16 sssp", func() (*topology.Topology, error) {
+			return activeNetFile(filepath.Join(root, "conf/examples/rrg16.net"))
+		}, ssspRoutes},
 	}
 	for _, vlName := range []string{"acro", "dfsssp", "layered"} {
 		assigner := launch(vlName, sdk.KindVLAssign)
