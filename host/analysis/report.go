@@ -1,14 +1,19 @@
 // Package analysis measures a realised routing: reachability of every CA→CA
 // and switch→switch pair, forwarding loops, bad LFT entries, hop counts,
 // channel load under uniform all-to-all traffic and the channel dependency
-// graph per VL. The verifier, the `ibsm verify` command and the tests all
-// use this one package so that they never disagree.
+// graph over (channel, VL) pairs, the VL of every hop taken from the SL2VL
+// table of (switch, in-port, out-port). The verifier, the `ibsm verify`
+// command and the tests all use this one package so that they never
+// disagree.
 //
 // Every figure is computed per destination LID in O(switches): the LFT of
 // every switch is followed once with memoisation, which gives the forwarding
 // tree toward the LID; sources, loads and dependencies are then accumulated
-// along that tree. Destinations are spread over goroutines; results are merged
-// in LID order, so the report is deterministic.
+// along that tree, dependencies once per distinct SL the LID's sources use
+// (its default SL and the SLs of per-source overrides). Destinations are
+// spread over goroutines; results are merged in LID order, so the report is
+// deterministic. Dependency memory is one bitset of (switch, in, out) per
+// (VL, VL) pair in use: one for a single-VL plan.
 //
 // On request (Options.Shifts, Options.Bisections) it also routes individual
 // flows for the fat-tree quality metrics: the worst channel load over shift
@@ -225,10 +230,14 @@ func (r *Report) Text(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "SLs used: %v; VLs used: %v\n", r.SLsUsed, r.VLsUsed)
 	for _, v := range r.VLs {
+		cross := ""
+		if v.FromOtherVLs > 0 {
+			cross = fmt.Sprintf(", %d from other VLs", v.FromOtherVLs)
+		}
 		if v.Acyclic {
-			fmt.Fprintf(&b, "  VL%d: CDG acyclic (%d channels, %d dependencies)\n", v.VL, v.Channels, v.Edges)
+			fmt.Fprintf(&b, "  VL%d: CDG acyclic (%d channels, %d dependencies%s)\n", v.VL, v.Channels, v.Edges, cross)
 		} else {
-			fmt.Fprintf(&b, "  VL%d: CDG CYCLIC (%d channels, %d dependencies): %s\n", v.VL, v.Channels, v.Edges, strings.Join(v.Cycle, " -> "))
+			fmt.Fprintf(&b, "  VL%d: CDG CYCLIC (%d channels, %d dependencies%s): %s\n", v.VL, v.Channels, v.Edges, cross, strings.Join(v.Cycle, " -> "))
 		}
 	}
 	if r.DeadlockFree {
