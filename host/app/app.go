@@ -188,7 +188,7 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 			_, err := routesOnly(t, rt, l, v, rz)
 			return err
 		},
-		VerifyPolicy: "switch_to_switch=" + string(policy),
+		VerifyPolicy: "switch_to_switch=" + string(policy) + ";rules=" + verify.Rules,
 		Log:          a.Log.Named("pipeline"),
 	}
 	for _, p := range cfg.Engines() {

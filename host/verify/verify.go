@@ -14,6 +14,13 @@ import (
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
+// Rules names the verifier's rules. It changes whenever the same plan may
+// get a different verdict, so that verdicts remembered under older rules
+// (the pipeline cache) are not reused: "cdg-channel-vl" is the channel
+// dependency graph over (channel, VL) pairs, which accepts plans that
+// change VL along paths and refuses loops that cross VLs.
+const Rules = "cdg-channel-vl"
+
 // Plan is what the pipeline produced for one topology snapshot.
 type Plan struct {
 	Topo   *topology.Topology
