@@ -44,8 +44,9 @@
 //   - Requests for attributes the SMA does not implement (SMInfo, Notice,
 //     vendor ones) are delivered to a Conn attached at the destination port
 //     if there is one (that is how traps and SMInfo reach an SM), else
-//     answered with status 0x000C. M_Key, P_Key enforcement, VL arbitration
-//     and multicast forwarding are not simulated.
+//     answered with status 0x000C. VLArbitrationTable blocks are stored and
+//     returned but do not arbitrate. M_Key, P_Key enforcement, VL
+//     arbitration and multicast forwarding are not simulated.
 package sim
 
 import (
@@ -128,6 +129,7 @@ type node struct {
 	psc      atomic.Bool // SwitchInfo.PortStateChange
 	sl2vl    [][8]byte   // switches: [in*(nfp+1)+out]; CAs: [port]; wire format
 	pkeys    map[uint32]*smp.PKeyBlock
+	vlarb    map[uint16]*smp.VLArbBlock // port<<8 | block; nil block = all zero
 }
 
 type port struct {
@@ -512,6 +514,25 @@ func (f *Fabric) SL2VL(guid uint64, in, out uint8) ([16]uint8, error) {
 	n.mu.Unlock()
 	_ = t.Unmarshal(raw[:])
 	return t, nil
+}
+
+// VLArb returns VLArbitrationTable block (1..4) of port p as last Set
+// (all zero if never Set).
+func (f *Fabric) VLArb(guid uint64, p, block uint8) (smp.VLArbBlock, error) {
+	var b smp.VLArbBlock
+	n, err := f.node(guid)
+	if err != nil {
+		return b, err
+	}
+	if int(p) > n.nfp || block < smp.VLArbLowBlock0 || block > smp.VLArbHighBlock1 {
+		return b, fmt.Errorf("sim: node 0x%016x has no VLArbitrationTable block %d for port %d", guid, block, p)
+	}
+	n.mu.Lock()
+	if t := n.vlarb[uint16(p)<<8|uint16(block)]; t != nil {
+		b = *t
+	}
+	n.mu.Unlock()
+	return b, nil
 }
 
 func (n *node) sl2vlIndex(in, out uint8) (int, bool) {

@@ -534,6 +534,31 @@ func TestAttributes(t *testing.T) {
 	if other, _ := h.fab.SL2VL(gSw2, 5, 3); other != (smp.SL2VLTable{}) {
 		t.Fatalf("other pair changed: %v", other)
 	}
+	// VLArbitration: a switch port's block by modifier; a CA's by the port
+	// the SMP arrived on, whatever the modifier's port says.
+	arb := smp.VLArbBlock{{VL: 0, Weight: 64}, {VL: 1, Weight: 64}}
+	if r := h.drSet(&arb, smp.VLArbMod(4, smp.VLArbLowBlock0), 1, 3); r == nil || r.Status != 0 {
+		t.Fatalf("VLArb set: %+v", r)
+	}
+	if b, err := h.fab.VLArb(gSw2, 4, smp.VLArbLowBlock0); err != nil || b != arb {
+		t.Fatalf("VLArb accessor %v %v", b, err)
+	}
+	if b, _ := h.fab.VLArb(gSw2, 4, smp.VLArbHighBlock0); b != (smp.VLArbBlock{}) {
+		t.Fatalf("high block changed: %v", b)
+	}
+	var arbBack smp.VLArbBlock
+	if err := h.drGet(smp.AttrVLArbitrationTable, smp.VLArbMod(4, smp.VLArbLowBlock0), 1, 3).Attr(&arbBack); err != nil || arbBack != arb {
+		t.Fatalf("VLArb get %v %v", arbBack, err)
+	}
+	if r := h.drSet(&arb, smp.VLArbMod(7, smp.VLArbLowBlock1)); r == nil || r.Status != 0 {
+		t.Fatalf("VLArb set on the SM's CA: %+v", r)
+	}
+	if b, _ := h.fab.VLArb(gH1, 1, smp.VLArbLowBlock1); b != arb {
+		t.Fatalf("CA VLArb not on the arrival port: %v", b)
+	}
+	if _, err := h.fab.VLArb(gSw2, 4, 0); err == nil {
+		t.Fatal("VLArb accessor accepted block 0")
+	}
 	for _, c := range []struct {
 		name   string
 		method uint8
@@ -551,7 +576,10 @@ func TestAttributes(t *testing.T) {
 		{"SL2VL port out of range", smp.MethodGet, smp.AttrSLtoVLMappingTable, smp.SL2VLMod(9, 1), []uint8{1}, smp.StatusInvalidField},
 		{"P_Key block 0", smp.MethodGet, smp.AttrPKeyTable, 0, nil, 0},
 		{"P_Key block 2", smp.MethodGet, smp.AttrPKeyTable, 2, nil, smp.StatusInvalidField},
-		{"VLArbitration unsupported", smp.MethodGet, smp.AttrVLArbitrationTable, 0, []uint8{1}, smp.StatusUnsupportedMethodAttr},
+		{"VLArbitration block 0", smp.MethodGet, smp.AttrVLArbitrationTable, 0, []uint8{1}, smp.StatusInvalidField},
+		{"VLArbitration block 5", smp.MethodGet, smp.AttrVLArbitrationTable, smp.VLArbMod(1, 5), []uint8{1}, smp.StatusInvalidField},
+		{"VLArbitration port out of range", smp.MethodGet, smp.AttrVLArbitrationTable, smp.VLArbMod(9, 1), []uint8{1}, smp.StatusInvalidField},
+		{"VLArbitration high block on a CA", smp.MethodGet, smp.AttrVLArbitrationTable, smp.VLArbMod(0, smp.VLArbHighBlock1), nil, 0},
 		{"SMInfo with no SM there", smp.MethodGet, smp.AttrSMInfo, 0, []uint8{1, 3}, smp.StatusUnsupportedMethodAttr},
 		{"unknown method", 0x04, smp.AttrNodeInfo, 0, nil, smp.StatusUnsupportedMethod},
 	} {

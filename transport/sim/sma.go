@@ -16,7 +16,7 @@ const capExtSpeeds = 1 << 14
 func (f *Fabric) sma(n *node, in uint8, s *smp.SMP) bool {
 	switch s.AttrID {
 	case smp.AttrNodeDescription, smp.AttrNodeInfo, smp.AttrSwitchInfo, smp.AttrGUIDInfo, smp.AttrPortInfo,
-		smp.AttrPKeyTable, smp.AttrSLtoVLMappingTable, smp.AttrLinearForwardingTable:
+		smp.AttrPKeyTable, smp.AttrSLtoVLMappingTable, smp.AttrLinearForwardingTable, smp.AttrVLArbitrationTable:
 	default:
 		return false
 	}
@@ -59,6 +59,8 @@ func (f *Fabric) sma(n *node, in uint8, s *smp.SMP) bool {
 		st = f.sl2vlTable(n, in, s, set)
 	case smp.AttrLinearForwardingTable:
 		st = f.lftBlock(n, s, set)
+	case smp.AttrVLArbitrationTable:
+		st = f.vlArbTable(n, in, s, set)
 	}
 	s.TurnAround(st)
 	return true
@@ -367,5 +369,37 @@ func (f *Fabric) lftBlock(n *node, s *smp.SMP, set bool) uint16 {
 			s.Data[i] = smp.LFTUnreachable
 		}
 	}
+	return 0
+}
+
+// vlArbTable stores and returns VLArbitrationTable blocks (it does not
+// arbitrate). Switches take the port from the modifier; CAs use the port
+// the SMP arrived on, as they ignore the modifier's port.
+func (f *Fabric) vlArbTable(n *node, in uint8, s *smp.SMP, set bool) uint16 {
+	q, block, err := smp.VLArbPorts(s.AttrMod)
+	if !n.isSwitch() {
+		q = in
+	}
+	if err != nil || int(q) > n.nfp || (!n.isSwitch() && q == 0) {
+		s.Data = [smp.DataLen]byte{}
+		return smp.StatusInvalidField
+	}
+	key := uint16(q)<<8 | uint16(block)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if set {
+		var b smp.VLArbBlock
+		_ = b.Unmarshal(s.Data[:])
+		if n.vlarb == nil {
+			n.vlarb = map[uint16]*smp.VLArbBlock{}
+		}
+		n.vlarb[key] = &b
+	}
+	var b smp.VLArbBlock
+	if p := n.vlarb[key]; p != nil {
+		b = *p
+	}
+	s.Data = [smp.DataLen]byte{}
+	_ = b.MarshalTo(s.Data[:]) // VLs were masked to 4 bits by Unmarshal
 	return 0
 }
