@@ -236,28 +236,3 @@ func (l *Layer) FindCycle(black []bool) []int32 {
 func sortByOrd(cs []int32, ord []int32) {
 	slices.SortFunc(cs, func(a, b int32) int { return cmp.Compare(ord[a], ord[b]) })
 }
-
-// SeedOrder starts l's topological order from a known one: first lists
-// channels so that every dependency expected in l goes from a later entry
-// to an earlier one (ACRO's settling order). Inserting those dependencies
-// then costs O(1) each. It must be called before the first Insert.
-func (l *Layer) SeedOrder(first []int32) {
-	n := l.f.Chans()
-	l.ord = make([]int32, n)
-	l.mark = make([]uint32, n)
-	seen := make([]bool, n)
-	for _, c := range first {
-		seen[c] = true
-	}
-	next := int32(0)
-	for c := range l.ord {
-		if !seen[c] {
-			l.ord[c] = next
-			next++
-		}
-	}
-	for i := len(first) - 1; i >= 0; i-- {
-		l.ord[first[i]] = next
-		next++
-	}
-}

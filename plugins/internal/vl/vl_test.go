@@ -101,6 +101,9 @@ func TestAlgorithms(t *testing.T) {
 				if fb.cyclic != (ly.N > 1) {
 					t.Errorf("layers = %d on a fabric with cyclic=%v", ly.N, fb.cyclic)
 				}
+				if ly.PerHop && (st.Overrides != 0 || st.SLs > MaxSLs || v.VLs < ly.N || v.VLs > 8) {
+					t.Errorf("acro plan: %+v, want one SL per DLID (no overrides), at most 16 SLs, between %d layers and 8 VLs", st, ly.N)
+				}
 				t.Logf("%+v", st)
 			})
 		}
@@ -156,15 +159,73 @@ func TestACROVersusLASH(t *testing.T) {
 		}
 		acro += a.N
 		lash += l.N
-		if v, _, err := HopPlan(f, a, tr, 16); err == nil {
-			if err := Check(f, v); err != nil {
-				t.Errorf("seed %d: ACRO plan: %v", seed, err)
-			}
+		v, st, err := HopPlan(f, a, tr, 8)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if err := Check(f, v); err != nil {
+			t.Errorf("seed %d: ACRO plan: %v", seed, err)
+		}
+		if st.Overrides != 0 {
+			t.Errorf("seed %d: %d per-source overrides, want none", seed, st.Overrides)
 		}
 	}
 	t.Logf("layers over 6 seeds: acro %d, layered %d", acro, lash)
 	if acro > lash {
 		t.Errorf("acro needs %d layers in all, layered %d", acro, lash)
+	}
+}
+
+// TestHopPlanFewSLs squeezes acro's IB plan into few SLs: the plan grows
+// VLs first, then splits destinations into per-source overrides, and is
+// either deadlock-free (exact checker) or a LimitError — never silently
+// wrong. With one VL on a cyclic routing it must refuse.
+func TestHopPlanFewSLs(t *testing.T) {
+	topo, err := RandomRegular(32, 4, 1, 8, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := RandomMinimal(topo, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fabric(t, topo, r)
+	tr, err := f.BuildTrees()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ly, err := ACRO(context.Background(), f, tr, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawSplit := false
+	for _, c := range []struct{ vls, sls int }{{8, 16}, {8, 2}, {ly.N, 3}, {ly.N, 1}, {1, 16}} {
+		v, st, err := hopPlan(f, ly, tr, c.vls, c.sls)
+		var le *LimitError
+		switch {
+		case err != nil && errors.As(err, &le):
+			if c.vls == 8 && c.sls == 16 {
+				t.Errorf("%d VLs, %d SLs: %v", c.vls, c.sls, err)
+			}
+			t.Logf("%d VLs, %d SLs: %v", c.vls, c.sls, err)
+		case err != nil:
+			t.Errorf("%d VLs, %d SLs: want a LimitError, got %v", c.vls, c.sls, err)
+		default:
+			if c.vls == 1 {
+				t.Errorf("one VL accepted on a cyclic routing: %+v", st)
+			}
+			if err := Check(f, v); err != nil {
+				t.Errorf("%d VLs, %d SLs: %+v: %v", c.vls, c.sls, st, err)
+			}
+			if st.SLs > c.sls || v.VLs > c.vls {
+				t.Errorf("%d VLs, %d SLs: plan uses %+v", c.vls, c.sls, st)
+			}
+			sawSplit = sawSplit || st.Overrides > 0
+			t.Logf("%d VLs, %d SLs: %+v", c.vls, c.sls, st)
+		}
+	}
+	if !sawSplit {
+		t.Error("no squeeze reached the per-source fallback")
 	}
 }
 
