@@ -1,8 +1,17 @@
 // Package program pushes a verified plan into the fabric: port LIDs and the
-// SM LID (PortInfo), LinearFDBTop (SwitchInfo), LFT blocks, SL2VL tables,
-// then port states Armed and Active. It sends only what differs from what
-// each device is known to hold: PortInfo and SwitchInfo as discovery just
-// read them, LFT blocks and SL2VL tables as this programmer last wrote them.
+// SM LID (PortInfo), LinearFDBTop (SwitchInfo), LFT blocks, SL2VL tables
+// (switch port pairs and CA ports), and for plans using more than one data
+// VL the ports' OperationalVLs (PortInfo) and VLArbitration tables, then
+// port states Armed and Active. It sends only what differs from what each
+// device is known to hold: PortInfo and SwitchInfo as discovery just read
+// them, LFT blocks, SL2VL and VLArbitration tables as this programmer last
+// wrote them.
+//
+// OperationalVLs goes out, as OpenSM does, before the port is Armed: in the
+// LID Set of an end port, else in the Armed Set of a port still in Init;
+// only a port already Armed or Active gets a Set of its own (some hardware
+// ignores an OperationalVLs change on an Active port; the link then needs
+// a bounce, which this package does not force).
 package program
 
 import (
@@ -29,29 +38,39 @@ type Stats struct {
 	// full push would send).
 	LFTBlocksTotal int64
 	SL2VLSets      int64
-	StateSets      int64
-	Failed         int64
+	// VLArbSets counts VLArbitrationTable blocks sent.
+	VLArbSets int64
+	// OpVLsSets counts PortInfo Sets sent only to change OperationalVLs
+	// (ports already Armed or Active); OperationalVLs carried in a LID or
+	// state Set is not counted here.
+	OpVLsSets int64
+	StateSets int64
+	Failed    int64
 }
 
 // Sets is the total number of Set SMPs.
 func (s Stats) Sets() int64 {
-	return s.PortInfoSets + s.SwitchInfoSets + s.LFTBlocksSent + s.SL2VLSets + s.StateSets
+	return s.PortInfoSets + s.SwitchInfoSets + s.LFTBlocksSent + s.SL2VLSets + s.VLArbSets + s.OpVLsSets + s.StateSets
 }
 
-// Programmer remembers what it wrote to each switch.
+// Programmer remembers what it wrote to each node.
 type Programmer struct {
 	C        *mad.Client
 	Log      hclog.Logger
 	Parallel int
 
 	mu    sync.Mutex
-	known map[uint64]*switchState // by switch node GUID
+	known map[uint64]*nodeState // by node GUID
 }
 
-type switchState struct {
-	lid   uint16  // port-0 LID it had when the tables were written
+type nodeState struct {
+	lid   uint16  // switches: port-0 LID it had when the tables were written
 	lft   []uint8 // LFT as written (index = LID)
 	sl2vl map[[2]uint8][16]uint8
+	vlarb map[[2]uint8]smp.VLArbBlock // (port, block)
+	// caLID is, for CAs, each programmed port's LID once written: a port
+	// that lost it was reset and holds reset tables again.
+	caLID map[uint8]uint16
 }
 
 // Forget drops what is known of every switch, so the next Apply writes
@@ -69,7 +88,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	r := fanout.New(p.Parallel)
 	p.mu.Lock()
 	if p.known == nil {
-		p.known = map[uint64]*switchState{}
+		p.known = map[uint64]*nodeState{}
 	}
 	p.mu.Unlock()
 
@@ -81,10 +100,19 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		}
 	}
 
-	// Phase 1: LIDs, LinearFDBTop, LFT blocks, SL2VL. written keeps each
-	// PortInfo as set here: the state Sets below rewrite every field, so
-	// they must carry the new LID, not the one discovery read.
+	need := vlsNeeded(vls)
+	p.forgetResetCAs(fab)
+
+	// Phase 1: LIDs, OperationalVLs, LinearFDBTop, LFT blocks, SL2VL,
+	// VLArbitration. written keeps each PortInfo as set here or to be set
+	// by the Armed Set: the state Sets below rewrite every field, so they
+	// must carry the new LID and OperationalVLs, not what discovery read.
 	written := map[portKey]smp.PortInfo{}
+	type piSet struct {
+		path mad.Path
+		pi   smp.PortInfo
+	}
+	lidSets := map[portKey]*piSet{}
 	for i, ep := range eps {
 		n := fab.Nodes[topo.Nodes[ep.Node].GUID]
 		want := rz.LIDs.Ports[i]
@@ -99,13 +127,40 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		pi := cur
 		pi.LID, pi.LMC, pi.MasterSMLID = want.Base, want.LMC, smLID
 		noChange(&pi)
-		written[portKey{n.Info.NodeGUID, ep.Port}] = pi
-		port := ep.Port
-		path := n.Path
+		lidSets[portKey{n.Info.NodeGUID, ep.Port}] = &piSet{n.Path, pi}
+	}
+	opVLs := p.operationalVLs(fab, need)
+	opOnly := map[portKey]*piSet{}
+	for k, code := range opVLs {
+		n := fab.Nodes[k.guid]
+		info := n.Ports[k.port].Info
+		if info.OperationalVLs == code && info.VLHighLimit == 0 {
+			continue
+		}
+		if s := lidSets[k]; s != nil {
+			s.pi.OperationalVLs, s.pi.VLHighLimit = code, 0
+			continue
+		}
+		pi := info
+		noChange(&pi)
+		pi.OperationalVLs, pi.VLHighLimit = code, 0
+		if info.PortState >= smp.PortStateInit && info.PortState < smp.PortStateArmed {
+			written[k] = pi // carried by the Armed Set below
+			continue
+		}
+		opOnly[k] = &piSet{n.Path, pi}
+	}
+	for k, s := range lidSets {
+		written[k] = s.pi
 		atomic.AddInt64(&st.PortInfoSets, 1)
-		r.Go(func() error {
-			return p.C.Set(ctx, path, smp.AttrPortInfo, uint32(port), &pi, nil)
-		})
+		s, port := s, uint32(k.port)
+		r.Go(func() error { return p.C.Set(ctx, s.path, smp.AttrPortInfo, port, &s.pi, nil) })
+	}
+	for k, s := range opOnly {
+		written[k] = s.pi
+		atomic.AddInt64(&st.OpVLsSets, 1)
+		s, port := s, uint32(k.port)
+		r.Go(func() error { return p.C.Set(ctx, s.path, smp.AttrPortInfo, port, &s.pi, nil) })
 	}
 	blocks := (int(rz.TopLID) + 64) / 64
 	sw := topo.Switches()
@@ -142,8 +197,8 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 			})
 		}
 	}
-	sl2vlSets := p.sl2vl(ctx, r, fab, topo, vls)
-	st.SL2VLSets = sl2vlSets
+	st.SL2VLSets = p.sl2vl(ctx, r, fab, topo, vls)
+	st.VLArbSets = p.vlArb(ctx, r, fab, opVLs, need)
 	if err := r.Wait("programming LIDs and forwarding tables"); err != nil {
 		st.Failed = r.Failed()
 		p.Forget() // what the switches hold is now uncertain
@@ -155,6 +210,13 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		ks := p.stateLocked(topo.Nodes[node].GUID)
 		ks.lft = append(ks.lft[:0], rz.LFT[s]...)
 		ks.lid = rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})].Base
+	}
+	for i, ep := range eps {
+		if topo.Nodes[ep.Node].Type == topology.Switch {
+			continue
+		}
+		ks := p.stateLocked(topo.Nodes[ep.Node].GUID)
+		ks.caLID[ep.Port] = rz.LIDs.Ports[i].Base
 	}
 	p.mu.Unlock()
 
@@ -206,10 +268,10 @@ func noChange(pi *smp.PortInfo) {
 }
 
 // stateLocked returns (creating) what is known of a switch; p.mu held.
-func (p *Programmer) stateLocked(guid uint64) *switchState {
+func (p *Programmer) stateLocked(guid uint64) *nodeState {
 	ks := p.known[guid]
 	if ks == nil {
-		ks = &switchState{sl2vl: map[[2]uint8][16]uint8{}}
+		ks = &nodeState{sl2vl: map[[2]uint8][16]uint8{}, vlarb: map[[2]uint8]smp.VLArbBlock{}, caLID: map[uint8]uint16{}}
 		p.known[guid] = ks
 	}
 	return ks
@@ -217,7 +279,7 @@ func (p *Programmer) stateLocked(guid uint64) *switchState {
 
 // knownFor returns what the programmer wrote to a switch, or nil if that is
 // no longer what the switch holds (it lost its LID: rebooted or replaced).
-func (p *Programmer) knownFor(guid uint64, n *discovery.Node) *switchState {
+func (p *Programmer) knownFor(guid uint64, n *discovery.Node) *nodeState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ks := p.known[guid]
@@ -246,9 +308,12 @@ func sameBlock(lft []uint8, b int, blk *smp.LFTBlock) bool {
 }
 
 // sl2vl programs the SL-to-VL tables the plan needs and returns how many
-// Sets it queued. A plan that uses only SL 0 mapped to VL 0 needs no table:
-// every SL2VL table maps SL 0 somewhere, and VL 0 is where the reset value
-// and every plan ibsm writes put it, so nothing is sent.
+// Sets it queued: every (in, out) pair of every switch, the (in, 0) pairs
+// the plan lists for switch port 0, and each linked CA port (the plan's
+// entry for (node, port, port), else the default). A plan that uses only
+// SL 0 mapped to VL 0 needs no table: every SL2VL table maps SL 0
+// somewhere, and VL 0 is where the reset value and every plan ibsm writes
+// put it, so nothing is sent.
 func (p *Programmer) sl2vl(ctx context.Context, r *fanout.Group, fab *discovery.Fabric, topo *topology.Topology, vls *plan.VLPlan) int64 {
 	if vls == nil || onlySL0(vls) {
 		return 0
@@ -257,36 +322,241 @@ func (p *Programmer) sl2vl(ctx context.Context, r *fanout.Group, fab *discovery.
 	for _, e := range vls.SL2VL {
 		entries[[3]int32{e.Node, int32(e.In), int32(e.Out)}] = e.VL
 	}
+	table := func(node int32, in, out int) [16]uint8 {
+		if t, ok := entries[[3]int32{node, int32(in), int32(out)}]; ok {
+			return t
+		}
+		return vls.Default
+	}
 	var n int64
-	for _, node := range topo.Switches() {
-		guid := topo.Nodes[node].GUID
-		fn := fab.Nodes[guid]
+	// send queues table want for key k of node guid unless it holds it.
+	send := func(guid uint64, k [2]uint8, want [16]uint8, path mad.Path, mod uint32) {
 		p.mu.Lock()
 		ks := p.stateLocked(guid)
+		have, known := ks.sl2vl[k]
+		ks.sl2vl[k] = want
 		p.mu.Unlock()
+		if known && have == want {
+			return
+		}
+		tbl := smp.SL2VLTable(want)
+		n++
+		r.Go(func() error { return p.C.Set(ctx, path, smp.AttrSLtoVLMappingTable, mod, &tbl, nil) })
+	}
+	for node := range topo.Nodes {
+		guid := topo.Nodes[node].GUID
+		fn := fab.Nodes[guid]
+		if fn == nil {
+			continue
+		}
 		np := len(fn.Ports)
-		for in := 0; in < np; in++ {
-			for out := 1; out < np; out++ {
-				want, ok := entries[[3]int32{node, int32(in), int32(out)}]
-				if !ok {
-					want = vls.Default
-				}
-				k := [2]uint8{uint8(in), uint8(out)}
-				p.mu.Lock()
-				have, known := ks.sl2vl[k]
-				ks.sl2vl[k] = want
-				p.mu.Unlock()
-				if known && have == want {
+		if topo.Nodes[node].Type != topology.Switch {
+			for q := 1; q < np; q++ {
+				if !fn.Ports[q].Valid || fn.Ports[q].PeerGUID == 0 {
 					continue
 				}
-				tbl := smp.SL2VLTable(want)
-				path, mod := fn.Path, smp.SL2VLMod(uint8(in), uint8(out))
-				n++
-				r.Go(func() error { return p.C.Set(ctx, path, smp.AttrSLtoVLMappingTable, mod, &tbl, nil) })
+				path, err := caPath(fab, fn, uint8(q))
+				if err != nil {
+					p.logger().Warn("CA port SL2VL table not programmed", "error", err)
+					continue
+				}
+				// CAs ignore the modifier: the table is the arrival port's.
+				send(guid, [2]uint8{uint8(q), uint8(q)}, table(int32(node), q, q), path, 0)
+			}
+			continue
+		}
+		for in := 0; in < np; in++ {
+			for out := 0; out < np; out++ {
+				if _, listed := entries[[3]int32{int32(node), int32(in), 0}]; out == 0 && !listed {
+					continue
+				}
+				send(guid, [2]uint8{uint8(in), uint8(out)}, table(int32(node), in, out), fn.Path, smp.SL2VLMod(uint8(in), uint8(out)))
 			}
 		}
 	}
 	return n
+}
+
+// caPath returns a directed route that arrives at port q of CA n: CAs
+// apply SL2VL and VLArbitration tables to the port an SMP arrives on. That
+// is n.Path for the port discovery entered by, else the route to the
+// switch cabled to q, one hop further.
+func caPath(fab *discovery.Fabric, n *discovery.Node, q uint8) (mad.Path, error) {
+	if q == n.Info.LocalPortNum {
+		return n.Path, nil
+	}
+	pt := &n.Ports[q]
+	peer := fab.Nodes[pt.PeerGUID]
+	if peer == nil || peer.Switch == nil {
+		return nil, fmt.Errorf("no directed route arrives at CA %#x port %d (its peer %#x is not a discovered switch); program that port from an SM on its own subnet side", n.Info.NodeGUID, q, pt.PeerGUID)
+	}
+	return peer.Path.Extend(pt.PeerPort), nil
+}
+
+// vlsNeeded is the number of data VLs a plan's SL2VL tables reach: 1 for
+// no plan or an SL0-only plan, else one more than the highest VL below 15
+// (VL 15 in an SL2VL table drops the packet) and at least the plan's VLs.
+func vlsNeeded(v *plan.VLPlan) int {
+	if v == nil || onlySL0(v) {
+		return 1
+	}
+	need := max(v.VLs, 1)
+	use := func(t [16]uint8) {
+		for _, vl := range t {
+			if vl < 15 {
+				need = max(need, int(vl)+1)
+			}
+		}
+	}
+	use(v.Default)
+	for _, e := range v.SL2VL {
+		use(e.VL)
+	}
+	return min(need, 15)
+}
+
+// opVLsCode is the smallest OperationalVLs/VLCap code (IBA 14.2.5.6:
+// 1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7, 5 = VL0-14) holding n data VLs.
+func opVLsCode(n int) uint8 {
+	for c := uint8(1); c < 5; c++ {
+		if int(smp.DataVLs(c)) >= n {
+			return c
+		}
+	}
+	return 5
+}
+
+// operationalVLs returns the OperationalVLs code for every linked port when
+// the plan needs more than one data VL (nil otherwise: one VL is what every
+// port runs after reset, and a single-VL plan leaves ports alone). The code
+// is what the plan needs, capped at the port's and its peer's VLCap; a cap
+// below the need is logged, since traffic on the missing VLs is dropped.
+func (p *Programmer) operationalVLs(fab *discovery.Fabric, need int) map[portKey]uint8 {
+	if need <= 1 {
+		return nil
+	}
+	want := opVLsCode(need)
+	out := map[portKey]uint8{}
+	short := 0
+	var example string
+	for guid, n := range fab.Nodes {
+		for q := 1; q < len(n.Ports); q++ {
+			pt := &n.Ports[q]
+			if !pt.Valid || pt.PeerGUID == 0 {
+				continue
+			}
+			capCode := pt.Info.VLCap
+			if peer := fab.Nodes[pt.PeerGUID]; peer != nil && int(pt.PeerPort) < len(peer.Ports) && peer.Ports[pt.PeerPort].Valid {
+				capCode = min(capCode, peer.Ports[pt.PeerPort].Info.VLCap)
+			}
+			if capCode < 1 || capCode > 5 {
+				p.logger().Warn("port reports a reserved VLCap; OperationalVLs left as is", "node", fmt.Sprintf("%#x", guid), "port", q, "vlcap", capCode)
+				continue
+			}
+			code := min(want, capCode)
+			if code < want {
+				if short++; example == "" {
+					example = fmt.Sprintf("%#x/%d (VLCap %d with its peer)", guid, q, capCode)
+				}
+			}
+			out[portKey{guid, uint8(q)}] = code
+		}
+	}
+	if short > 0 {
+		p.logger().Warn("links support fewer data VLs than the plan uses; packets on the missing VLs will be dropped: choose a VL assigner limit at most the fabric's VLCap",
+			"plan_vls", need, "short_ports", short, "example", example)
+	}
+	return out
+}
+
+// vlArbWeight is each data VL's weight in the low-priority table, in units
+// of 64 bytes: one 4 KiB packet per turn, equal for every VL.
+const vlArbWeight = 64
+
+// vlArb programs, for each port in opVLs, the low-priority VLArbitration
+// table with one equal-weight entry per operational data VL and an empty
+// high-priority table (VLHighLimit 0 is set with OperationalVLs), sending
+// only blocks that differ from what was last written. It returns how many
+// Sets it queued.
+func (p *Programmer) vlArb(ctx context.Context, r *fanout.Group, fab *discovery.Fabric, opVLs map[portKey]uint8, need int) int64 {
+	if need <= 1 {
+		return 0
+	}
+	var n int64
+	for k, code := range opVLs {
+		fn := fab.Nodes[k.guid]
+		info := &fn.Ports[k.port].Info
+		path := fn.Path
+		if fn.Switch == nil {
+			var err error
+			if path, err = caPath(fab, fn, k.port); err != nil {
+				p.logger().Warn("CA port VLArbitration table not programmed", "error", err)
+				continue
+			}
+		}
+		vls := int(smp.DataVLs(code))
+		if int(info.VLArbitrationLowCap) < vls {
+			p.logger().Warn("port's low-priority VLArbitration table is shorter than its data VLs; the VLs beyond it get no bandwidth",
+				"node", fmt.Sprintf("%#x", k.guid), "port", k.port, "low_cap", info.VLArbitrationLowCap, "vls", vls)
+		}
+		var low [2 * smp.VLArbBlockLen]smp.VLArbEntry
+		for vl := 0; vl < min(vls, int(info.VLArbitrationLowCap), len(low)); vl++ {
+			low[vl] = smp.VLArbEntry{VL: uint8(vl), Weight: vlArbWeight}
+		}
+		blocks := func(capacity uint8, first uint8, entries *[2 * smp.VLArbBlockLen]smp.VLArbEntry) {
+			for b := 0; b*smp.VLArbBlockLen < int(capacity) && b < 2; b++ {
+				var blk smp.VLArbBlock
+				if entries != nil {
+					copy(blk[:], entries[b*smp.VLArbBlockLen:])
+				}
+				key := [2]uint8{k.port, first + uint8(b)}
+				p.mu.Lock()
+				ks := p.stateLocked(k.guid)
+				have, known := ks.vlarb[key]
+				ks.vlarb[key] = blk
+				p.mu.Unlock()
+				if known && have == blk {
+					continue
+				}
+				mod := smp.VLArbMod(k.port, first+uint8(b))
+				n++
+				r.Go(func() error { return p.C.Set(ctx, path, smp.AttrVLArbitrationTable, mod, &blk, nil) })
+			}
+		}
+		blocks(info.VLArbitrationLowCap, smp.VLArbLowBlock0, &low)
+		blocks(info.VLArbitrationHighCap, smp.VLArbHighBlock0, nil)
+	}
+	return n
+}
+
+// forgetResetCAs drops what is known of CAs that left the fabric or whose
+// ports lost the LID they were given (reset: their tables are reset too).
+func (p *Programmer) forgetResetCAs(fab *discovery.Fabric) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for guid, ks := range p.known {
+		n := fab.Nodes[guid]
+		if n != nil && n.Switch != nil {
+			continue // knownFor checks switches
+		}
+		if n == nil {
+			delete(p.known, guid)
+			continue
+		}
+		for q, lid := range ks.caLID {
+			if int(q) >= len(n.Ports) || !n.Ports[q].Valid || n.Ports[q].Info.LID != lid {
+				delete(p.known, guid)
+				break
+			}
+		}
+	}
+}
+
+func (p *Programmer) logger() hclog.Logger {
+	if p.Log == nil {
+		return hclog.NewNullLogger()
+	}
+	return p.Log
 }
 
 func onlySL0(v *plan.VLPlan) bool {

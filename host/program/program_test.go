@@ -86,6 +86,19 @@ func realize(t *testing.T, topo *topology.Topology, r *plan.Routes, lmc uint8) *
 	return rz
 }
 
+// switchLinks counts the cabled ports of switches.
+func switchLinks(topo *topology.Topology) int64 {
+	n := int64(0)
+	for _, node := range topo.Switches() {
+		for p := 1; p < len(topo.Nodes[node].Ports); p++ {
+			if topo.Nodes[node].Ports[p].Peer.Connected() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // checkFabric asserts that the simulated fabric holds exactly rz and vls.
 func checkFabric(t *testing.T, r *rig, topo *topology.Topology, rz *plan.Realized, vls *plan.VLPlan) {
 	t.Helper()
@@ -108,6 +121,9 @@ func checkFabric(t *testing.T, r *rig, topo *topology.Topology, rz *plan.Realize
 				}
 			}
 		}
+	}
+	if vls != nil {
+		checkVLs(t, r, topo, vls, 2) // every multi-VL case here uses VL 0-1
 	}
 	smLID := rz.LIDs.Ports[topo.EndpointIndex(topo.SM)].Base
 	for i, ep := range topo.Endpoints() {
@@ -166,12 +182,14 @@ func TestApplyAndReapply(t *testing.T) {
 					}
 				}
 			}
-			wantSL2VL := int64(0)
+			wantSL2VL, wantArb := int64(0), int64(0)
 			if tc.vls {
 				for _, node := range topo.Switches() {
 					np := int64(len(topo.Nodes[node].Ports))
 					wantSL2VL += np * (np - 1)
 				}
+				wantSL2VL += links - switchLinks(topo) // one table per linked CA port
+				wantArb = 2 * links                     // low block 1 and high block 3 (caps are 8)
 			}
 			want := program.Stats{
 				PortInfoSets:   int64(len(topo.Endpoints())),
@@ -179,7 +197,9 @@ func TestApplyAndReapply(t *testing.T) {
 				LFTBlocksSent:  sw * blocks,
 				LFTBlocksTotal: sw * blocks,
 				SL2VLSets:      wantSL2VL,
-				StateSets:      2 * links, // Armed, then Active
+				VLArbSets:      wantArb,
+				// OperationalVLs rides on the LID and Armed Sets.
+				StateSets: 2 * links, // Armed, then Active
 			}
 			if st != want {
 				t.Fatalf("first Apply stats %+v, want %+v", st, want)
@@ -196,7 +216,7 @@ func TestApplyAndReapply(t *testing.T) {
 			// PortInfo (read back by discovery) still needs nothing.
 			p.Forget()
 			st = apply(t, p, r, rz, vls)
-			if st.LFTBlocksSent != sw*blocks || st.SL2VLSets != wantSL2VL || st.PortInfoSets != 0 || st.StateSets != 0 || st.SwitchInfoSets != 0 {
+			if st.LFTBlocksSent != sw*blocks || st.SL2VLSets != wantSL2VL || st.VLArbSets != wantArb || st.PortInfoSets != 0 || st.OpVLsSets != 0 || st.StateSets != 0 || st.SwitchInfoSets != 0 {
 				t.Fatalf("Apply after Forget: %+v", st)
 			}
 			checkFabric(t, r, topo, rz, vls)
@@ -350,4 +370,56 @@ func TestFailedApplyForgets(t *testing.T) {
 		t.Fatalf("after a failed Apply: sent %d of %d blocks", st.LFTBlocksSent, st.LFTBlocksTotal)
 	}
 	checkFabric(t, r, topo, rz2, nil)
+}
+
+// checkVLs asserts that every linked port runs OperationalVLs code opVLs
+// with VLHighLimit-free arbitration: a low-priority table with one entry of
+// weight 64 for each of its data VLs (at most the sim's cap of 8 entries)
+// and an empty high-priority table; and that each linked CA port holds the
+// plan's SL2VL table (its (node, port, port) entry, else the default).
+func checkVLs(t *testing.T, r *rig, topo *topology.Topology, vls *plan.VLPlan, opVLs uint8) {
+	t.Helper()
+	entries := map[[3]int32][16]uint8{}
+	for _, e := range vls.SL2VL {
+		entries[[3]int32{e.Node, int32(e.In), int32(e.Out)}] = e.VL
+	}
+	var wantLow smp.VLArbBlock
+	for vl := 0; vl < int(smp.DataVLs(opVLs)) && vl < 8; vl++ {
+		wantLow[vl] = smp.VLArbEntry{VL: uint8(vl), Weight: 64}
+	}
+	for node := range topo.Nodes {
+		n := &topo.Nodes[node]
+		for q := 1; q < len(n.Ports); q++ {
+			if !n.Ports[q].Peer.Connected() {
+				continue
+			}
+			snap, err := r.fab.PortInfo(n.GUID, uint8(q))
+			must(t, err)
+			if snap.OpVLs != opVLs {
+				t.Fatalf("port %#x/%d OperationalVLs %d, want %d", n.GUID, q, snap.OpVLs, opVLs)
+			}
+			low, err := r.fab.VLArb(n.GUID, uint8(q), smp.VLArbLowBlock0)
+			must(t, err)
+			if low != wantLow {
+				t.Fatalf("port %#x/%d low VLArb %v, want %v", n.GUID, q, low[:9], wantLow[:9])
+			}
+			high, err := r.fab.VLArb(n.GUID, uint8(q), smp.VLArbHighBlock0)
+			must(t, err)
+			if high != (smp.VLArbBlock{}) {
+				t.Fatalf("port %#x/%d high VLArb %v, want empty", n.GUID, q, high)
+			}
+			if n.Type == topology.Switch {
+				continue
+			}
+			want, ok := entries[[3]int32{int32(node), int32(q), int32(q)}]
+			if !ok {
+				want = vls.Default
+			}
+			got, err := r.fab.SL2VL(n.GUID, uint8(q), uint8(q))
+			must(t, err)
+			if got != want {
+				t.Fatalf("CA %#x/%d SL2VL %v, want %v", n.GUID, q, got, want)
+			}
+		}
+	}
 }
