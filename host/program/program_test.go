@@ -189,7 +189,7 @@ func TestApplyAndReapply(t *testing.T) {
 					wantSL2VL += np * (np - 1)
 				}
 				wantSL2VL += links - switchLinks(topo) // one table per linked CA port
-				wantArb = 2 * links                     // low block 1 and high block 3 (caps are 8)
+				wantArb = 2 * links                    // low block 1 and high block 3 (caps are 8)
 			}
 			want := program.Stats{
 				PortInfoSets:   int64(len(topo.Endpoints())),
@@ -421,5 +421,162 @@ func checkVLs(t *testing.T, r *rig, topo *topology.Topology, vls *plan.VLPlan, o
 				t.Fatalf("CA %#x/%d SL2VL %v, want %v", n.GUID, q, got, want)
 			}
 		}
+	}
+}
+
+// planVLs returns a VL plan using n data VLs: SL k -> VL k mod n by
+// default, with every destination on SL 1 so the tables are needed, and,
+// when caEntry is set, a table of its own for the last endpoint's CA port.
+func planVLs(topo *topology.Topology, rz *plan.Realized, n int, caEntry bool) *plan.VLPlan {
+	v := &plan.VLPlan{SLByDLID: make([]uint8, int(rz.TopLID)+1), VLs: n}
+	for i := range v.Default {
+		v.Default[i] = uint8(i % n)
+	}
+	for lid := range v.SLByDLID {
+		v.SLByDLID[lid] = 1 % uint8(n)
+	}
+	if caEntry {
+		ep := topo.Endpoints()[len(topo.Endpoints())-1]
+		var t [16]uint8
+		for i := range t {
+			t[i] = uint8((i + 1) % n)
+		}
+		v.SL2VL = append(v.SL2VL, plan.SL2VLEntry{Node: ep.Node, In: ep.Port, Out: ep.Port, VL: t})
+	}
+	return v
+}
+
+func countLinks(topo *topology.Topology) int64 {
+	links := int64(0)
+	for i := range topo.Nodes {
+		for p := 1; p < len(topo.Nodes[i].Ports); p++ {
+			if topo.Nodes[i].Ports[p].Peer.Connected() {
+				links++
+			}
+		}
+	}
+	return links
+}
+
+// TestVLCounts: the OperationalVLs code follows the plan's VLs (capped at
+// the sim's VLCap 4 = VL0-7), each linked port gets one low and one high
+// VLArbitration block, and the same plan again sends nothing.
+func TestVLCounts(t *testing.T) {
+	tests := []struct {
+		name   string
+		vls    int
+		opVLs  uint8
+		caList bool
+	}{
+		{"two VLs", 2, 2, false},
+		{"three VLs need VL0-3", 3, 3, true},
+		{"eight VLs", 8, 4, false},
+		{"fifteen VLs capped at VLCap", 15, 4, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, cases[1].file(t))
+			_, topo := r.discover(t)
+			rz := realize(t, topo, analysistest.MinHop(topo), 0)
+			v := planVLs(topo, rz, tc.vls, tc.caList)
+			p := &program.Programmer{C: r.c, Parallel: 4}
+			st := apply(t, p, r, rz, v)
+			links := countLinks(topo)
+			if st.VLArbSets != 2*links || st.OpVLsSets != 0 {
+				t.Fatalf("stats %+v, want %d VLArb Sets and no separate OperationalVLs Sets", st, 2*links)
+			}
+			checkVLs(t, r, topo, v, tc.opVLs)
+			if st := apply(t, p, r, rz, v); st.Sets() != 0 {
+				t.Fatalf("same plan again sent %d Sets: %+v", st.Sets(), st)
+			}
+		})
+	}
+}
+
+// TestSingleVLUnchanged: a one-VL plan (none, or one mapping everything to
+// VL 0) sends exactly what no plan sends, and leaves OperationalVLs at 1.
+func TestSingleVLUnchanged(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var base program.Stats
+			for i, v := range []*plan.VLPlan{nil, {VLs: 1}} {
+				r := newRig(t, tc.file(t))
+				_, topo := r.discover(t)
+				rz := realize(t, topo, tc.route(topo), tc.lmc)
+				if v != nil {
+					v.SLByDLID = make([]uint8, int(rz.TopLID)+1)
+				}
+				st := apply(t, p0(r), r, rz, v)
+				if i == 0 {
+					base = st
+				} else if st != base {
+					t.Fatalf("one-VL plan stats %+v, no plan %+v", st, base)
+				}
+				if st.SL2VLSets+st.VLArbSets+st.OpVLsSets != 0 {
+					t.Fatalf("one-VL plan sent VL Sets: %+v", st)
+				}
+				for _, ep := range topo.Endpoints() {
+					if ep.Port == 0 {
+						continue
+					}
+					snap, err := r.fab.PortInfo(topo.Nodes[ep.Node].GUID, ep.Port)
+					must(t, err)
+					if snap.OpVLs != 1 {
+						t.Fatalf("one-VL plan: port OperationalVLs %d", snap.OpVLs)
+					}
+				}
+			}
+		})
+	}
+}
+
+func p0(r *rig) *program.Programmer { return &program.Programmer{C: r.c, Parallel: 4} }
+
+// TestUpgradeToTwoVLs: a fabric brought up on one VL (ports Active) and
+// then given a two-VL plan gets a separate OperationalVLs Set on every
+// linked port (no state Sets), the CA tables and the VLArbitration tables;
+// a CA that loses its LID (reset) gets its tables again.
+func TestUpgradeToTwoVLs(t *testing.T) {
+	r := newRig(t, cases[1].file(t))
+	_, topo := r.discover(t)
+	rz := realize(t, topo, analysistest.MinHop(topo), 0)
+	p := p0(r)
+	apply(t, p, r, rz, nil)
+	v := planVLs(topo, rz, 2, true)
+	st := apply(t, p, r, rz, v)
+	links := countLinks(topo)
+	caPorts := links - switchLinks(topo)
+	sl2vl := int64(0)
+	for _, node := range topo.Switches() {
+		np := int64(len(topo.Nodes[node].Ports))
+		sl2vl += np * (np - 1)
+	}
+	want := program.Stats{LFTBlocksTotal: st.LFTBlocksTotal, OpVLsSets: links, SL2VLSets: sl2vl + caPorts, VLArbSets: 2 * links}
+	if st != want {
+		t.Fatalf("upgrade stats %+v, want %+v", st, want)
+	}
+	checkVLs(t, r, topo, v, 2)
+
+	// A CA "resets": LID 0 and reset tables (raw Sets). The next Apply
+	// gives back its LID and tables; nothing else goes out.
+	d, _ := r.discover(t)
+	ep := topo.Endpoints()[len(topo.Endpoints())-1]
+	n := d.Nodes[topo.Nodes[ep.Node].GUID]
+	pi := n.Ports[ep.Port].Info
+	pi.LID, pi.PortState, pi.PortPhysicalState = 0, smp.PortStateNoChange, smp.PhysStateNoChange
+	pi.LinkSpeedEnabled, pi.LinkWidthEnabled, pi.LinkDownDefaultState = 0, 0, 0
+	must(t, r.c.Set(context.Background(), n.Path, smp.AttrPortInfo, uint32(ep.Port), &pi, nil))
+	var zero smp.SL2VLTable
+	must(t, r.c.Set(context.Background(), n.Path, smp.AttrSLtoVLMappingTable, 0, &zero, nil))
+	var empty smp.VLArbBlock
+	must(t, r.c.Set(context.Background(), n.Path, smp.AttrVLArbitrationTable, smp.VLArbMod(ep.Port, smp.VLArbLowBlock0), &empty, nil))
+	st = apply(t, p, r, rz, v)
+	want = program.Stats{LFTBlocksTotal: st.LFTBlocksTotal, PortInfoSets: 1, SL2VLSets: 1, VLArbSets: 2}
+	if st != want {
+		t.Fatalf("after a CA reset: stats %+v, want %+v", st, want)
+	}
+	checkVLs(t, r, topo, v, 2)
+	if st := apply(t, p, r, rz, v); st.Sets() != 0 {
+		t.Fatalf("third Apply sent %+v", st)
 	}
 }
