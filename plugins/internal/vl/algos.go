@@ -142,6 +142,31 @@ func DFSSSP(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error)
 			}
 		}
 	}
+	// byChan lists, per channel, the destinations whose tree uses it, so
+	// finding the routes through a dependency scans those only.
+	nc := f.Chans()
+	off := make([]int32, nc+1)
+	for d := range f.DLIDs {
+		for s := int32(0); s < int32(f.N); s++ {
+			if t, p := f.Next(s, d); t >= 0 {
+				off[f.Chan(s, p)+1]++
+			}
+		}
+	}
+	for c := 0; c < nc; c++ {
+		off[c+1] += off[c]
+	}
+	byChan := make([]int32, off[nc])
+	fill := append([]int32(nil), off[:nc]...)
+	for d := range f.DLIDs {
+		for s := int32(0); s < int32(f.N); s++ {
+			if t, p := f.Next(s, d); t >= 0 {
+				c := f.Chan(s, p)
+				byChan[fill[c]] = int32(d)
+				fill[c]++
+			}
+		}
+	}
 	var stack []int32
 	for k := 0; k < len(layers); k++ {
 		black := make([]bool, f.Chans())
@@ -166,10 +191,12 @@ func DFSSSP(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error)
 				}
 			}
 			from, _ := f.EdgeChans(weak)
-			ps, pp := f.ChanOf(from)
+			ps, _ := f.ChanOf(from)
 			t, _, tout := f.EdgeOf(weak)
-			for d, lid := range f.DLIDs {
-				if f.R.LFT[ps][lid] != pp || f.R.LFT[t][lid] != tout {
+			for _, d32 := range byChan[off[from]:off[from+1]] {
+				d := int(d32)
+				lid := f.DLIDs[d]
+				if f.R.LFT[t][lid] != tout {
 					continue
 				}
 				stack = append(stack[:0], ps)

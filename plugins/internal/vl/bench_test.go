@@ -54,14 +54,15 @@ func TestBench512(t *testing.T) {
 			continue
 		}
 		lay := time.Since(t1)
-		var v *plan.VLPlan
+		v := &plan.VLPlan{}
 		var st Stats
 		if ly.PerHop {
 			v, st, err = HopPlan(f, ly, tr, 8)
 		} else {
 			v, st, err = PairPlan(f, ly)
 		}
-		t.Logf("%s: routing %v, layering %v, total VL %v, layers %d, stats %+v, plan err %v", a.name, routing, lay, time.Since(t1), ly.N, st, err)
+		vlTime := time.Since(t1)
+		t.Logf("%s: routing %v, layering %v, total VL %v, routing+VL %v, layers %d, VLs %d, stats %+v, plan err %v", a.name, routing, lay, vlTime, routing+vlTime, ly.N, v.VLs, st, err)
 		if err == nil && os.Getenv("IBSM_VL_CHECK") != "" {
 			t.Logf("%s: exact check: %v", a.name, Check(f, v))
 		}

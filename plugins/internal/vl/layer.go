@@ -22,6 +22,8 @@ type Layer struct {
 	stack []int32
 	fwd   []int32
 	bwd   []int32
+	// scratch for FindCycle, all false between calls
+	onStack []bool
 }
 
 // NewLayer returns an empty layer.
@@ -169,7 +171,10 @@ func (l *Layer) Remove(e int32) { l.Cnt[e]-- }
 func (l *Layer) FindCycle(black []bool) []int32 {
 	f := l.f
 	n := f.Chans()
-	onStack := make([]bool, n)
+	if l.onStack == nil {
+		l.onStack = make([]bool, n)
+	}
+	onStack := l.onStack
 	type frame struct {
 		c    int32
 		next int // next out-port of the far switch to try
