@@ -2,9 +2,13 @@
 // Order) as a VL assigner: on each destination's channel dependency tree,
 // channels are settled from the destination backwards, layer by layer, so a
 // packet may drop to a lower VL along its path. The switch SL2VL tables
-// (in, out, SL) carry those transitions; routes are grouped into at most 16
-// SL classes that agree on every shared hop, and the plugin refuses when
-// more would be needed.
+// (in, out, SL) carry those drops. The plan gives each DLID one SL (no
+// per-source overrides unless a DLID fits no SL class whole): DLIDs share
+// an SL class whose hops agree on their VL, VLs never rise along a route
+// and same-VL hops follow ACRO's channel order, so the plan is
+// deadlock-free by construction (see vl.HopPlan). It may use a few more
+// VLs than ACRO's layers to fit 16 SLs, never more than the links carry,
+// and refuses when even that is not enough.
 package main
 
 import (

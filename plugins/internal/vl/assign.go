@@ -67,7 +67,7 @@ func Assign(ctx context.Context, log hclog.Logger, name string, req sdk.VLReques
 		log.Error("layers cannot be realised", "layers", ly.N, "error", err)
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	log.Info("VLs assigned", "layers", st.Layers, "sls", st.SLs, "sl_overrides", st.Overrides, "sl2vl_tables", st.Tables,
+	log.Info("VLs assigned", "algorithm_layers", ly.N, "vls", st.Layers, "sls", st.SLs, "sl_overrides", st.Overrides, "sl2vl_tables", st.Tables,
 		"dlids", len(f.DLIDs), "switches", f.N, "max_vls", maxVLs, "layering", layered, "total", time.Since(start))
 	return v, nil
 }

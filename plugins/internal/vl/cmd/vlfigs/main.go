@@ -30,9 +30,11 @@ type point struct {
 
 type result struct {
 	layers [3]int
-	sls    int // acro SL classes, 17 = refused
-	vls    int // VLs of acro's IB plan (one SL per DLID), 0 = refused
-	ovr    int // per-source SL overrides in acro's IB plan
+	sls    int           // acro SL classes, 17 = refused
+	vls    int           // VLs of acro's IB plan (one SL per DLID), 0 = refused
+	ovr    int           // per-source SL overrides in acro's IB plan
+	tabs   int           // SL2VL tables in acro's IB plan
+	acroT  time.Duration // acro: ACRO layers plus the IB plan
 	err    error
 }
 
@@ -66,6 +68,7 @@ func run(n, deg int, seed int64) result {
 	ctx := context.Background()
 	var res result
 	for i, a := range []vl.Algorithm{vl.ACRO, vl.Layered, vl.DFSSSP} {
+		t0 := time.Now()
 		ly, err := a(ctx, f, tr, 64)
 		if err != nil {
 			return result{err: fmt.Errorf("%s: %w", algoNames[i], err)}
@@ -73,7 +76,9 @@ func run(n, deg int, seed int64) result {
 		res.layers[i] = ly.N
 		if i == 0 {
 			v, st, err := vl.HopPlan(f, ly, tr, ibVLs)
+			res.acroT = time.Since(t0)
 			res.sls = st.SLs
+			res.tabs = st.Tables
 			if err == nil {
 				res.vls = v.VLs
 				res.ovr = st.Overrides
@@ -175,12 +180,13 @@ func main() {
 	}
 	fmt.Fprintf(w, "# Layers (VLs) needed on random regular topologies (seed 001, Figs. 5-6)\n\n")
 	fmt.Fprintf(w, "`go run ./plugins/internal/vl/cmd/vlfigs -sizes %s -degrees %s -seeds %d` — %d workers, wall time %v.\n\n", *sizes, *degrees, *seeds, *workers, time.Since(start).Round(time.Second))
-	fmt.Fprintf(w, "Each point: %d connected random regular graphs (seeds 1..%d), one LID per switch, every switch routing every destination on one seeded random minimal next hop (a fixed routing table, as in the paper). min / avg / max layers. `acro IB VLs` are the VLs of the plan the acro plugin installs (`vl.HopPlan`: one SL per DLID, at most 16 SLs and 8 VLs; every plan passes the exact (channel, VL) checker); `acro SLs max` the SLs it uses; `overrides max` the per-source SL overrides it needed (only for DLIDs no SL class takes whole); `refused` how many seeds it could not realise within 8 VLs.\n\n", *seeds, *seeds)
-	fmt.Fprintf(w, "| switches | degree | acro layers | acro IB VLs | layered (LASH) | dfsssp | acro layers / layered avg | acro IB VLs / layered avg | acro SLs max | overrides max | refused |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "Each point: %d connected random regular graphs (seeds 1..%d), one LID per switch, every switch routing every destination on one seeded random minimal next hop (a fixed routing table, as in the paper). min / avg / max layers. `acro IB VLs` are the VLs of the plan the acro plugin installs (`vl.HopPlan`: one SL per DLID, at most 16 SLs and 8 VLs; every plan passes the exact (channel, VL) checker); `acro SLs max` the SLs it uses; `overrides max` the per-source SL overrides it needed (only for DLIDs no SL class takes whole); `refused` how many seeds it could not realise within 8 VLs; `tables max` its SL2VL tables (switch in/out port pairs off the default); `acro ms` the mean time of ACRO's layers plus the plan (one core, workers running side by side).\n\n", *seeds, *seeds)
+	fmt.Fprintf(w, "| switches | degree | acro layers | acro IB VLs | layered (LASH) | dfsssp | acro layers / layered avg | acro IB VLs / layered avg | acro SLs max | overrides max | refused | tables max | acro ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for p, pt := range pts {
 		var mn, mx [4]int
 		var sum [4]float64
-		slMax, slOver, ok, ovMax := 0, 0, 0, 0
+		slMax, slOver, ok, ovMax, tabMax := 0, 0, 0, 0, 0
+		var acroT time.Duration
 		for i := range mn {
 			mn[i] = 1 << 30
 		}
@@ -198,6 +204,8 @@ func main() {
 			}
 			slMax = max(slMax, r.sls)
 			ovMax = max(ovMax, r.ovr)
+			tabMax = max(tabMax, r.tabs)
+			acroT += r.acroT
 			if r.vls == 0 {
 				slOver++
 				continue
@@ -207,7 +215,7 @@ func main() {
 			sum[3] += float64(r.vls)
 		}
 		if ok == 0 {
-			fmt.Fprintf(w, "| %d | %d | error: %s | | | | | | | | |\n", pt.n, pt.deg, errs[0])
+			fmt.Fprintf(w, "| %d | %d | error: %s | | | | | | | | | | |\n", pt.n, pt.deg, errs[0])
 			continue
 		}
 		cell := func(i, n int) string {
@@ -225,7 +233,7 @@ func main() {
 		if realised > 0 {
 			ratio = fmt.Sprintf("%.2f", sum[3]/float64(realised)/(sum[1]/float64(ok)))
 		}
-		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %s | %.2f | %s | %s | %d | %d of %d |\n", pt.n, pt.deg, cell(0, ok), cell(3, realised), cell(1, ok), cell(2, ok), sum[0]/sum[1], ratio, sl, ovMax, slOver, ok)
+		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %s | %.2f | %s | %s | %d | %d of %d | %d | %.0f |\n", pt.n, pt.deg, cell(0, ok), cell(3, realised), cell(1, ok), cell(2, ok), sum[0]/sum[1], ratio, sl, ovMax, slOver, ok, tabMax, float64(acroT.Microseconds())/1000/float64(ok))
 		if len(errs) > 0 {
 			fmt.Fprintf(w, "\n%d seeds failed, first: %s\n\n", len(errs), errs[0])
 		}
