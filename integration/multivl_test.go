@@ -520,8 +520,11 @@ func TestMultiVLRandomRegular(t *testing.T) {
 			a.Close()
 			gaps := checkProgrammed(t, cfg)
 			t.Run("CA SL2VL and OperationalVLs for hardware", func(t *testing.T) {
+				// Every linked port runs the plan's VLs and every CA port
+				// maps SLs as the plan says: otherwise hardware drops the
+				// traffic on VL 1 and up.
 				if len(gaps) > 0 {
-					t.Skipf("KNOWN HOST GAP (host/program): on hardware the plan's VLs would not carry traffic: %s", strings.Join(gaps, "; "))
+					t.Errorf("on hardware the plan's VLs would not carry traffic: %s", strings.Join(gaps, "; "))
 				}
 			})
 		})
