@@ -2,9 +2,7 @@ package paths
 
 import (
 	"fmt"
-	"math/big"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 
 	"github.com/ibsm/ibsm/plugins/internal/pcfg"
@@ -67,15 +65,10 @@ func ParseConfig(v cty.Value, withK bool) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if root = strings.TrimSpace(root); root != "" {
-		if !strings.HasPrefix(root, "0x") && !strings.HasPrefix(root, "0X") {
-			return c, fmt.Errorf("root_guid %q: write the GUID as hex with a 0x prefix, e.g. 0x0002c90000000001", root)
+	if strings.TrimSpace(root) != "" {
+		if c.RootGUID, err = pcfg.GUID(root); err != nil {
+			return c, fmt.Errorf("root_guid: %w", err)
 		}
-		g, err := strconv.ParseUint(root[2:], 16, 64)
-		if err != nil || g == 0 {
-			return c, fmt.Errorf("root_guid %q is not a non-zero 64-bit hex GUID", root)
-		}
-		c.RootGUID = g
 	}
 	seed, err := number(v, "seed", 1, 0, 1<<63-1)
 	if err != nil {
@@ -108,20 +101,12 @@ func ParseConfig(v cty.Value, withK bool) (Config, error) {
 
 // number reads an integer attribute within [lo, hi].
 func number(v cty.Value, name string, def, lo, hi int64) (int64, error) {
-	if v == cty.NilVal || v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
-		return def, nil
+	i, err := pcfg.Int64(v, name, def)
+	if err != nil {
+		return def, err
 	}
-	a := v.GetAttr(name)
-	if a.IsNull() {
-		return def, nil
-	}
-	if !a.IsKnown() || a.Type() != cty.Number {
-		return def, fmt.Errorf("config attribute %q must be a number", name)
-	}
-	bf := a.AsBigFloat()
-	i, acc := bf.Int64()
-	if acc != big.Exact || i < lo || i > hi {
-		return def, fmt.Errorf("config attribute %q = %s: give a whole number in %d..%d", name, bf.Text('g', 10), lo, hi)
+	if i < lo || i > hi {
+		return def, fmt.Errorf("config attribute %q = %d: give a whole number in %d..%d", name, i, lo, hi)
 	}
 	return i, nil
 }

@@ -80,6 +80,19 @@ func Strings(v cty.Value, name string) ([]string, error) {
 // Int reads a whole-number attribute that fits in 32 bits; callers check
 // their own range so the error can say what the number means.
 func Int(v cty.Value, name string, def int) (int, error) {
+	i, err := Int64(v, name, int64(def))
+	if err != nil {
+		return def, err
+	}
+	if i < -1<<31 || i > 1<<31-1 {
+		return def, fmt.Errorf("config attribute %q = %d is out of range", name, i)
+	}
+	return int(i), nil
+}
+
+// Int64 reads a whole-number attribute that fits in 64 bits (seeds);
+// callers check their own range as with Int.
+func Int64(v cty.Value, name string, def int64) (int64, error) {
 	a, err := attr(v, name)
 	if err != nil || a.IsNull() {
 		return def, err
@@ -92,10 +105,10 @@ func Int(v cty.Value, name string, def int) (int, error) {
 		return def, fmt.Errorf("config attribute %q must be a whole number, got %s", name, bf.Text('g', -1))
 	}
 	i, acc := bf.Int64()
-	if acc != 0 || i < -1<<31 || i > 1<<31-1 {
+	if acc != 0 {
 		return def, fmt.Errorf("config attribute %q = %s is out of range", name, bf.Text('g', -1))
 	}
-	return int(i), nil
+	return i, nil
 }
 
 // GUID parses a node or port GUID as operators copy it from ibnetdiscover

@@ -45,6 +45,35 @@ func TestInt(t *testing.T) {
 	}
 }
 
+func TestInt64(t *testing.T) {
+	tests := []struct {
+		name    string
+		v       cty.Value
+		want    int64
+		wantErr string
+	}{
+		{"absent attribute", obj(map[string]cty.Value{"x": cty.True}), 7, ""},
+		{"past 32 bits", obj(map[string]cty.Value{"n": cty.NumberIntVal(1 << 40)}), 1 << 40, ""},
+		{"largest", obj(map[string]cty.Value{"n": cty.NumberIntVal(1<<63 - 1)}), 1<<63 - 1, ""},
+		{"smallest", obj(map[string]cty.Value{"n": cty.NumberIntVal(-1 << 63)}), -1 << 63, ""},
+		{"too large", obj(map[string]cty.Value{"n": cty.NumberUIntVal(1 << 63)}), 0, "out of range"},
+		{"fraction", obj(map[string]cty.Value{"n": cty.NumberFloatVal(-0.5)}), 0, "whole number, got -0.5"},
+		{"bool", obj(map[string]cty.Value{"n": cty.True}), 0, "must be a number, got bool"},
+	}
+	for _, tc := range tests {
+		got, err := Int64(tc.v, "n", 7)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+}
+
 func TestGUID(t *testing.T) {
 	tests := []struct {
 		in      string
