@@ -14,7 +14,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -303,7 +302,7 @@ func cmdVerify(args []string, w io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	shifts := analysis.ShiftsAuto
 	fs.Func("shifts", fmt.Sprintf("shift permutations for the worst channel load: auto (every shift up to %d CAs, else a sample of %d), all, 0 to skip, or a sample size (default auto)", analysis.AllShiftsMaxCAs, analysis.DefaultShiftSample), func(v string) error {
-		n, err := parseShifts(v)
+		n, err := analysis.ParseShifts(v)
 		shifts = n
 		return err
 	})
@@ -334,21 +333,6 @@ func cmdVerify(args []string, w io.Writer) error {
 		fmt.Fprintf(w, "plan warning: %s\n", wn)
 	}
 	return rep.Text(w)
-}
-
-// parseShifts reads --shifts: auto, all, or a count (0 skips).
-func parseShifts(v string) (int, error) {
-	switch strings.ToLower(v) {
-	case "auto":
-		return analysis.ShiftsAuto, nil
-	case "all":
-		return analysis.ShiftsAll, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q: give auto, all, 0 to skip, or a number of shifts to sample", v)
-	}
-	return n, nil
 }
 
 func cmdDump(args []string) error {

@@ -84,7 +84,7 @@ func run(args []string, out, logw io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	shifts, err := parseShifts(o.shifts)
+	shifts, err := analysis.ParseShifts(o.shifts)
 	if err != nil {
 		return fmt.Errorf("--shifts %w", err)
 	}
@@ -143,21 +143,6 @@ func run(args []string, out, logw io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// parseShifts reads --shifts as ibsm verify does.
-func parseShifts(v string) (int, error) {
-	switch strings.ToLower(v) {
-	case "auto":
-		return analysis.ShiftsAuto, nil
-	case "all":
-		return analysis.ShiftsAll, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q: give auto, all, 0 to skip, or a number of shifts to sample", v)
-	}
-	return n, nil
 }
 
 // writeTopo generates a fabric file and says how many switch-to-switch
