@@ -215,9 +215,15 @@ func printSummary(w io.Writer, r *sm.Report) {
 	fmt.Fprintf(w, "  discovery     %10s  %7d Get  %7d Set\n", r.Discovery.Time.Round(time.Microsecond), r.Discovery.Gets, r.Discovery.Sets)
 	fmt.Fprintf(w, "  routing       %10s  %7d plugin calls (route %s, LIDs %s, VLs %s, verify %s)\n", r.Routing.Time.Round(time.Microsecond), r.PluginCalls,
 		r.Stages.Routing.Round(time.Microsecond), r.Stages.LIDs.Round(time.Microsecond), r.Stages.VLs.Round(time.Microsecond), r.Stages.Verify.Round(time.Microsecond))
-	fmt.Fprintf(w, "  distribution  %10s  %7d Get  %7d Set (LFT blocks %d of %d, PortInfo %d, port state %d, SwitchInfo %d, SL2VL %d)\n",
+	// VL arbitration and OperationalVLs Sets only exist for multi-VL plans;
+	// single-VL summaries keep their familiar shape.
+	var vlExtra string
+	if r.Program.VLArbSets > 0 || r.Program.OpVLsSets > 0 {
+		vlExtra = fmt.Sprintf(", VLArb %d, OperationalVLs %d", r.Program.VLArbSets, r.Program.OpVLsSets)
+	}
+	fmt.Fprintf(w, "  distribution  %10s  %7d Get  %7d Set (LFT blocks %d of %d, PortInfo %d, port state %d, SwitchInfo %d, SL2VL %d%s)\n",
 		r.Distribution.Time.Round(time.Microsecond), r.Distribution.Gets, r.Distribution.Sets,
-		r.Program.LFTBlocksSent, r.Program.LFTBlocksTotal, r.Program.PortInfoSets, r.Program.StateSets, r.Program.SwitchInfoSets, r.Program.SL2VLSets)
+		r.Program.LFTBlocksSent, r.Program.LFTBlocksTotal, r.Program.PortInfoSets, r.Program.StateSets, r.Program.SwitchInfoSets, r.Program.SL2VLSets, vlExtra)
 	fmt.Fprintf(w, "  MAD retries %d, timeouts %d; peak RSS %s\n", r.Retries, r.Timeouts, peakRSS())
 	for _, a := range r.Attempts {
 		if a.Err != nil {
