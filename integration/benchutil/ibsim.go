@@ -151,7 +151,7 @@ func StartIBSimWith(ctx context.Context, o IBSimOptions) (*IBSim, error) {
 	if err := s.waitReady(ctx, !o.NoConsole); err != nil {
 		s.Stop()
 		b, _ := os.ReadFile(logPath)
-		return nil, fmt.Errorf("ibsim not ready (%v); its output:\n%s", err, tailLines(string(b), 20))
+		return nil, fmt.Errorf("ibsim not ready (%v); its output:\n%s", err, TailLines(string(b), 20))
 	}
 	return s, nil
 }

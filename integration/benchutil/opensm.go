@@ -21,6 +21,17 @@ var UMAD2SimPaths = []string{
 	"/usr/lib/umad2sim/libumad2sim.so",
 }
 
+// UMAD2Sim returns the first of UMAD2SimPaths that exists, or "" when
+// libumad2sim0 is not installed (callers say what is missing).
+func UMAD2Sim() string {
+	for _, p := range UMAD2SimPaths {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
 // OpenSMTools locates ibsim, opensm and libumad2sim.so. The error says what
 // is missing and how to install it.
 func OpenSMTools() (ibsim, opensm, preload string, err error) {
@@ -36,13 +47,7 @@ func OpenSMTools() (ibsim, opensm, preload string, err error) {
 			missing = append(missing, "opensm (Debian package opensm)")
 		}
 	}
-	for _, p := range UMAD2SimPaths {
-		if _, serr := os.Stat(p); serr == nil {
-			preload = p
-			break
-		}
-	}
-	if preload == "" {
+	if preload = UMAD2Sim(); preload == "" {
 		missing = append(missing, "libumad2sim.so (Debian package libumad2sim0)")
 	}
 	if len(missing) > 0 {
@@ -79,7 +84,7 @@ func RunOpenSM(ctx context.Context, opensmPath, preload string, sim *IBSim, engi
 	}
 	f, err := os.Open(logPath)
 	if err != nil {
-		return nil, fmt.Errorf("opensm wrote no log (exit %d): %w\n%s", res.ExitCode, err, tailLines(res.Stdout+res.Stderr, 20))
+		return nil, fmt.Errorf("opensm wrote no log (exit %d): %w\n%s", res.ExitCode, err, TailLines(res.Stdout+res.Stderr, 20))
 	}
 	defer f.Close()
 	ph, err := ParseOpenSMLog(f)
@@ -173,7 +178,9 @@ func ParseOpenSMLog(r io.Reader) (OpenSMPhases, error) {
 	return ph, nil
 }
 
-func tailLines(s string, n int) string {
+// TailLines returns the last n lines of s (all of it when shorter), for
+// error messages quoting a tool's output.
+func TailLines(s string, n int) string {
 	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(l) > n {
 		l = l[len(l)-n:]

@@ -23,15 +23,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-)
 
-// UMAD2SimPaths are where Debian's libumad2sim0 installs the preload
-// library that sends libibumad traffic to ibsim.
-var UMAD2SimPaths = []string{
-	"/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so",
-	"/usr/lib/aarch64-linux-gnu/umad2sim/libumad2sim.so",
-	"/usr/lib/umad2sim/libumad2sim.so",
-}
+	"github.com/ibsm/ibsm/integration/benchutil"
+)
 
 // Tools are the executables this package runs.
 var Tools = []string{"ibsim", "ibnetdiscover", "dump_fts", "smpdump", "smpquery", "ibtracert", "saquery", "sminfo", "opensm"}
@@ -58,13 +52,7 @@ func FindTools() (preload string, paths map[string]string, err error) {
 		}
 		paths[t] = p
 	}
-	for _, p := range UMAD2SimPaths {
-		if _, serr := os.Stat(p); serr == nil {
-			preload = p
-			break
-		}
-	}
-	if preload == "" {
+	if preload = benchutil.UMAD2Sim(); preload == "" {
 		missing = append(missing, "libumad2sim.so")
 	}
 	if len(missing) > 0 {

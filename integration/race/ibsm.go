@@ -46,10 +46,10 @@ func RunIBSM(ctx context.Context, binDir string, sim *benchutil.IBSim, engine, d
 			r.Rejected = firstLines(res.Stderr[i:], 4, 500)
 			return r, nil
 		}
-		return nil, fmt.Errorf("ibsm run --once on ibsim exited %d:\n%s", res.ExitCode, tail(res.Stderr, 15))
+		return nil, fmt.Errorf("ibsm run --once on ibsim exited %d:\n%s", res.ExitCode, benchutil.TailLines(res.Stderr, 15))
 	}
 	if r.Summary, err = benchutil.ParseSummary(res.Stdout); err != nil {
-		return nil, fmt.Errorf("%w\nstdout:\n%s", err, tail(res.Stdout, 15))
+		return nil, fmt.Errorf("%w\nstdout:\n%s", err, benchutil.TailLines(res.Stdout, 15))
 	}
 	return r, nil
 }

@@ -210,7 +210,7 @@ func RunOpenSM(ctx context.Context, opensm, umad2sim, shim string, sim *benchuti
 		return nil, err
 	}
 	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("opensm exited %d; see %s\n%s", res.ExitCode, logPath, tail(res.Stdout+res.Stderr, 10))
+		return nil, fmt.Errorf("opensm exited %d; see %s\n%s", res.ExitCode, logPath, benchutil.TailLines(res.Stdout+res.Stderr, 10))
 	}
 	f, err := os.Open(logPath)
 	if err != nil {
@@ -231,12 +231,4 @@ func RunOpenSM(ctx context.Context, opensm, umad2sim, shim string, sim *benchuti
 		return nil, err
 	}
 	return &OpenSMRun{Result: res, Phases: ph, MADs: mads, Log: logPath}, nil
-}
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
 }
