@@ -11,7 +11,6 @@ package integration
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,11 +23,8 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/host/analysis"
-	"github.com/ibsm/ibsm/host/sa"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/sdk/topology"
-	"github.com/ibsm/ibsm/transport"
-	"github.com/ibsm/ibsm/transport/smp"
 )
 
 // ft2 facts the assertions rest on: 54 switches, so 54*53 switch pairs;
@@ -335,48 +331,12 @@ func TestFatTreeEngines(t *testing.T) {
 				break
 			}
 		}
-		conn, err := a.Sim.Attach(topo.Nodes[topo.Endpoints()[client].Node].GUID, topo.Endpoints()[client].Port)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ct := transport.New(conn, transport.Options{Timeout: 500 * time.Millisecond, Retries: transport.NoRetries})
-		t.Cleanup(func() { ct.Close() })
-		var req smp.PathRecord
-		req.SLID = lids.Ports[client].Base
-		binary.BigEndian.PutUint64(req.DGID[:8], sa.DefaultGIDPrefix) // SA's prefix unless the SM port reports another
-		binary.BigEndian.PutUint64(req.DGID[8:], topo.Port(topo.SM).GUID)
-		m := smp.NewSAMAD(smp.MethodGetTable, smp.SAAttrPathRecord)
-		m.ComponentMask = smp.PRCompSLID | smp.PRCompDGID
-		if err := req.MarshalTo(m.Data[:]); err != nil {
-			t.Fatal(err)
-		}
-		b := make([]byte, smp.MADLen)
-		if err := m.EncodeTo(b); err != nil {
-			t.Fatal(err)
-		}
-		qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer qcancel()
-		p, err := ct.Do(qctx, transport.Packet{DLID: lids.Ports[smEp].Base, QP: 1, MAD: b})
-		if err != nil {
-			t.Fatalf("SA PathRecord GetTable: %v", err)
-		}
-		var resp smp.SAMAD
-		if err := resp.Decode(p.MAD); err != nil {
-			t.Fatal(err)
-		}
-		if resp.Status != 0 || resp.AttributeOffset == 0 {
-			t.Fatalf("SA status %#x, attribute offset %d", resp.Status, resp.AttributeOffset)
-		}
-		stride := int(resp.AttributeOffset) * 8
-		n := int(resp.PayloadLength-20) / stride
+		recs := saPaths(t, a, client, lids.Ports[smEp].Base, lids.Ports[client].Base, topo.Port(topo.SM).GUID)
+		n := len(recs)
 		got := map[uint16]bool{}
-		for i := 0; i < n; i++ {
-			var pr smp.PathRecord
-			if err := pr.Unmarshal(resp.Data[i*stride:]); err != nil {
-				t.Fatal(err)
-			}
-			if pr.SLID != req.SLID {
-				t.Errorf("record %d: SLID %d, asked for %d", i, pr.SLID, req.SLID)
+		for i, pr := range recs {
+			if pr.SLID != lids.Ports[client].Base {
+				t.Errorf("record %d: SLID %d, asked for %d", i, pr.SLID, lids.Ports[client].Base)
 			}
 			got[pr.DLID] = true
 		}
