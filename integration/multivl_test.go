@@ -116,7 +116,7 @@ func checkGenerated(t *testing.T, net string, args []string) {
 	}
 }
 
-var sl2vlSets = regexp.MustCompile(`SL2VL (\d+)\)`)
+var sl2vlSets = regexp.MustCompile(`SL2VL (\d+)[,)]`)
 
 // ibdmchkVL runs ibdmchk's credit-loop check with path SLs and SL2VL
 // tables on the dumps in dir (CA->CA paths; ibdmchk has no SL for switch
