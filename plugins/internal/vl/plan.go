@@ -288,27 +288,38 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		return true
 	}
 	// use records that hop e of class c feeds next (next < 0: delivery)
-	// where next runs on VL y, and returns e's VL.
-	use := func(c *class, e int32, y int, next int32) (int, bool) {
+	// and settles e's VL against next's current one. Recording first
+	// means any later raise of next re-checks e.
+	use := func(c *class, e int32, next int32) bool {
+		y, want := -1, 0
 		if next >= 0 {
 			if bit := uint64(1) << inOf[e]; c.pred[next]&bit == 0 {
 				save(c, next)
 				c.pred[next] |= bit
 			}
-		}
-		cur := int(c.vl[e]) - 1
-		want := 0
-		if next >= 0 {
+			y = int(c.vl[next]) - 1
 			want = lowest(y, next)
 		}
+		cur := int(c.vl[e]) - 1
 		if cur >= 0 && (next < 0 || ok(cur, y, next)) {
-			return cur, true
+			return true
 		}
-		if !raise(c, e, max(want, cur)) {
-			return 0, false
-		}
-		return int(c.vl[e]) - 1, true
+		return raise(c, e, max(want, cur))
 	}
+	// next is the hop at s's parent that carries d's traffic on from s's
+	// out-channel (-1 when the parent delivers).
+	next := func(s, p int32, out uint8, d int) int32 {
+		if pp, pout := f.Next(p, d); pp >= 0 {
+			return f.Edge(p, f.peerPort[f.Chan(s, out)], pout)
+		}
+		return -1
+	}
+	// transit is the hop at s that takes d's traffic from child u on.
+	transit := func(s, u int32, out uint8, d int) int32 {
+		_, uo := f.Next(u, d)
+		return f.Edge(s, f.peerPort[f.Chan(u, uo)], out)
+	}
+	// fit adds destination d's whole tree to class c, root outwards.
 	fit := func(c *class, d int) bool {
 		log = log[:0]
 		order := tr.Order[d]
@@ -318,29 +329,20 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 			if p < 0 {
 				continue // delivers: hops into it take the default VL 0
 			}
-			ch := f.Chan(s, out)
-			y, next := -1, int32(-1)
-			if pp, pout := f.Next(p, d); pp >= 0 {
-				next = f.Edge(p, f.peerPort[ch], pout)
-				// The next hop may have risen since it was placed.
-				y = int(c.vl[next]) - 1
-			}
-			if len(srcIn[s]) > 0 {
-				if _, okk := use(c, f.Edge(s, srcIn[s][0], out), y, next); !okk {
-					return false
-				}
+			nx := next(s, p, out, d)
+			if len(srcIn[s]) > 0 && !use(c, f.Edge(s, srcIn[s][0], out), nx) {
+				return false
 			}
 			for _, u := range tr.Kids(d, s) {
-				_, uo := f.Next(u, d)
-				if _, okk := use(c, f.Edge(s, f.peerPort[f.Chan(u, uo)], out), y, next); !okk {
+				if !use(c, transit(s, u, out, d), nx) {
 					return false
 				}
 			}
 		}
 		return true
 	}
-	// fitRoute is fit for the one route from switch u toward d: its
-	// injection at u and its transit hops, destination end first.
+	// fitRoute adds the one route from switch u toward d: its injection at
+	// u and its transit hops, destination end first.
 	var path []int32
 	fitRoute := func(c *class, d int, u int32) bool {
 		log = log[:0]
@@ -356,20 +358,13 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		for i := len(path) - 1; i >= 0; i-- {
 			s := path[i]
 			p, out := f.Next(s, d)
-			ch := f.Chan(s, out)
-			y, next := -1, int32(-1)
-			if pp, pout := f.Next(p, d); pp >= 0 {
-				next = f.Edge(p, f.peerPort[ch], pout)
-				y = int(c.vl[next]) - 1
-			}
 			var e int32
-			if i == 0 {
-				e = f.Edge(s, srcIn[s][0], out)
+			if i > 0 {
+				e = transit(s, path[i-1], out, d)
 			} else {
-				_, uo := f.Next(path[i-1], d)
-				e = f.Edge(s, f.peerPort[f.Chan(path[i-1], uo)], out)
+				e = f.Edge(s, srcIn[s][0], out) // the caller checked u has sources
 			}
-			if _, okk := use(c, e, y, next); !okk {
+			if !use(c, e, next(s, p, out, d)) {
 				return false
 			}
 		}
