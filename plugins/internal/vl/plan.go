@@ -129,13 +129,15 @@ func popcount(m uint16) int {
 // instead the invariant that makes ACRO deadlock-free:
 //
 //   - along every route the VL never rises, and
-//   - two consecutive hops on the same VL v follow layer v's channel order,
-//     which is fixed up front: ACRO's settling order for v (every
-//     dependency inside ACRO's layer v points to a channel settled before),
-//     channel id order for layers ACRO did not use.
+//   - two consecutive hops on the same VL v follow layer v's channel order:
+//     for ACRO's layers, ACRO's settling order, fixed up front (every
+//     dependency inside ACRO's layer v points to a channel settled
+//     before); for VLs above them, which ACRO gives no order, a topological
+//     order kept incrementally (Layer.Insert) that admits any dependency
+//     keeping the VL acyclic.
 //
-// Every (channel, VL) dependency then either descends or follows one fixed
-// order, so the virtual-channel graph is acyclic; and every destination on
+// Every (channel, VL) dependency then either descends or stays within one
+// acyclic VL, so the virtual-channel graph is acyclic; and every destination on
 // its own satisfies the invariant with ACRO's layers, so an empty class
 // always accepts it.
 //
@@ -170,22 +172,17 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 	nc := f.Chans()
 	t := f.R.Topo
 	sws := t.Switches()
-	// pos[v][c]: channel c's place in layer v's fixed order; a same-VL
-	// dependency must go from a lower to a higher place.
-	pos := make([][]int32, maxVLs)
+	// pos[v][c]: channel c's place in ACRO's layer v, settled first =
+	// placed last; a same-VL dependency must go from a lower to a higher
+	// place.
+	pos := make([][]int32, min(len(ly.Pop), maxVLs))
 	for v := range pos {
 		pos[v] = make([]int32, nc)
-		if v >= len(ly.Pop) {
-			for c := range pos[v] {
-				pos[v][c] = int32(c)
-			}
-			continue
-		}
 		for c := range pos[v] {
 			pos[v][c] = -1
 		}
 		next := int32(nc)
-		for _, c := range ly.Pop[v] { // settled first = placed last
+		for _, c := range ly.Pop[v] {
 			pos[v][c] = next
 			next--
 		}
@@ -234,9 +231,36 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 	budget := maxVLs
 	capOf := func(e int32) int { return min(f.Cap(outChan[e]), budget) }
 	// ok reports whether a hop on VL x may feed hop e (on VL y): the VL
-	// drops, or stays and the dependency follows layer y's order.
+	// drops, or stays and the dependency follows layer y's order — ACRO's
+	// for its layers, for VLs above them a dynamic topological order
+	// (Layer.Insert) that takes any dependency keeping the layer acyclic.
+	// Dependencies it takes during a failed try are given back.
+	type dep struct {
+		v int
+		e int32
+	}
+	var depLog []dep
+	dyn := make([]*Layer, maxVLs)
 	ok := func(x, y int, e int32) bool {
-		return x > y || (x == y && pos[y][inChan[e]] < pos[y][outChan[e]])
+		if x != y {
+			return x > y
+		}
+		if y < len(pos) {
+			return pos[y][inChan[e]] < pos[y][outChan[e]]
+		}
+		l := dyn[y]
+		if l == nil {
+			l = f.NewLayer()
+			dyn[y] = l
+		}
+		if l.Cnt[e] > 0 {
+			return true
+		}
+		if !l.Insert(e) {
+			return false
+		}
+		depLog = append(depLog, dep{y, e})
+		return true
 	}
 	// lowest is the lowest VL a hop feeding e may take.
 	lowest := func(y int, e int32) int {
@@ -322,6 +346,7 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 	// fit adds destination d's whole tree to class c, root outwards.
 	fit := func(c *class, d int) bool {
 		log = log[:0]
+		depLog = depLog[:0]
 		order := tr.Order[d]
 		for i := len(order) - 1; i >= 0; i-- {
 			s := order[i]
@@ -346,6 +371,7 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 	var path []int32
 	fitRoute := func(c *class, d int, u int32) bool {
 		log = log[:0]
+		depLog = depLog[:0]
 		path = path[:0]
 		for s := u; ; {
 			p, _ := f.Next(s, d)
@@ -383,6 +409,9 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 			}
 			for i := len(log) - 1; i >= 0; i-- {
 				c.vl[log[i].e], c.pred[log[i].e] = log[i].vl, log[i].pred
+			}
+			for _, u := range depLog {
+				dyn[u.v].Remove(u.e)
 			}
 		}
 		return -1
