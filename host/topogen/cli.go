@@ -189,8 +189,9 @@ order, names and GUIDs) after the optional --remove-links / --remove-switches.
   --set 000 --switches 16|32|64 --cas 128|256|512   average inter-switch degree 8, machines
                                                     placed uniformly (Nienaber/Yuan/Duan §5)
   --set 001 --switches 64|256 --degree 3..12        random regular, one CA per switch (ACRO)
-  --set 003 --switches 8..64 [--degree 4..8]        4 hosts and 4 single links per switch
-                                                    (destination renaming §5)
+  --set 003 --switches 8..64 [--degree 3..8]        4 hosts and 4 single links per switch
+                                                    (destination renaming §5; Table 6
+                                                    varies the links from 3 to 8)
   --set rrg512                                      512 switches, degree 12, 4 CAs each
 `,
 	"rrg": `A random regular graph built as Jellyfish does: --switches switches with --ports network

@@ -24,7 +24,8 @@ import (
 //     each switch carries one CA to give it traffic (CAs is ignored).
 //   - "003" (López, Flich, Duato §5): each switch 4 hosts and 4 links to
 //     other switches, neighbours joined by one link only, 8 to 64
-//     switches; Degree may raise the links to 8 (its Table 6 discussion).
+//     switches; Degree sets 3 to 8 links per switch (its Table 6 uses 3,
+//     4, 5 and 8 on 64 switches).
 //   - "rrg512": the 512-switch random 12-regular graph with 4 CAs per
 //     switch (2,048 CAs) the routing+VL time budget is set on.
 type Paper struct {
@@ -92,8 +93,8 @@ func (p Paper) Base() (Generator, error) {
 		if p.Switches < 8 || p.Switches > 64 {
 			return nil, fmt.Errorf("topogen: paper 003 uses 8 to 64 switches, not %d; use 'ibsm topo rrg --ports 4 --cas 4' for other sizes", p.Switches)
 		}
-		if d < 4 || d > 8 {
-			return nil, fmt.Errorf("topogen: paper 003 uses 4 (up to 8) links per switch, not %d", d)
+		if d < 3 || d > 8 {
+			return nil, fmt.Errorf("topogen: paper 003 uses 4 links per switch (3 to 8 in its Table 6), not %d", d)
 		}
 		return RRG{Switches: p.Switches, NetPorts: d, CAsPerSwitch: 4, Seed: p.Seed, SwitchPorts: p.SwitchPorts, Cable: p.Cable}, nil
 	case "rrg512":

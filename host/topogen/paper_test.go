@@ -153,6 +153,7 @@ func TestPaperErrors(t *testing.T) {
 		{[]string{"paper", "--set", "001", "--switches", "100", "--degree", "4"}, "64 or 256"},
 		{[]string{"paper", "--set", "003", "--switches", "4"}, "8 to 64"},
 		{[]string{"paper", "--set", "003", "--switches", "8", "--degree", "9"}, "links per switch"},
+		{[]string{"paper", "--set", "003", "--switches", "8", "--degree", "2"}, "links per switch"},
 		{[]string{"paper", "--set", "rrg512", "--switches", "256"}, "fixed at 512"},
 	} {
 		_, err := Parse(tc.args)

@@ -6,7 +6,9 @@
 //
 // It calls the routing and LID libraries directly (no plugin processes),
 // runs instances in parallel (-workers) and checks every LID plan realises
-// its paths hop for hop. It lives under plugins/internal because Go's
+// its paths hop for hop. Every fabric is host/topogen's paper preset, so
+// 'ibsm topo paper ... --seed N' writes the exact instance N of a table
+// (see topoCommand). It lives under plugins/internal because Go's
 // internal rule keeps those libraries out of reach of a top-level
 // experiments/ package; its output goes to experiments/lids/.
 //
@@ -22,13 +24,14 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/internal/lids"
 	"github.com/ibsm/ibsm/plugins/internal/paths"
-	"github.com/ibsm/ibsm/plugins/internal/paths/fabtest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -41,6 +44,28 @@ type conf000 struct{ machines, switches int }
 var confs000 = []conf000{{128, 16}, {256, 16}, {512, 16}, {128, 32}, {256, 32}, {512, 32}, {128, 64}, {256, 64}, {512, 64}}
 
 func (c conf000) String() string { return fmt.Sprintf("%d/%d", c.machines, c.switches) }
+
+// paper000 is instance seed of a seed-000 configuration.
+func paper000(c conf000, seed int64) topogen.Paper {
+	return topogen.Paper{Set: "000", Switches: c.switches, CAs: c.machines, Seed: seed}
+}
+
+// paper003 is instance seed of seed 003's switches x links fabric.
+func paper003(switches, links int, seed int64) topogen.Paper {
+	return topogen.Paper{Set: "003", Switches: switches, Degree: links, Seed: seed}
+}
+
+// topoCommand is the 'ibsm topo' command line that writes p's fabric.
+func topoCommand(p topogen.Paper) []string {
+	args := []string{"paper", "--set", p.Set, "--switches", strconv.Itoa(p.Switches)}
+	if p.CAs != 0 {
+		args = append(args, "--cas", strconv.Itoa(p.CAs))
+	}
+	if p.Degree != 0 {
+		args = append(args, "--degree", strconv.Itoa(p.Degree))
+	}
+	return append(args, "--seed", strconv.FormatInt(p.Seed, 10))
+}
 
 // Seed 000 Table 1 (shortest widest) and Table 2 (path selection): average
 // total LIDs over 32 instances, columns greedy, s-m/S, s-m/L, color/S,
@@ -280,7 +305,7 @@ func run000(w io.Writer, seeds, workers int, grans []paths.Granularity) error {
 		r.lids, r.maxK = make([][5]int, nr), make([][5]int, nr)
 		r.bound, r.routeT, r.load = make([]int, nr), make([]time.Duration, nr), make([]float64, nr)
 		t0 := time.Now()
-		topo, err := fabtest.Irregular(s, c.switches, 8, c.machines)
+		topo, err := topogen.Topology(paper000(c, int64(s)))
 		if err != nil {
 			return fmt.Errorf("%v seed %d: %w", c, s, err)
 		}
@@ -352,7 +377,7 @@ func run000(w io.Writer, seeds, workers int, grans []paths.Granularity) error {
 		}
 	}
 	fmt.Fprintf(w, "## Seed 000 (Nienaber, Yuan, Duan)\n\n")
-	fmt.Fprintf(w, "Set-up: connected uniformly random simple switch graphs, average inter-switch degree 8 (`fabtest.Irregular`, standing in for GT-ITM), machines placed uniformly at random; %d seeds per configuration (paper: 32). Up*/down* root drawn at random. LIDs are totals over machines after rounding each to 2^LMC.\n\n", seeds)
+	fmt.Fprintf(w, "Set-up: connected uniformly random simple switch graphs, average inter-switch degree 8 (standing in for GT-ITM), machines placed uniformly at random; %d seeds per configuration (paper: 32), seeds 1..%d. Instance N of conf. M/S is `ibsm topo paper --set 000 --switches S --cas M --seed N`. Up*/down* root drawn at random. LIDs are totals over machines after rounding each to 2^LMC.\n\n", seeds, seeds)
 	// tied lists every heuristic whose mean equals v.
 	tied := func(m [5]float64, v float64) string {
 		var names []string
@@ -506,7 +531,7 @@ func run003(w io.Writer, seeds, workers int) error {
 	start := time.Now()
 	one := func(n, links int, s uint64) (inst003, error) {
 		var r inst003
-		topo, err := fabtest.RRG(s, n, links, 4)
+		topo, err := topogen.Topology(paper003(n, links, int64(s)))
 		if err != nil {
 			return r, fmt.Errorf("%d switches, %d links, seed %d: %w", n, links, s, err)
 		}
@@ -554,7 +579,7 @@ func run003(w io.Writer, seeds, workers int) error {
 		return err
 	}
 	fmt.Fprintf(w, "## Seed 003 (López, Flich, Duato)\n\n")
-	fmt.Fprintf(w, "Set-up: random 4-regular simple switch graphs (`fabtest.RRG`, 4 inter-switch links per switch, single links), 4 hosts per switch; up*/down* with a uniformly random shortest legal path per host pair; destination renaming in (src, dst) path order; %d seeds per size (paper: 10).\n\n", seeds)
+	fmt.Fprintf(w, "Set-up: random 4-regular simple switch graphs (Jellyfish construction, 4 inter-switch links per switch, single links), 4 hosts per switch; up*/down* with a uniformly random shortest legal path per host pair; destination renaming in (src, dst) path order; %d seeds per size (paper: 10), seeds 1..%d. Instance N of S switches with L links is `ibsm topo paper --set 003 --switches S --degree L --seed N`.\n\n", seeds, seeds)
 	fmt.Fprintf(w, "### Table 4(a): forwarding-table entries (random tables, summed over switches)\n\n")
 	fmt.Fprintf(w, "| Sw | Total | Original | New | Min %% | Max %% | Avg %% |\n|---|---|---|---|---|---|---|\n")
 	for i, n := range sizes003 {

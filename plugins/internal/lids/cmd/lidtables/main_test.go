@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
+	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/internal/lids"
 	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/transport/netfile"
 )
 
 // The bound must hold for every heuristic, and the seed-003 entry counts
@@ -47,6 +51,46 @@ func TestBoundAndEntries(t *testing.T) {
 			if !(orig <= all && conflicted <= orig && extra >= conflicted && cxn >= orig && conflicted > 0) || (renamed > 0) != (all > orig) {
 				t.Errorf("seed %d: original %d total %d conflicted %d extra %d cxn %d renamed paths %d", seed, orig, all, conflicted, extra, cxn, renamed)
 			}
+		}
+	}
+}
+
+// TestTopoReproducesInstances: the fabric an experiment instance routes is
+// the one 'ibsm topo' writes for the command line topoCommand gives, read
+// back from the file (same topology hash), and the seed picks the instance.
+func TestTopoReproducesInstances(t *testing.T) {
+	for _, p := range []topogen.Paper{
+		paper000(conf000{machines: 256, switches: 32}, 7),
+		paper003(16, 4, 3),
+		paper003(64, 3, 10), // Table 6's lowest link count
+	} {
+		name := strings.Join(topoCommand(p), " ")
+		exp, err := topogen.Topology(p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var buf bytes.Buffer
+		if _, err := topogen.Write(topoCommand(p), &buf); err != nil {
+			t.Fatalf("ibsm topo %s: %v", name, err)
+		}
+		f, err := netfile.Parse("topo.net", &buf)
+		if err != nil {
+			t.Fatalf("%s: reading the written file: %v", name, err)
+		}
+		cli, err := f.Topology()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exp.Hash() != cli.Hash() {
+			t.Errorf("ibsm topo %s: hash %x, the experiment's instance %x", name, cli.Hash(), exp.Hash())
+		}
+		p.Seed++
+		other, err := topogen.Topology(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other.Hash() == exp.Hash() {
+			t.Errorf("%s: the next seed gave the same fabric; the seed does not pick the instance", name)
 		}
 	}
 }
