@@ -76,6 +76,10 @@ func TestAssign(t *testing.T) {
 			if v.VLs < 2 || v.VLs > int(c.cap) {
 				t.Errorf("plan declares %d VLs on a cyclic routing with %d available", v.VLs, c.cap)
 			}
+			// One SL per DLID: the plan is a rule, not per-pair data.
+			if len(v.Overrides) != 0 || len(v.SLByDLID) != int(real.TopLID)+1 {
+				t.Errorf("plan has %d per-source overrides and %d SLByDLID entries, want none and %d", len(v.Overrides), len(v.SLByDLID), int(real.TopLID)+1)
+			}
 			// Breaking the SLs must be caught by the checker (it can fail).
 			broken := *v
 			broken.SLByDLID, broken.Overrides, broken.SL2VL, broken.Default = nil, nil, nil, [16]uint8{}
