@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/plugins/internal/paths/fabtest"
+	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -72,10 +72,10 @@ func testFabrics(t *testing.T) map[string]*topology.Topology {
 	t.Helper()
 	out := map[string]*topology.Topology{}
 	var err error
-	if out["irregular16"], err = fabtest.Irregular(3, 16, 4, 40); err != nil {
+	if out["irregular16"], err = topogen.Topology(topogen.Random{Switches: 16, Degree: 4, CAs: 40, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if out["rrg10"], err = fabtest.RRG(5, 10, 4, 2); err != nil {
+	if out["rrg10"], err = topogen.Topology(topogen.RRG{Switches: 10, NetPorts: 4, CAsPerSwitch: 2, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	// Parallel cables and uneven hosts.
@@ -181,7 +181,7 @@ func TestRoutingsLegalShortestComplete(t *testing.T) {
 }
 
 func TestDeterministicPerSeed(t *testing.T) {
-	topo, err := fabtest.Irregular(7, 16, 6, 48)
+	topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 6, CAs: 48, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestDeterministicPerSeed(t *testing.T) {
 func TestWidestBeatsRandomShortest(t *testing.T) {
 	better := 0
 	for seed := uint64(1); seed <= 6; seed++ {
-		topo, err := fabtest.Irregular(seed, 16, 8, 64)
+		topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 8, CAs: 64, Seed: int64(seed)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +296,7 @@ func TestYenKShortest(t *testing.T) {
 }
 
 func TestPathSelectionOnePerPairFromCandidates(t *testing.T) {
-	topo, err := fabtest.Irregular(9, 16, 8, 64)
+	topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 8, CAs: 64, Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestPathSelectionOnePerPairFromCandidates(t *testing.T) {
 // end up more loaded (in machine-pair paths per channel) than keeping every
 // pair's first candidate, at either granularity.
 func TestSelectionRelievesLoad(t *testing.T) {
-	topo, err := fabtest.Irregular(4, 16, 8, 64)
+	topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 8, CAs: 64, Seed: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestSelectionRelievesLoad(t *testing.T) {
 // candidates); per machine pair they do not (or the test fabric could not
 // tell the two apart).
 func TestPathSelectionGranularity(t *testing.T) {
-	topo, err := fabtest.Irregular(9, 16, 8, 96)
+	topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 8, CAs: 96, Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,9 +484,10 @@ func TestErrors(t *testing.T) {
 }
 
 func TestUpDownOrder(t *testing.T) {
-	// Line 0-1-2-3 rooted at 2: ranks 2,1,0,1; order 2,1,3,0.
-	adj := [][]int32{{1}, {0, 2}, {1, 3}, {2}}
-	topo, err := fabtest.Build(adj, []int{1, 1, 1, 1})
+	// Line 0-1-2-3 rooted at 2: ranks 2,1,0,1; order 2,1,3,0. A 1-D mesh
+	// with one CA per switch: port 2 goes to the next switch, 3 to the
+	// previous one.
+	topo, err := topogen.Topology(topogen.Torus{Dims: []int{4}, Mesh: true, CAsPerSwitch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +496,7 @@ func TestUpDownOrder(t *testing.T) {
 	if want := []int32{3, 1, 0, 2}; !slices.Equal(u.Ord, want) {
 		t.Fatalf("Ord = %v, want %v", u.Ord, want)
 	}
-	c01, c12, c21, c23 := f.ChannelOf(0, 2), f.ChannelOf(1, 3), f.ChannelOf(2, 2), f.ChannelOf(2, 3)
+	c01, c12, c21, c23 := f.ChannelOf(0, 2), f.ChannelOf(1, 2), f.ChannelOf(2, 3), f.ChannelOf(2, 2)
 	if !u.Up(c01) || !u.Up(c12) || u.Up(c21) || u.Up(c23) {
 		t.Fatal("channel directions wrong")
 	}
