@@ -397,9 +397,18 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		return true
 	}
 	// place puts one destination or route in the first class that takes
-	// it, undoing each failed try; -1 when none does.
-	place := func(try func(c *class) bool) int {
-		for k := 0; k < maxSLs; k++ {
+	// it, trying class first before the others, undoing each failed try;
+	// -1 when none does.
+	place := func(try func(c *class) bool, first int) int {
+		for i := -1; i < maxSLs; i++ {
+			k := i
+			if i < 0 {
+				if k = first; k < 0 || k >= len(cls) {
+					continue
+				}
+			} else if i == first {
+				continue
+			}
 			if k == len(cls) {
 				cls = append(cls, &class{vl: make([]uint8, ne), pred: make([]uint64, ne)})
 			}
@@ -425,14 +434,27 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 	// them share, the others become per-source overrides.
 	budget = min(max(ly.N, 1), maxVLs)
 	routeSL := make([]int8, f.N)
+	// DLIDs on one switch have nearly the same tree: the class the last
+	// of them went to is tried first.
+	last := make([]int, f.N)
+	for i := range last {
+		last[i] = -1
+	}
 	for d, lid := range f.DLIDs {
-		k := place(func(c *class) bool { return fit(c, d) })
+		first := -1
+		if h := f.Home[d]; h >= 0 {
+			first = last[h]
+		}
+		k := place(func(c *class) bool { return fit(c, d) }, first)
 		for k < 0 && budget < maxVLs {
 			budget++
-			k = place(func(c *class) bool { return fit(c, d) })
+			k = place(func(c *class) bool { return fit(c, d) }, first)
 		}
 		if k >= 0 {
 			v.SLByDLID[lid] = uint8(k)
+			if h := f.Home[d]; h >= 0 {
+				last[h] = k
+			}
 			continue
 		}
 		cnt := make([]int, maxSLs)
@@ -443,7 +465,7 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 			if p, _ := f.Next(u, d); p < 0 || len(srcIn[u]) == 0 {
 				continue
 			}
-			k := place(func(c *class) bool { return fitRoute(c, d, u) })
+			k := place(func(c *class) bool { return fitRoute(c, d, u) }, -1)
 			if k < 0 {
 				return nil, Stats{SLs: maxSLs + 1}, &LimitError{Algo: "acro", Needed: maxVLs + 1, Available: maxVLs,
 					Why: fmt.Sprintf("the route from switch 0x%016x toward DLID %d fits none of the %d SL classes within %d VLs: every class's hops would need a VL beyond a link's VLCap", f.G.SwitchGUID(u), lid, maxSLs, maxVLs)}
