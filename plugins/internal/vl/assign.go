@@ -52,6 +52,7 @@ func Assign(ctx context.Context, log hclog.Logger, name string, req sdk.VLReques
 		var le *LimitError
 		if errors.As(err, &le) {
 			log.Error("not enough VLs", "needed_at_least", le.Needed, "available", le.Available, "why", le.Why)
+			return nil, err // already names the algorithm
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
