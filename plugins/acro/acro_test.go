@@ -55,7 +55,7 @@ func TestAssign(t *testing.T) {
 				}
 			}
 			real := minHop(t, topo)
-			a := &assigner{}
+			a := vl.NewPlugin(vl.KindACRO, nil)
 			v, err := a.AssignVLs(context.Background(), sdk.VLRequest{Topo: topo, LIDs: real.LIDs, Realized: real, MaxVLs: int(c.cap)})
 			if c.fail {
 				if err == nil || !strings.Contains(err.Error(), "only 1 are available") {
@@ -91,7 +91,7 @@ func TestAssign(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
-	a := &assigner{}
+	a := vl.NewPlugin(vl.KindACRO, nil)
 	for _, v := range []cty.Value{cty.NilVal, cty.NullVal(cty.EmptyObject), cty.EmptyObjectVal, a.Schema().Defaults()} {
 		if err := a.Configure(v); err != nil {
 			t.Errorf("Configure(%#v): %v", v, err)
