@@ -10,10 +10,10 @@ import (
 	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/plugins/internal/updn"
+	"github.com/ibsm/ibsm/plugins/internal/vl/vltest"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
-	"github.com/zclconf/go-cty/cty"
 )
 
 func minHop(topo *topology.Topology, lmc uint8) (*plan.Routes, error) {
@@ -173,18 +173,7 @@ func TestBadRequest(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
-	a := &assigner{}
-	for _, v := range []cty.Value{cty.NilVal, cty.NullVal(cty.EmptyObject), cty.EmptyObjectVal, a.Schema().Defaults()} {
-		if err := a.Configure(v); err != nil {
-			t.Errorf("Configure(%#v): %v", v, err)
-		}
-	}
-	if err := a.Configure(cty.ObjectVal(map[string]cty.Value{"x": cty.True})); err == nil {
-		t.Error("unknown attribute accepted")
-	}
-	if i := a.Info(); i.Name != "single" || i.Kind != sdk.KindVLAssign || i.Version != "0.1.0" {
-		t.Errorf("Info = %+v", i)
-	}
+	vltest.Configure(t, &assigner{}, sdk.Info{Name: "single", Version: "0.1.0", Kind: sdk.KindVLAssign})
 }
 
 func BenchmarkFatTree36(b *testing.B) {

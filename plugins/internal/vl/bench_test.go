@@ -1,4 +1,4 @@
-package vl
+package vl_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/ibsm/ibsm/plugins/internal/sssp"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
+	"github.com/ibsm/ibsm/plugins/internal/vl"
 	"github.com/ibsm/ibsm/sdk/plan"
 )
 
@@ -21,7 +22,7 @@ func TestBench512(t *testing.T) {
 	if which == "" {
 		t.Skip("set IBSM_VL_BENCH=1 (acro) or =all to run the 512-switch measurement")
 	}
-	topo, err := RandomRegular(512, 12, 4, 8, 1)
+	topo, err := vl.RandomRegular(512, 12, 4, 8, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestBench512(t *testing.T) {
 			continue
 		}
 		t1 := time.Now()
-		f, err := NewFabric(real)
+		f, err := vl.NewFabric(real)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,23 +49,23 @@ func TestBench512(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ly, err := a.run(f, tr, 8)
+		ly, err := a.run(context.Background(), f, tr, 8)
 		if err != nil {
 			t.Logf("%s: %v (after %v)", a.name, err, time.Since(t1))
 			continue
 		}
 		lay := time.Since(t1)
 		v := &plan.VLPlan{}
-		var st Stats
+		var st vl.Stats
 		if ly.PerHop {
-			v, st, err = HopPlan(f, ly, tr, 8)
+			v, st, err = vl.HopPlan(f, ly, tr, 8)
 		} else {
-			v, st, err = PairPlan(f, ly)
+			v, st, err = vl.PairPlan(f, ly)
 		}
 		vlTime := time.Since(t1)
 		t.Logf("%s: routing %v, layering %v, total VL %v, routing+VL %v, layers %d, VLs %d, stats %+v, plan err %v", a.name, routing, lay, vlTime, routing+vlTime, ly.N, v.VLs, st, err)
 		if err == nil && os.Getenv("IBSM_VL_CHECK") != "" {
-			t.Logf("%s: exact check: %v", a.name, Check(f, v))
+			t.Logf("%s: exact check: %v", a.name, vl.Check(f, v))
 		}
 	}
 }

@@ -1,37 +1,21 @@
-package vl
+package vl_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 
-	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
+	"github.com/ibsm/ibsm/plugins/internal/vl"
+	"github.com/ibsm/ibsm/plugins/internal/vl/vltest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
-func minHop(t testing.TB, topo *topology.Topology) *plan.Routes {
+// fabric indexes r's tables on topo with sequential LIDs.
+func fabric(t testing.TB, topo *topology.Topology, r *plan.Routes) *vl.Fabric {
 	t.Helper()
-	g := route.NewGraph(topo)
-	m, err := g.HopMatrix(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _, err := route.Balance(context.Background(), g, g.MinHop(m), route.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-func fabric(t testing.TB, topo *topology.Topology, r *plan.Routes) *Fabric {
-	t.Helper()
-	real, err := plan.Realize(topo, r, testfab.SequentialLIDs(topo, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := NewFabric(real)
+	f, err := vl.NewFabric(vltest.Realize(t, topo, r))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,26 +24,22 @@ func fabric(t testing.TB, topo *topology.Topology, r *plan.Routes) *Fabric {
 
 type algo struct {
 	name string
-	run  func(*Fabric, *Trees, int) (*Layers, error)
+	run  vl.Algorithm
 }
 
-var algos = []algo{
-	{"layered", func(f *Fabric, _ *Trees, m int) (*Layers, error) { return Layered(context.Background(), f, nil, m) }},
-	{"dfsssp", func(f *Fabric, tr *Trees, m int) (*Layers, error) { return DFSSSP(context.Background(), f, tr, m) }},
-	{"acro", func(f *Fabric, tr *Trees, m int) (*Layers, error) { return ACRO(context.Background(), f, tr, m) }},
-}
+var algos = []algo{{"layered", vl.Layered}, {"dfsssp", vl.DFSSSP}, {"acro", vl.ACRO}}
 
-func toPlan(f *Fabric, ly *Layers) (*plan.VLPlan, Stats, error) {
+func toPlan(f *vl.Fabric, ly *vl.Layers) (*plan.VLPlan, vl.Stats, error) {
 	if ly.PerHop {
 		tr, _ := f.BuildTrees()
-		return HopPlan(f, ly, tr, 16)
+		return vl.HopPlan(f, ly, tr, 16)
 	}
-	return PairPlan(f, ly)
+	return vl.PairPlan(f, ly)
 }
 
 func TestAlgorithms(t *testing.T) {
 	rrg := func(n, d, c int, seed int64) func() (*topology.Topology, error) {
-		return func() (*topology.Topology, error) { return RandomRegular(n, d, c, 8, seed) }
+		return func() (*topology.Topology, error) { return vl.RandomRegular(n, d, c, 8, seed) }
 	}
 	fabs := []struct {
 		name   string
@@ -77,17 +57,17 @@ func TestAlgorithms(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := fabric(t, topo, minHop(t, topo))
+		f := fabric(t, topo, vltest.MinHop(t, topo))
 		tr, err := f.BuildTrees()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Check(f, &plan.VLPlan{}); (err != nil) != fb.cyclic {
+		if err := vl.Check(f, &plan.VLPlan{}); (err != nil) != fb.cyclic {
 			t.Fatalf("%s: one-VL check = %v, want cyclic %v", fb.name, err, fb.cyclic)
 		}
 		for _, a := range algos {
 			t.Run(fb.name+"/"+a.name, func(t *testing.T) {
-				ly, err := a.run(f, tr, 8)
+				ly, err := a.run(context.Background(), f, tr, 8)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -95,13 +75,13 @@ func TestAlgorithms(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := Check(f, v); err != nil {
+				if err := vl.Check(f, v); err != nil {
 					t.Fatalf("plan with %d layers is not deadlock-free: %v", ly.N, err)
 				}
 				if fb.cyclic != (ly.N > 1) {
 					t.Errorf("layers = %d on a fabric with cyclic=%v", ly.N, fb.cyclic)
 				}
-				if ly.PerHop && (st.Overrides != 0 || st.SLs > MaxSLs || v.VLs < ly.N || v.VLs > 8) {
+				if ly.PerHop && (st.Overrides != 0 || st.SLs > vl.MaxSLs || v.VLs < ly.N || v.VLs > 8) {
 					t.Errorf("acro plan: %+v, want one SL per DLID (no overrides), at most 16 SLs, between %d layers and 8 VLs", st, ly.N)
 				}
 				t.Logf("%+v", st)
@@ -115,14 +95,14 @@ func TestLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fabric(t, topo, minHop(t, topo))
+	f := fabric(t, topo, vltest.MinHop(t, topo))
 	tr, err := f.BuildTrees()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range algos {
-		_, err := a.run(f, tr, 1)
-		var le *LimitError
+		_, err := a.run(context.Background(), f, tr, 1)
+		var le *vl.LimitError
 		if !errors.As(err, &le) || le.Available != 1 || le.Needed < 2 {
 			t.Errorf("%s with one VL: err = %v, want a LimitError needing 2 of 1", a.name, err)
 		}
@@ -136,11 +116,11 @@ func TestLimits(t *testing.T) {
 func TestACROVersusLASH(t *testing.T) {
 	var acro, lash int
 	for seed := int64(1); seed <= 6; seed++ {
-		topo, err := RandomRegular(32, 4, 0, 255, seed)
+		topo, err := vl.RandomRegular(32, 4, 0, 255, seed)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := RandomMinimal(topo, seed)
+		r, err := vl.RandomMinimal(topo, seed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,21 +129,21 @@ func TestACROVersusLASH(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := ACRO(context.Background(), f, tr, 64)
+		a, err := vl.ACRO(context.Background(), f, tr, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := Layered(context.Background(), f, tr, 64)
+		l, err := vl.Layered(context.Background(), f, tr, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
 		acro += a.N
 		lash += l.N
-		v, st, err := HopPlan(f, a, tr, 8)
+		v, st, err := vl.HopPlan(f, a, tr, 8)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		if err := Check(f, v); err != nil {
+		if err := vl.Check(f, v); err != nil {
 			t.Errorf("seed %d: ACRO plan: %v", seed, err)
 		}
 		if st.Overrides != 0 {
@@ -181,11 +161,11 @@ func TestACROVersusLASH(t *testing.T) {
 // either deadlock-free (exact checker) or a LimitError — never silently
 // wrong. With one VL on a cyclic routing it must refuse.
 func TestHopPlanFewSLs(t *testing.T) {
-	topo, err := RandomRegular(32, 4, 1, 8, 3)
+	topo, err := vl.RandomRegular(32, 4, 1, 8, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := RandomMinimal(topo, 3)
+	r, err := vl.RandomMinimal(topo, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,14 +174,14 @@ func TestHopPlanFewSLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ly, err := ACRO(context.Background(), f, tr, 8)
+	ly, err := vl.ACRO(context.Background(), f, tr, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sawSplit := false
 	for _, c := range []struct{ vls, sls int }{{8, 16}, {8, 2}, {ly.N, 3}, {ly.N, 1}, {1, 16}} {
-		v, st, err := hopPlan(f, ly, tr, c.vls, c.sls)
-		var le *LimitError
+		v, st, err := vl.HopPlanSLs(f, ly, tr, c.vls, c.sls)
+		var le *vl.LimitError
 		switch {
 		case err != nil && errors.As(err, &le):
 			if c.vls == 8 && c.sls == 16 {
@@ -214,7 +194,7 @@ func TestHopPlanFewSLs(t *testing.T) {
 			if c.vls == 1 {
 				t.Errorf("one VL accepted on a cyclic routing: %+v", st)
 			}
-			if err := Check(f, v); err != nil {
+			if err := vl.Check(f, v); err != nil {
 				t.Errorf("%d VLs, %d SLs: %+v: %v", c.vls, c.sls, st, err)
 			}
 			if st.SLs > c.sls || v.VLs > c.vls {
@@ -230,7 +210,7 @@ func TestHopPlanFewSLs(t *testing.T) {
 }
 
 func TestRandomRegular(t *testing.T) {
-	topo, err := RandomRegular(20, 5, 1, 8, 4)
+	topo, err := vl.RandomRegular(20, 5, 1, 8, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +225,7 @@ func TestRandomRegular(t *testing.T) {
 			t.Fatalf("switch %d has %d switch links, want 5", s, links)
 		}
 	}
-	if _, err := RandomRegular(5, 3, 0, 8, 1); err == nil {
+	if _, err := vl.RandomRegular(5, 3, 0, 8, 1); err == nil {
 		t.Error("odd stub count accepted")
 	}
 }

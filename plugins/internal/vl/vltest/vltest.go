@@ -1,4 +1,7 @@
-package main
+// Package vltest is the shared test of the multi-VL assigner binaries
+// (layered, dfsssp, acro) and the helpers their tests and the vl package's
+// own tests route with. Only tests import it.
+package vltest
 
 import (
 	"context"
@@ -10,11 +13,15 @@ import (
 	"github.com/ibsm/ibsm/plugins/internal/vl"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/sdktest"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 )
 
-func minHop(t testing.TB, topo *topology.Topology) *plan.Realized {
+// MinHop routes topo on balanced minimum-hop planes (LMC 0). On tori and
+// random regular graphs these close credit loops, so a VL assigner has
+// something to break.
+func MinHop(t testing.TB, topo *topology.Topology) *plan.Routes {
 	t.Helper()
 	g := route.NewGraph(topo)
 	m, err := g.HopMatrix(context.Background())
@@ -25,6 +32,12 @@ func minHop(t testing.TB, topo *topology.Topology) *plan.Realized {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// Realize realises r on topo with sequential LIDs.
+func Realize(t testing.TB, topo *topology.Topology, r *plan.Routes) *plan.Realized {
+	t.Helper()
 	real, err := plan.Realize(topo, r, testfab.SequentialLIDs(topo, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +45,27 @@ func minHop(t testing.TB, topo *topology.Topology) *plan.Realized {
 	return real
 }
 
-func TestAssign(t *testing.T) {
+// PlanCheck is a kind's own assertion on a plan Assign accepted.
+type PlanCheck func(t *testing.T, real *plan.Realized, v *plan.VLPlan)
+
+// Conformance is the whole test of one multi-VL assigner binary: the SDK
+// kit over gRPC (its ring needs two layers), Assign, and Configure. extra,
+// if not nil, is run on every plan Assign accepts.
+func Conformance(t *testing.T, k vl.Kind, extra PlanCheck) {
+	t.Run("kit", func(t *testing.T) {
+		sdktest.VLAssigner(t, vl.NewPlugin(k, nil), sdktest.Options{})
+	})
+	t.Run("assign", func(t *testing.T) { Assign(t, k, extra) })
+	t.Run("configure", func(t *testing.T) {
+		Configure(t, vl.NewPlugin(k, nil), sdk.Info{Name: string(k), Version: vl.Version, Kind: sdk.KindVLAssign})
+	})
+}
+
+// Assign runs kind k on cyclic min-hop routings within their links' VLs
+// and checks that every plan is deadlock-free (with a checker shown to
+// fail on the same routing squeezed onto VL 0) and that one available VL
+// is refused by name.
+func Assign(t *testing.T, k vl.Kind, extra PlanCheck) {
 	cases := []struct {
 		name  string
 		build func() (*topology.Topology, error)
@@ -54,8 +87,8 @@ func TestAssign(t *testing.T) {
 					topo.Nodes[i].Ports[p].VLCap = c.cap
 				}
 			}
-			real := minHop(t, topo)
-			a := vl.NewPlugin(vl.KindDFSSSP, nil)
+			real := Realize(t, topo, MinHop(t, topo))
+			a := vl.NewPlugin(k, nil)
 			v, err := a.AssignVLs(context.Background(), sdk.VLRequest{Topo: topo, LIDs: real.LIDs, Realized: real, MaxVLs: int(c.cap)})
 			if c.fail {
 				if err == nil || !strings.Contains(err.Error(), "only 1 are available") {
@@ -76,6 +109,9 @@ func TestAssign(t *testing.T) {
 			if v.VLs < 2 || v.VLs > int(c.cap) {
 				t.Errorf("plan declares %d VLs on a cyclic routing with %d available", v.VLs, c.cap)
 			}
+			if extra != nil {
+				extra(t, real, v)
+			}
 			// Breaking the SLs must be caught by the checker (it can fail).
 			broken := *v
 			broken.SLByDLID, broken.Overrides, broken.SL2VL, broken.Default = nil, nil, nil, [16]uint8{}
@@ -86,8 +122,10 @@ func TestAssign(t *testing.T) {
 	}
 }
 
-func TestConfigure(t *testing.T) {
-	a := vl.NewPlugin(vl.KindDFSSSP, nil)
+// Configure checks that a, a VL assigner with nothing to tune, accepts a
+// null or empty configuration, refuses an attribute, and reports want.
+func Configure(t *testing.T, a sdk.VLAssigner, want sdk.Info) {
+	t.Helper()
 	for _, v := range []cty.Value{cty.NilVal, cty.NullVal(cty.EmptyObject), cty.EmptyObjectVal, a.Schema().Defaults()} {
 		if err := a.Configure(v); err != nil {
 			t.Errorf("Configure(%#v): %v", v, err)
@@ -96,7 +134,7 @@ func TestConfigure(t *testing.T) {
 	if err := a.Configure(cty.ObjectVal(map[string]cty.Value{"x": cty.True})); err == nil {
 		t.Error("unknown attribute accepted")
 	}
-	if i := a.Info(); i.Name != "dfsssp" || i.Kind != sdk.KindVLAssign {
-		t.Errorf("Info = %+v", i)
+	if i := a.Info(); i.Name != want.Name || i.Kind != want.Kind || i.Version != want.Version {
+		t.Errorf("Info = %+v, want name %q, kind %q, version %q", i, want.Name, want.Kind, want.Version)
 	}
 }
