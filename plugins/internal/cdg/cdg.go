@@ -21,14 +21,48 @@ type Channel struct {
 	Port   uint8 // its out-port
 }
 
+// Channels numbers every port of every switch of a fabric, port 0 and CA
+// ports included, so a port's id is a plain offset: channel (s, p) is
+// Channels[s]+p, and Channels[N] is the number of ids. Per-channel tables
+// (dependency sets here, layers in plugins/internal/vl) index by it.
+type Channels []int32
+
+// NewChannels numbers the channels of g's switches.
+func NewChannels(g *route.Graph) Channels {
+	b := make(Channels, g.N+1)
+	for s, node := range g.Topo.Switches() {
+		b[s+1] = b[s] + int32(len(g.Topo.Nodes[node].Ports))
+	}
+	return b
+}
+
+// ID is the id of channel (s, p).
+func (b Channels) ID(s int32, p uint8) int32 { return b[s] + int32(p) }
+
+// Len is the number of channel ids.
+func (b Channels) Len() int { return int(b[len(b)-1]) }
+
+// Of maps a channel id back to (switch index, port).
+func (b Channels) Of(id int32) (int32, uint8) {
+	lo, hi := 0, len(b)-1
+	for lo+1 < hi {
+		m := (lo + hi) / 2
+		if b[m] <= id {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return int32(lo), uint8(id - b[lo])
+}
+
 // Graph is a deduplicated CDG over the switch-to-switch channels of a fabric.
 // Channels into or out of CAs are left out: a CA's injection channel has no
 // predecessor and its delivery channel no successor, so neither can be on a
 // cycle.
 type Graph struct {
-	g *route.Graph
-	// base[s] is the id of channel (s, port 0); channel (s,p) = base[s]+p.
-	base []int32
+	g    *route.Graph
+	base Channels
 	// succ[c] is a 256-bit set of out-ports of c's far switch that c's
 	// traffic continues on.
 	succ [][4]uint64
@@ -37,11 +71,8 @@ type Graph struct {
 // New returns the CDG of g's fabric with no dependencies yet; AddPlane
 // fills it.
 func New(g *route.Graph) *Graph {
-	c := &Graph{g: g, base: make([]int32, g.N+1)}
-	for s, node := range g.Topo.Switches() {
-		c.base[s+1] = c.base[s] + int32(len(g.Topo.Nodes[node].Ports))
-	}
-	c.succ = make([][4]uint64, c.base[g.N])
+	c := &Graph{g: g, base: NewChannels(g)}
+	c.succ = make([][4]uint64, c.base.Len())
 	return c
 }
 
@@ -174,18 +205,7 @@ func (c *Graph) CopyFrom(from *Graph) {
 }
 
 // channel maps a channel id back to (switch index, port).
-func (c *Graph) channel(id int32) (int32, uint8) {
-	lo, hi := 0, c.g.N
-	for lo+1 < hi {
-		m := (lo + hi) / 2
-		if c.base[m] <= id {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return int32(lo), uint8(id - c.base[lo])
-}
+func (c *Graph) channel(id int32) (int32, uint8) { return c.base.Of(id) }
 
 // Edges counts the distinct dependencies.
 func (c *Graph) Edges() int {

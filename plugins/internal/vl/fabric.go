@@ -16,6 +16,7 @@ package vl
 import (
 	"fmt"
 
+	"github.com/ibsm/ibsm/plugins/internal/cdg"
 	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -38,9 +39,9 @@ type Fabric struct {
 	Home []int32
 	// np[s] is the number of ports (without port 0) of switch s.
 	np []int
-	// chanBase[s]+p is the id of channel (s, p); edgeBase[s] +
-	// in*(np[s]+1) + out is the id of dependency (s, in, out).
-	chanBase []int32
+	// chanBase numbers the channels; edgeBase[s] + in*(np[s]+1) + out is
+	// the id of dependency (s, in, out).
+	chanBase cdg.Channels
 	edgeBase []int32
 	// peerPort[chan] is the in-port on the far switch (0 if not a switch
 	// link); peerSw[chan] the far switch or -1.
@@ -60,18 +61,17 @@ func NewFabric(r *plan.Realized) (*Fabric, error) {
 	if len(r.LFT) != g.N {
 		return nil, fmt.Errorf("realised tables cover %d switches, topology has %d", len(r.LFT), g.N)
 	}
-	f := &Fabric{R: r, G: g, N: g.N, np: make([]int, g.N), chanBase: make([]int32, g.N+1), edgeBase: make([]int32, g.N+1)}
+	f := &Fabric{R: r, G: g, N: g.N, np: make([]int, g.N), chanBase: cdg.NewChannels(g), edgeBase: make([]int32, g.N+1)}
 	sws := t.Switches()
 	for s, node := range sws {
 		n := t.Nodes[node].NumPorts()
 		f.np[s] = n
-		f.chanBase[s+1] = f.chanBase[s] + int32(n+1)
 		f.edgeBase[s+1] = f.edgeBase[s] + int32((n+1)*(n+1))
 		if len(r.LFT[s]) != int(r.TopLID)+1 {
 			return nil, fmt.Errorf("forwarding table of switch 0x%016x has %d entries, want %d", g.SwitchGUID(int32(s)), len(r.LFT[s]), int(r.TopLID)+1)
 		}
 	}
-	nc := f.chanBase[g.N]
+	nc := f.chanBase.Len()
 	f.peerPort = make([]uint8, nc)
 	f.peerSw = make([]int32, nc)
 	f.capv = make([]uint8, nc)
@@ -108,27 +108,16 @@ func NewFabric(r *plan.Realized) (*Fabric, error) {
 }
 
 // Chan is the id of channel (s, p).
-func (f *Fabric) Chan(s int32, p uint8) int32 { return f.chanBase[s] + int32(p) }
+func (f *Fabric) Chan(s int32, p uint8) int32 { return f.chanBase.ID(s, p) }
 
 // Chans is the number of channel ids.
-func (f *Fabric) Chans() int { return int(f.chanBase[f.N]) }
+func (f *Fabric) Chans() int { return f.chanBase.Len() }
 
 // Edges is the number of dependency ids.
 func (f *Fabric) Edges() int { return int(f.edgeBase[f.N]) }
 
 // ChanOf maps a channel id back to (switch, port).
-func (f *Fabric) ChanOf(c int32) (int32, uint8) {
-	lo, hi := 0, f.N
-	for lo+1 < hi {
-		m := (lo + hi) / 2
-		if f.chanBase[m] <= c {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return int32(lo), uint8(c - f.chanBase[lo])
-}
+func (f *Fabric) ChanOf(c int32) (int32, uint8) { return f.chanBase.Of(c) }
 
 // EdgeOf maps a dependency id back to (switch, in, out).
 func (f *Fabric) EdgeOf(e int32) (s int32, in, out uint8) {
