@@ -185,7 +185,7 @@ func Build(topo *topology.Topology, cfg Config) (*Tree, error) {
 	}
 	configured, auto := false, false
 	var roots []int32
-	for _, comp := range components(g) {
+	for _, comp := range g.Components() {
 		var have []int32
 		var h uint8
 		for _, s := range comp {
@@ -284,7 +284,7 @@ func (t *Tree) validate(isLeaf, isRoot []bool, configured bool) error {
 			}
 		}
 	}
-	comp := components(g)
+	comp := g.Components()
 	for _, c := range comp {
 		first := int32(-1)
 		for _, s := range c {
@@ -302,36 +302,6 @@ func (t *Tree) validate(isLeaf, isRoot []bool, configured bool) error {
 		}
 	}
 	return nil
-}
-
-// components returns each connected component's switches, ascending.
-func components(g *route.Graph) [][]int32 {
-	label := make([]int32, g.N)
-	for i := range label {
-		label[i] = -1
-	}
-	var comps [][]int32
-	queue := make([]int32, 0, g.N)
-	for s := int32(0); s < int32(g.N); s++ {
-		if label[s] >= 0 {
-			continue
-		}
-		id := int32(len(comps))
-		label[s] = id
-		queue = append(queue[:0], s)
-		for h := 0; h < len(queue); h++ {
-			for _, y := range g.Neighbors(queue[h]) {
-				if label[y] < 0 {
-					label[y] = id
-					queue = append(queue, y)
-				}
-			}
-		}
-		m := append([]int32(nil), queue...)
-		sort.Slice(m, func(i, j int) bool { return m[i] < m[j] })
-		comps = append(comps, m)
-	}
-	return comps
 }
 
 // buildGroups groups each switch's cables by neighbour and direction.

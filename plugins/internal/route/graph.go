@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -114,6 +115,33 @@ func NewGraph(t *topology.Topology) *Graph {
 
 // Links returns the up links of switch s in port order.
 func (g *Graph) Links(s int32) []Link { return g.links[s] }
+
+// Components returns the switches of each connected component (over up
+// links), components in order of their lowest switch, members ascending.
+func (g *Graph) Components() [][]int32 {
+	label := make([]bool, g.N)
+	var comps [][]int32
+	queue := make([]int32, 0, g.N)
+	for s := int32(0); s < int32(g.N); s++ {
+		if label[s] {
+			continue
+		}
+		label[s] = true
+		queue = append(queue[:0], s)
+		for h := 0; h < len(queue); h++ {
+			for _, y := range g.Neighbors(queue[h]) {
+				if !label[y] {
+					label[y] = true
+					queue = append(queue, y)
+				}
+			}
+		}
+		members := append([]int32(nil), queue...)
+		slices.Sort(members)
+		comps = append(comps, members)
+	}
+	return comps
+}
 
 // Neighbors returns the distinct switches adjacent to s.
 func (g *Graph) Neighbors(s int32) []int32 { return g.nbr[g.nbrOff[s]:g.nbrOff[s+1]] }

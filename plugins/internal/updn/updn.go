@@ -88,37 +88,6 @@ func Route(ctx context.Context, topo *topology.Topology, lmc uint8, cfg Config) 
 	return r, res, nil
 }
 
-// components labels each switch with its connected component (over up
-// links) and returns the members of each component in switch order.
-func components(g *route.Graph) [][]int32 {
-	label := make([]int32, g.N)
-	for i := range label {
-		label[i] = -1
-	}
-	var comps [][]int32
-	queue := make([]int32, 0, g.N)
-	for s := int32(0); s < int32(g.N); s++ {
-		if label[s] >= 0 {
-			continue
-		}
-		id := int32(len(comps))
-		label[s] = id
-		queue = append(queue[:0], s)
-		for h := 0; h < len(queue); h++ {
-			for _, y := range g.Neighbors(queue[h]) {
-				if label[y] < 0 {
-					label[y] = id
-					queue = append(queue, y)
-				}
-			}
-		}
-		members := append([]int32(nil), queue...)
-		sort.Slice(members, func(i, j int) bool { return members[i] < members[j] })
-		comps = append(comps, members)
-	}
-	return comps
-}
-
 // chooseRoots returns root switch indices, at least one per connected
 // component. Configured GUIDs win where present. Elsewhere, by auto (see
 // AutoRoots); spines and leaf selection need a component with both
@@ -143,7 +112,7 @@ func chooseRoots(g *route.Graph, configured []uint64, auto AutoRoots, res *Resul
 	row := make([]uint8, g.N)
 	queue := make([]int32, g.N)
 	var roots []int32
-	for _, comp := range components(g) {
+	for _, comp := range g.Components() {
 		var have []int32
 		for _, s := range comp {
 			if isRoot[s] {
