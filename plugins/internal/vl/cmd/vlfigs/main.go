@@ -4,8 +4,11 @@
 // on one fixed seeded random minimal path per pair, min/avg/max per point,
 // written as Markdown next to the paper's reported figures. Layers are not
 // capped (VLCap is taken as unlimited) so the counts are the algorithms'
-// own. It lives under plugins/ because Go only lets plugins/... import
-// plugins/internal/vl; experiments/vls holds its results.
+// own. Every graph is host/topogen's paper "001" preset, so
+// 'ibsm topo paper --set 001 ... --seed N' writes the exact instance N of
+// a point (see topoCommand). It lives under plugins/ because Go only lets
+// plugins/... import plugins/internal/vl; experiments/vls holds its
+// results.
 package main
 
 import (
@@ -20,8 +23,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/internal/vl"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
 )
 
 type point struct {
@@ -40,20 +45,68 @@ type result struct {
 
 var algoNames = [3]string{"acro", "layered", "dfsssp"}
 
-func run(n, deg int, seed int64) result {
-	topo, err := vl.RandomRegular(n, deg, 0, 255, seed)
-	if err != nil {
-		return result{err: err}
+// paper001 is instance seed of the n-switch, degree-deg point.
+func paper001(n, deg int, seed int64) topogen.Paper {
+	return topogen.Paper{Set: "001", Switches: n, Degree: deg, Seed: seed}
+}
+
+// topoCommand is the 'ibsm topo' command line that writes p's fabric.
+func topoCommand(p topogen.Paper) []string {
+	return []string{"paper", "--set", p.Set, "--switches", strconv.Itoa(p.Switches),
+		"--degree", strconv.Itoa(p.Degree), "--seed", strconv.FormatInt(p.Seed, 10)}
+}
+
+// switchTables is the realisation seed 001 counts layers on: one LID per
+// switch (LIDs 1..n, port 0), every switch routing toward every switch on
+// one seeded random minimal next hop. The preset gives each switch a CA;
+// the CAs get LIDs above the switches' so that the plan is complete, but
+// their columns are cut off the tables: the paper's routing tables are
+// switch to switch, and a CA's tree would only repeat its switch's (drawn
+// again). RandomMinimal draws the switch destinations first (switches
+// precede CAs in Endpoints), so the switch columns are the same draws as
+// on the fabric without CAs. The CAs stay traffic sources (they inject
+// through their switch, like its port 0).
+func switchTables(topo *topology.Topology, seed int64) (*plan.Realized, error) {
+	eps := topo.Endpoints()
+	n := len(topo.Switches())
+	for i := 0; i < n; i++ {
+		if topo.Nodes[eps[i].Node].Type != topology.Switch {
+			return nil, fmt.Errorf("endpoint %d is not a switch: switch LIDs would not be 1..%d", i, n)
+		}
 	}
 	routes, err := vl.RandomMinimal(topo, seed)
 	if err != nil {
-		return result{err: err}
+		return nil, err
 	}
-	lids := &plan.LIDPlan{Ports: make([]plan.PortLID, len(topo.Endpoints()))}
+	lids := &plan.LIDPlan{Ports: make([]plan.PortLID, len(eps))}
 	for i := range lids.Ports {
 		lids.Ports[i] = plan.PortLID{Base: uint16(i + 1)}
 	}
 	real, err := plan.Realize(topo, routes, lids)
+	if err != nil {
+		return nil, err
+	}
+	real.TopLID = uint16(n)
+	real.LIDOwner = real.LIDOwner[:n+1]
+	for s := range real.LFT {
+		real.LFT[s] = real.LFT[s][:n+1]
+	}
+	return real, nil
+}
+
+func run(n, deg int, seed int64) result {
+	topo, err := topogen.Topology(paper001(n, deg, seed))
+	if err != nil {
+		return result{err: err}
+	}
+	// A .net file carries no VLCap (the snapshot says 8): lift it so that
+	// the layer counts are the algorithms' own, not capped at 8.
+	for i := range topo.Nodes {
+		for p := range topo.Nodes[i].Ports {
+			topo.Nodes[i].Ports[p].VLCap = 255
+		}
+	}
+	real, err := switchTables(topo, seed)
 	if err != nil {
 		return result{err: err}
 	}
@@ -180,7 +233,7 @@ func main() {
 	}
 	fmt.Fprintf(w, "# Layers (VLs) needed on random regular topologies (seed 001, Figs. 5-6)\n\n")
 	fmt.Fprintf(w, "`go run ./plugins/internal/vl/cmd/vlfigs -sizes %s -degrees %s -seeds %d` — %d workers, wall time %v.\n\n", *sizes, *degrees, *seeds, *workers, time.Since(start).Round(time.Second))
-	fmt.Fprintf(w, "Each point: %d connected random regular graphs (seeds 1..%d), one LID per switch, every switch routing every destination on one seeded random minimal next hop (a fixed routing table, as in the paper). min / avg / max layers. `acro IB VLs` are the VLs of the plan the acro plugin installs (`vl.HopPlan`: one SL per DLID, at most 16 SLs and 8 VLs; every plan passes the exact (channel, VL) checker); `acro SLs max` the SLs it uses; `overrides max` the per-source SL overrides it needed (only for DLIDs no SL class takes whole); `refused` how many seeds it could not realise within 8 VLs; `tables max` its SL2VL tables (switch in/out port pairs off the default); `acro ms` the mean time of ACRO's layers plus the plan (one core, workers running side by side).\n\n", *seeds, *seeds)
+	fmt.Fprintf(w, "Each point: %d connected random regular graphs (seeds 1..%d; instance N of S switches of degree D is `ibsm topo paper --set 001 --switches S --degree D --seed N`, Jellyfish construction, one CA per switch), one LID per switch (the CAs' LIDs are left out of the tables: switch-to-switch routing as in the paper), every switch routing every destination on one seeded random minimal next hop (a fixed routing table, as in the paper). min / avg / max layers. `acro IB VLs` are the VLs of the plan the acro plugin installs (`vl.HopPlan`: one SL per DLID, at most 16 SLs and 8 VLs; every plan passes the exact (channel, VL) checker); `acro SLs max` the SLs it uses; `overrides max` the per-source SL overrides it needed (only for DLIDs no SL class takes whole); `refused` how many seeds it could not realise within 8 VLs; `tables max` its SL2VL tables (switch in/out port pairs off the default); `acro ms` the mean time of ACRO's layers plus the plan (one core, workers running side by side).\n\n", *seeds, *seeds)
 	fmt.Fprintf(w, "| switches | degree | acro layers | acro IB VLs | layered (LASH) | dfsssp | acro layers / layered avg | acro IB VLs / layered avg | acro SLs max | overrides max | refused | tables max | acro ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for p, pt := range pts {
 		var mn, mx [4]int
