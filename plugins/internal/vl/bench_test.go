@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/internal/sssp"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/plugins/internal/vl"
@@ -13,7 +14,8 @@ import (
 )
 
 // TestBench512 is the target from the issue: sssp plus a VL assigner on a
-// 512-switch random 12-regular fabric with 4 CAs per switch within 8 VLs.
+// 512-switch random 12-regular fabric with 4 CAs per switch within 8 VLs
+// ('ibsm topo paper --set rrg512 --seed 1').
 // It measures (prints) and is opt-in: IBSM_VL_BENCH=1 runs acro,
 // IBSM_VL_BENCH=all the three assigners; IBSM_VL_CHECK=1 also runs the
 // exact checker on the plans (slow: every endpoint toward every LID).
@@ -22,7 +24,7 @@ func TestBench512(t *testing.T) {
 	if which == "" {
 		t.Skip("set IBSM_VL_BENCH=1 (acro) or =all to run the 512-switch measurement")
 	}
-	topo, err := vl.RandomRegular(512, 12, 4, 8, 1)
+	topo, err := topogen.Topology(topogen.Paper{Set: "rrg512", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

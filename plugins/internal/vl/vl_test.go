@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/plugins/internal/vl"
 	"github.com/ibsm/ibsm/plugins/internal/vl/vltest"
@@ -39,7 +40,9 @@ func toPlan(f *vl.Fabric, ly *vl.Layers) (*plan.VLPlan, vl.Stats, error) {
 
 func TestAlgorithms(t *testing.T) {
 	rrg := func(n, d, c int, seed int64) func() (*topology.Topology, error) {
-		return func() (*topology.Topology, error) { return vl.RandomRegular(n, d, c, 8, seed) }
+		return func() (*topology.Topology, error) {
+			return topogen.Topology(topogen.RRG{Switches: n, NetPorts: d, CAsPerSwitch: c, Seed: seed})
+		}
 	}
 	fabs := []struct {
 		name   string
@@ -90,6 +93,16 @@ func TestAlgorithms(t *testing.T) {
 	}
 }
 
+// uncap lifts every port's VLCap (a generated snapshot says 8) so that the
+// layer counts are the algorithms' own.
+func uncap(topo *topology.Topology) {
+	for i := range topo.Nodes {
+		for p := range topo.Nodes[i].Ports {
+			topo.Nodes[i].Ports[p].VLCap = 255
+		}
+	}
+}
+
 func TestLimits(t *testing.T) {
 	topo, err := testfab.Torus2D(4, 4, 1)
 	if err != nil {
@@ -116,10 +129,11 @@ func TestLimits(t *testing.T) {
 func TestACROVersusLASH(t *testing.T) {
 	var acro, lash int
 	for seed := int64(1); seed <= 6; seed++ {
-		topo, err := vl.RandomRegular(32, 4, 0, 255, seed)
+		topo, err := topogen.Topology(topogen.RRG{Switches: 32, NetPorts: 4, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
+		uncap(topo)
 		r, err := vl.RandomMinimal(topo, seed)
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +175,7 @@ func TestACROVersusLASH(t *testing.T) {
 // either deadlock-free (exact checker) or a LimitError — never silently
 // wrong. With one VL on a cyclic routing it must refuse.
 func TestHopPlanFewSLs(t *testing.T) {
-	topo, err := vl.RandomRegular(32, 4, 1, 8, 3)
+	topo, err := topogen.Topology(topogen.RRG{Switches: 32, NetPorts: 4, CAsPerSwitch: 1, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,26 +220,5 @@ func TestHopPlanFewSLs(t *testing.T) {
 	}
 	if !sawSplit {
 		t.Error("no squeeze reached the per-source fallback")
-	}
-}
-
-func TestRandomRegular(t *testing.T) {
-	topo, err := vl.RandomRegular(20, 5, 1, 8, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range topo.Switches() {
-		links := 0
-		for p := 1; p < len(topo.Nodes[s].Ports); p++ {
-			if peer := topo.Nodes[s].Ports[p].Peer; peer.Connected() && topo.SwitchIndex(peer.Node) >= 0 {
-				links++
-			}
-		}
-		if links != 5 {
-			t.Fatalf("switch %d has %d switch links, want 5", s, links)
-		}
-	}
-	if _, err := vl.RandomRegular(5, 3, 0, 8, 1); err == nil {
-		t.Error("odd stub count accepted")
 	}
 }

@@ -1,6 +1,7 @@
 // Package vltest is the shared test of the multi-VL assigner binaries
 // (layered, dfsssp, acro) and the helpers their tests and the vl package's
-// own tests route with. Only tests import it.
+// own tests route with. Only tests import it (so it may draw its random
+// fabrics from host/topogen, which plugin binaries must not link).
 package vltest
 
 import (
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/plugins/internal/vl"
@@ -73,7 +75,9 @@ func Assign(t *testing.T, k vl.Kind, extra PlanCheck) {
 		fail  bool
 	}{
 		{"torus 4x4, 8 VLs", func() (*topology.Topology, error) { return testfab.Torus2D(4, 4, 1) }, 8, false},
-		{"random 6-regular, 24 switches", func() (*topology.Topology, error) { return vl.RandomRegular(24, 6, 2, 8, 7) }, 8, false},
+		{"random 6-regular, 24 switches", func() (*topology.Topology, error) {
+			return topogen.Topology(topogen.RRG{Switches: 24, NetPorts: 6, CAsPerSwitch: 2, Seed: 7})
+		}, 8, false},
 		{"torus 4x4, one VL: refused", func() (*topology.Topology, error) { return testfab.Torus2D(4, 4, 1) }, 1, true},
 	}
 	for _, c := range cases {
