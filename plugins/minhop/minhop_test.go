@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/plugins/internal/cdg"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -196,7 +197,11 @@ func TestRingHasCycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cyc, err := testfab.OneVLCycle(topo, r, 0); err != nil {
+	real, err := testfab.Realize(topo, r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cyc, err := cdg.Cycle(context.Background(), real); err != nil {
 		t.Fatal(err)
 	} else if cyc == "" {
 		t.Fatal("min-hop routing of a 6-ring has an acyclic CDG; expected a credit loop")

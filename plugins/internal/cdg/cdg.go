@@ -288,6 +288,19 @@ func (c *Graph) FindCycle() []Channel {
 	return nil
 }
 
+// Cycle builds r's single-VL dependency graph and returns one credit loop
+// formatted for a message, or "" when the graph is acyclic.
+func Cycle(ctx context.Context, r *plan.Realized) (string, error) {
+	g, err := Build(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	if cyc := g.FindCycle(); cyc != nil {
+		return Format(g, cyc, 10), nil
+	}
+	return "", nil
+}
+
 // Format renders a cycle as "0x<guid>/<port> -> ... -> <first again>",
 // printing at most max channels.
 func Format(c *Graph, cyc []Channel, max int) string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ibsm/ibsm/plugins/internal/cdg"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/sdktest"
@@ -61,7 +62,11 @@ func checkAll(t *testing.T, topo *topology.Topology, r *plan.Routes, lmc uint8) 
 			}
 		}
 	}
-	if cyc, err := testfab.OneVLCycle(topo, r, lmc); err != nil {
+	real, err := testfab.Realize(topo, r, lmc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cyc, err := cdg.Cycle(context.Background(), real); err != nil {
 		t.Fatal(err)
 	} else if cyc != "" {
 		t.Fatalf("single-VL CDG is cyclic: %s", cyc)

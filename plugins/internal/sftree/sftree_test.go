@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ibsm/ibsm/plugins/internal/cdg"
 	"github.com/ibsm/ibsm/plugins/internal/ftree"
 	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
@@ -73,7 +74,11 @@ func checkResult(t *testing.T, topo *topology.Topology, base, r *plan.Routes, re
 			}
 		}
 	}
-	if cyc, err := testfab.OneVLCycle(topo, r, lmc); err != nil {
+	real, err := testfab.Realize(topo, r, lmc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cyc, err := cdg.Cycle(context.Background(), real); err != nil {
 		t.Fatal(err)
 	} else if cyc != "" {
 		t.Fatalf("credit loop with switch traffic: %s", cyc)

@@ -1,10 +1,8 @@
 package testfab
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/ibsm/ibsm/plugins/internal/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -74,23 +72,6 @@ func SequentialLIDs(t *topology.Topology, lmc uint8) *plan.LIDPlan {
 // Realize realises r with SequentialLIDs.
 func Realize(t *topology.Topology, r *plan.Routes, lmc uint8) (*plan.Realized, error) {
 	return plan.Realize(t, r, SequentialLIDs(t, lmc))
-}
-
-// OneVLCycle realises r with sequential LIDs and returns a credit loop of
-// its single-VL channel dependency graph, formatted, or "" when it has none.
-func OneVLCycle(t *topology.Topology, r *plan.Routes, lmc uint8) (string, error) {
-	real, err := Realize(t, r, lmc)
-	if err != nil {
-		return "", err
-	}
-	g, err := cdg.Build(context.Background(), real)
-	if err != nil {
-		return "", err
-	}
-	if cyc := g.FindCycle(); cyc != nil {
-		return cdg.Format(g, cyc, 10), nil
-	}
-	return "", nil
 }
 
 // SwitchDistances is a plain reference BFS over links that are up:
