@@ -58,18 +58,6 @@ func (a *assigner) AssignLIDs(ctx context.Context, req sdk.LIDRequest) (*plan.LI
 	return assign(ctx, req, a.cfg)
 }
 
-// portGUID is the GUID a persisted LID is keyed by: the port GUID, which for
-// a switch is its port 0 GUID (the node GUID if the snapshot left it unset).
-func portGUID(t *topology.Topology, ep topology.PortRef) uint64 {
-	if g := t.Port(ep).GUID; g != 0 {
-		return g
-	}
-	if ep.Port == 0 {
-		return t.Nodes[ep.Node].GUID
-	}
-	return 0
-}
-
 func assign(ctx context.Context, req sdk.LIDRequest, cfg config) (*plan.LIDPlan, error) {
 	t := req.Topo
 	if t == nil {
@@ -118,7 +106,7 @@ func assign(ctx context.Context, req sdk.LIDRequest, cfg config) (*plan.LIDPlan,
 	// claimed by an earlier endpoint.
 	if len(req.Previous) > 0 {
 		for e, ep := range eps {
-			g := portGUID(t, ep)
+			g := t.PortGUID(ep)
 			prev, ok := req.Previous[g]
 			if !ok || g == 0 {
 				continue

@@ -113,6 +113,19 @@ func (t *Topology) EndpointIndex(p PortRef) int32 {
 // Port returns the port r names.
 func (t *Topology) Port(r PortRef) *Port { return &t.Nodes[r.Node].Ports[r.Port] }
 
+// PortGUID is the GUID a port's LID is persisted under (the keys of
+// LIDRequest.Previous): the port GUID, or a switch's node GUID for port 0
+// when the snapshot left the port GUID unset; 0 when there is none.
+func (t *Topology) PortGUID(r PortRef) uint64 {
+	if g := t.Port(r).GUID; g != 0 {
+		return g
+	}
+	if r.Port == 0 {
+		return t.Nodes[r.Node].GUID
+	}
+	return 0
+}
+
 // NodeByGUID finds a node by GUID with a binary search.
 func (t *Topology) NodeByGUID(guid uint64) int32 {
 	i := sort.Search(len(t.Nodes), func(i int) bool { return t.Nodes[i].GUID >= guid })

@@ -249,7 +249,7 @@ func allocate(t *topology.Topology, lp *plan.LIDPlan, previous map[uint64]uint16
 	}
 	if len(previous) > 0 {
 		for e, ep := range eps {
-			g := portGUID(t, ep)
+			g := t.PortGUID(ep)
 			prev, ok := previous[g]
 			n := lp.Ports[e].Count()
 			if !ok || g == 0 || int(prev)&(n-1) != 0 || !free(int(prev), n) {
@@ -281,17 +281,6 @@ func allocate(t *topology.Topology, lp *plan.LIDPlan, previous map[uint64]uint16
 		cursor[lmc] = base + n
 	}
 	return nil
-}
-
-// portGUID is the GUID persisted LIDs are keyed by (as in sequential).
-func portGUID(t *topology.Topology, ep topology.PortRef) uint64 {
-	if g := t.Port(ep).GUID; g != 0 {
-		return g
-	}
-	if ep.Port == 0 {
-		return t.Nodes[ep.Node].GUID
-	}
-	return 0
 }
 
 func epName(t *topology.Topology, e int32) string {

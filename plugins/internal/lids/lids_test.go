@@ -360,7 +360,7 @@ func TestAllocate(t *testing.T) {
 	for e := range lp.Ports {
 		lp.Ports[e] = plan.PortLID{LMC: uint8(e % 3)}
 	}
-	prev := map[uint64]uint16{portGUID(big, eps[5]): 1000} // e=5: LMC 2, 1000 is aligned
+	prev := map[uint64]uint16{big.PortGUID(eps[5]): 1000} // e=5: LMC 2, 1000 is aligned
 	if err := allocate(big, lp, prev); err != nil {
 		t.Fatal(err)
 	}
