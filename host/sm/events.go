@@ -155,10 +155,15 @@ func (b *logBudget) take() int {
 	return n
 }
 
+// isTrap reports whether p is a whole MAD whose method is Trap.
+func isTrap(p transport.Packet) bool {
+	return len(p.MAD) >= smp.MADLen && smp.PeekMethod(p.MAD) == smp.MethodTrap
+}
+
 // handleTrap answers a trap with TrapRepress, logs it and adds what it
 // reports to b. It reports whether the trap calls for a sweep.
 func (s *SM) handleTrap(p transport.Packet, b *trapBatch, lb *logBudget) bool {
-	if len(p.MAD) < smp.MADLen || smp.PeekMethod(p.MAD) != smp.MethodTrap {
+	if !isTrap(p) {
 		return false
 	}
 	var req smp.SMP

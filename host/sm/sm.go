@@ -428,7 +428,7 @@ func (s *SM) demux(ctx context.Context) <-chan transport.Packet {
 				if !ok {
 					return
 				}
-				if len(p.MAD) >= smp.MADLen && smp.PeekMethod(p.MAD) == smp.MethodTrap {
+				if isTrap(p) {
 					select {
 					case traps <- p:
 					case <-ctx.Done():
