@@ -76,12 +76,7 @@ func minHop(ctx context.Context, topo *topology.Topology, lmc uint8, cfg config)
 	if topo == nil {
 		return nil, nil, fmt.Errorf("minhop: no topology in the request")
 	}
-	g := route.NewGraph(topo)
-	hops, err := g.HopMatrix(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("minhop: %w", err)
-	}
-	r, rep, err := route.Balance(ctx, g, g.MinHop(hops), route.Options{LMC: lmc, CountSwitches: cfg.countSwitches})
+	r, rep, err := route.MinHopRoutes(ctx, route.NewGraph(topo), route.Options{LMC: lmc, CountSwitches: cfg.countSwitches})
 	if err != nil {
 		return nil, nil, fmt.Errorf("minhop: %w", err)
 	}

@@ -17,12 +17,7 @@ import (
 )
 
 func minHop(topo *topology.Topology, lmc uint8) (*plan.Routes, error) {
-	g := route.NewGraph(topo)
-	m, err := g.HopMatrix(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	r, _, err := route.Balance(context.Background(), g, g.MinHop(m), route.Options{LMC: lmc})
+	r, _, err := route.MinHopRoutes(context.Background(), route.NewGraph(topo), route.Options{LMC: lmc})
 	return r, err
 }
 

@@ -91,12 +91,7 @@ func TestBuildErrors(t *testing.T) {
 // mustMinHop routes topo min-hop.
 func mustMinHop(t *testing.T, topo *topology.Topology) *plan.Routes {
 	t.Helper()
-	g := route.NewGraph(topo)
-	m, err := g.HopMatrix(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _, err := route.Balance(context.Background(), g, g.MinHop(m), route.Options{})
+	r, _, err := route.MinHopRoutes(context.Background(), route.NewGraph(topo), route.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

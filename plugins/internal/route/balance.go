@@ -353,3 +353,14 @@ func (g *Graph) MinHop(m []uint8) Candidates {
 		return buf
 	}
 }
+
+// MinHopRoutes is min-hop routing: every shortest path a candidate,
+// balanced by Balance. It is the minhop engine and the reference cyclic
+// routing tests use.
+func MinHopRoutes(ctx context.Context, g *Graph, opt Options) (*plan.Routes, *Report, error) {
+	hops, err := g.HopMatrix(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Balance(ctx, g, g.MinHop(hops), opt)
+}

@@ -194,12 +194,7 @@ func TestRingCycleFree(t *testing.T) {
 		t.Fatalf("up/down on a 6-ring has a CDG cycle: %v", cyc)
 	}
 	// The same check finds the min-hop loop, so it can fail.
-	g := route.NewGraph(topo)
-	m, err := g.HopMatrix(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mh, _, err := route.Balance(context.Background(), g, g.MinHop(m), route.Options{})
+	mh, _, err := route.MinHopRoutes(context.Background(), route.NewGraph(topo), route.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,12 +25,7 @@ import (
 // something to break.
 func MinHop(t testing.TB, topo *topology.Topology) *plan.Routes {
 	t.Helper()
-	g := route.NewGraph(topo)
-	m, err := g.HopMatrix(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _, err := route.Balance(context.Background(), g, g.MinHop(m), route.Options{})
+	r, _, err := route.MinHopRoutes(context.Background(), route.NewGraph(topo), route.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
