@@ -354,13 +354,7 @@ func (w *worker) ancestors(target int32) {
 // Destinations are independent, so the work is spread over leaves.
 func (r *Router) RouteCAs(ctx context.Context, routes *plan.Routes) (*Report, error) {
 	t := r.t
-	reps := make([]*Report, 0, 4)
-	var mu sync.Mutex
-	err := route.ForEach(ctx, len(t.Leaves), func() func(int32) error {
-		w := r.newWorker()
-		mu.Lock()
-		reps = append(reps, &w.rep)
-		mu.Unlock()
+	rep, err := r.forEach(ctx, len(t.Leaves), func(w *worker) func(int32) error {
 		return func(li int32) error {
 			leaf := t.Leaves[li]
 			w.ancestors(leaf)
@@ -386,10 +380,6 @@ func (r *Router) RouteCAs(ctx context.Context, routes *plan.Routes) (*Report, er
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{}
-	for _, x := range reps {
-		rep.add(x)
-	}
 	for e := range t.CAIndex {
 		if t.CAIndex[e] < 0 && !isSwitchEP(t, int32(e)) {
 			rep.Detached++
@@ -410,13 +400,7 @@ func (r *Router) RouteCAs(ctx context.Context, routes *plan.Routes) (*Report, er
 func (r *Router) RouteSwitches(ctx context.Context, routes *plan.Routes) (*Report, error) {
 	t := r.t
 	sws := t.Topo.Switches()
-	reps := make([]*Report, 0, 4)
-	var mu sync.Mutex
-	err := route.ForEach(ctx, t.N, func() func(int32) error {
-		w := r.newWorker()
-		mu.Lock()
-		reps = append(reps, &w.rep)
-		mu.Unlock()
+	return r.forEach(ctx, t.N, func(w *worker) func(int32) error {
 		return func(d int32) error {
 			e := t.Topo.EndpointIndex(topology.PortRef{Node: sws[d]})
 			pl := routes.Planes[e].Planes[0]
@@ -432,6 +416,20 @@ func (r *Router) RouteSwitches(ctx context.Context, routes *plan.Routes) (*Repor
 			w.count(pl, e, false)
 			return nil
 		}
+	})
+}
+
+// forEach runs body over 0..n-1 with one worker per goroutine and merges
+// the workers' reports.
+func (r *Router) forEach(ctx context.Context, n int, body func(w *worker) func(int32) error) (*Report, error) {
+	var reps []*Report
+	var mu sync.Mutex
+	err := route.ForEach(ctx, n, func() func(int32) error {
+		w := r.newWorker()
+		mu.Lock()
+		reps = append(reps, &w.rep)
+		mu.Unlock()
+		return body(w)
 	})
 	if err != nil {
 		return nil, err
