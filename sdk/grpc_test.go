@@ -64,19 +64,7 @@ func (f *fakePlugin) AssignVLs(ctx context.Context, r sdk.VLRequest) (*plan.VLPl
 
 func connect(t testing.TB, p sdk.Plugin, kind sdk.Kind) *sdk.RemoteClient {
 	t.Helper()
-	set, err := sdk.ServerPluginSet(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, server := plugin.TestPluginGRPCConn(t, false, set)
-	// Stop the server first: Close asks it to stop itself, and two
-	// concurrent GRPCServer.Stop calls race inside go-plugin.
-	t.Cleanup(func() { server.Stop(); client.Close() })
-	raw, err := client.Dispense(string(kind))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw.(*sdk.RemoteClient)
+	return sdktest.InProcess(t, p, kind)
 }
 
 func sequentialLIDs(n int, lmc uint8) *plan.LIDPlan {

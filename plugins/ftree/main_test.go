@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 	"github.com/ibsm/ibsm/plugins/internal/ftree"
 	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/sdk"
@@ -86,17 +85,7 @@ func TestConfigure(t *testing.T) {
 // connect serves the engine over a real gRPC connection.
 func connect(t testing.TB, e *engine) *sdk.RemoteClient {
 	t.Helper()
-	set, err := sdk.ServerPluginSet(e, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, server := plugin.TestPluginGRPCConn(t, false, set)
-	t.Cleanup(func() { server.Stop(); client.Close() })
-	raw, err := client.Dispense(string(sdk.KindRouting))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw.(*sdk.RemoteClient)
+	return sdktest.InProcess(t, e, sdk.KindRouting)
 }
 
 // TestOverTheWire routes multi-root trees through gRPC: every CA pair

@@ -80,8 +80,11 @@ func launch(t testing.TB, path string, kind sdk.Kind) *sdk.RemoteClient {
 	return raw.(*sdk.RemoteClient)
 }
 
-// inProcess serves impl over a real gRPC connection inside the test.
-func inProcess(t testing.TB, impl sdk.Plugin, kind sdk.Kind) *sdk.RemoteClient {
+// InProcess serves impl over a real gRPC connection inside the test and
+// returns the host-side client for kind. The server is stopped before the
+// client is closed at cleanup: the other order races two GRPCServer.Stop
+// calls inside go-plugin.
+func InProcess(t testing.TB, impl sdk.Plugin, kind sdk.Kind) *sdk.RemoteClient {
 	t.Helper()
 	set, err := sdk.ServerPluginSet(impl, nil)
 	if err != nil {
@@ -141,7 +144,7 @@ func RunRoutingEngine(t *testing.T, path string, opts Options) {
 
 // RoutingEngine checks a routing engine implementation in-process.
 func RoutingEngine(t *testing.T, impl sdk.RoutingEngine, opts Options) {
-	checkRouting(t, inProcess(t, impl, sdk.KindRouting), opts)
+	checkRouting(t, InProcess(t, impl, sdk.KindRouting), opts)
 }
 
 func checkRouting(t *testing.T, c *sdk.RemoteClient, opts Options) {
@@ -166,7 +169,7 @@ func RunLIDAssigner(t *testing.T, path string, opts Options) {
 
 // LIDAssigner checks a LID assigner implementation in-process.
 func LIDAssigner(t *testing.T, impl sdk.LIDAssigner, opts Options) {
-	checkLIDs(t, inProcess(t, impl, sdk.KindLIDAssign), opts)
+	checkLIDs(t, InProcess(t, impl, sdk.KindLIDAssign), opts)
 }
 
 func checkLIDs(t *testing.T, c *sdk.RemoteClient, opts Options) {
@@ -192,7 +195,7 @@ func RunVLAssigner(t *testing.T, path string, opts Options) {
 
 // VLAssigner checks a VL assigner implementation in-process.
 func VLAssigner(t *testing.T, impl sdk.VLAssigner, opts Options) {
-	checkVLs(t, inProcess(t, impl, sdk.KindVLAssign), opts)
+	checkVLs(t, InProcess(t, impl, sdk.KindVLAssign), opts)
 }
 
 func checkVLs(t *testing.T, c *sdk.RemoteClient, opts Options) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 	"github.com/ibsm/ibsm/plugins/internal/lids"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -39,19 +38,7 @@ func Conformance(t *testing.T, h lids.Heuristic) {
 // total LIDs per fabric seed so callers can compare heuristics.
 func Paths(t *testing.T, impl sdk.LIDAssigner, lmc uint8) map[uint64]int {
 	t.Helper()
-	set, err := sdk.ServerPluginSet(impl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, server := plugin.TestPluginGRPCConn(t, false, set)
-	// Stop the server before closing the client: go-plugin otherwise races
-	// two concurrent GRPCServer.Stop calls (see sdk tests).
-	t.Cleanup(func() { server.Stop(); client.Close() })
-	raw, err := client.Dispense(string(sdk.KindLIDAssign))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := raw.(*sdk.RemoteClient)
+	c := sdktest.InProcess(t, impl, sdk.KindLIDAssign)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sch, err := c.GetSchema(ctx)
