@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/gob"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -24,7 +27,7 @@ func (k Key) String() string { return fmt.Sprintf("%016x", uint64(k)) }
 // keyOf hashes a sequence of strings and integers unambiguously.
 func keyOf(parts ...any) Key {
 	h := xxhash.New()
-	h.WriteString("ibsm-cache-v1")
+	h.WriteString("ibsm-cache-v2")
 	var b [9]byte
 	for _, p := range parts {
 		switch v := p.(type) {
@@ -56,12 +59,18 @@ func keyOf(parts ...any) Key {
 // a restart on an unchanged fabric recomputes nothing. Only the newest few
 // results per stage are kept: a fabric flapping between two states reuses
 // both, a fabric that keeps changing does not grow the state directory.
+//
+// Each file carries the xxhash of its payload: a file that does not match
+// (torn write, bit rot, an edit) is a miss, removed and reported. The cache
+// is an optimisation: a failed write never fails a stage; it is reported
+// once per pipeline run (Problems) and routing goes on.
 type Cache struct {
 	dir  string
 	keep int
 
-	mu  sync.Mutex
-	mem map[string][]entry // stage -> newest last
+	mu       sync.Mutex
+	mem      map[string][]entry // stage -> newest last
+	problems []problem
 }
 
 type entry struct {
@@ -74,12 +83,15 @@ func NewCache(dir string) *Cache {
 	return &Cache{dir: dir, keep: 3, mem: map[string][]entry{}}
 }
 
+// fileMagic starts every cache file; the payload's xxhash follows it.
+const fileMagic = "ibsm-cache-v2\n"
+
 func (c *Cache) path(stage string, k Key) string {
 	return filepath.Join(c.dir, fmt.Sprintf("%s-%s.gob", stage, k))
 }
 
-// Get loads the result for (stage, k) into out (a pointer) and reports
-// whether it was found. A corrupt file is removed and reported as a miss.
+// Get loads the result for (stage, k) and reports whether it was found. A
+// corrupt or unreadable file is removed and reported as a miss.
 func Get[T any](c *Cache, stage string, k Key) (*T, bool) {
 	c.mu.Lock()
 	for _, e := range c.mem[stage] {
@@ -92,34 +104,93 @@ func Get[T any](c *Cache, stage string, k Key) (*T, bool) {
 	if c.dir == "" {
 		return nil, false
 	}
-	data, err := os.ReadFile(c.path(stage, k))
+	p := c.path(stage, k)
+	data, err := os.ReadFile(p)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.problem("read", fmt.Sprintf("cannot read %s: %v", p, err))
+		}
 		return nil, false
 	}
+	payload, ok := checked(data)
 	v := new(T)
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(v); err != nil {
-		os.Remove(c.path(stage, k))
+	if ok {
+		ok = gob.NewDecoder(bytes.NewReader(payload)).Decode(v) == nil
+	}
+	if !ok {
+		os.Remove(p)
+		c.problem("corrupt", fmt.Sprintf("%s is corrupt (checksum or format); removed, the stage is recomputed", p))
 		return nil, false
 	}
 	c.remember(stage, k, v)
 	return v, true
 }
 
-// Put stores v for (stage, k) in memory and on disk.
-func Put[T any](c *Cache, stage string, k Key, v *T) error {
+// checked returns the payload of a cache file if its checksum matches.
+func checked(data []byte) ([]byte, bool) {
+	n := len(fileMagic)
+	if len(data) < n+8 || string(data[:n]) != fileMagic {
+		return nil, false
+	}
+	payload := data[n+8:]
+	return payload, binary.LittleEndian.Uint64(data[n:]) == xxhash.Sum64(payload)
+}
+
+// Put stores v for (stage, k) in memory and, best effort, on disk.
+func Put[T any](c *Cache, stage string, k Key, v *T) {
 	c.remember(stage, k, v)
 	if c.dir == "" {
-		return nil
+		return
 	}
 	var buf bytes.Buffer
+	buf.WriteString(fileMagic)
+	buf.Write(make([]byte, 8))
 	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
-		return fmt.Errorf("cache: encode %s result: %w", stage, err)
+		c.problem("write", fmt.Sprintf("cannot encode the %s result: %v", stage, err))
+		return
 	}
-	if err := lidstore.WriteAtomic(c.path(stage, k), buf.Bytes()); err != nil {
-		return fmt.Errorf("cache: %w (is the state directory writable?)", err)
+	data := buf.Bytes()
+	binary.LittleEndian.PutUint64(data[len(fileMagic):], xxhash.Sum64(data[len(fileMagic)+8:]))
+	if err := lidstore.WriteAtomic(c.path(stage, k), data); err != nil {
+		c.problem("write", fmt.Sprintf("cannot write the %s result: %v", stage, err))
+		return
 	}
 	c.prune(stage)
-	return nil
+}
+
+// problem records something the operator should hear about: the first
+// problem of each kind ("read", "write") per run, and how many followed.
+func (c *Cache) problem(kind, msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.problems {
+		if c.problems[i].kind == kind {
+			c.problems[i].more++
+			return
+		}
+	}
+	c.problems = append(c.problems, problem{kind, msg, 0})
+}
+
+type problem struct {
+	kind, msg string
+	more      int
+}
+
+// Problems returns and clears what went wrong with the on-disk cache since
+// the last call: one line per kind of problem.
+func (c *Cache) Problems() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, p := range c.problems {
+		if p.more > 0 {
+			p.msg += fmt.Sprintf(" (and %d more like it)", p.more)
+		}
+		out = append(out, p.msg)
+	}
+	c.problems = nil
+	return out
 }
 
 func (c *Cache) remember(stage string, k Key, v any) {
@@ -133,16 +204,28 @@ func (c *Cache) remember(stage string, k Key, v any) {
 		}
 	}
 	list = append(list, entry{k, v})
-	if len(list) > c.keep {
-		list = list[len(list)-c.keep:]
+	if keep := c.keepOf(stage); len(list) > keep {
+		list = list[len(list)-keep:]
 	}
 	c.mem[stage] = list
 }
 
-// prune deletes all but the newest c.keep files of a stage.
+// keepOf is how many results of a stage are kept. LID plans are filed
+// twice (under the persisted LIDs they were asked with and under their
+// own), so they get twice the room.
+func (c *Cache) keepOf(stage string) int {
+	if stage == "lid" {
+		return 2 * c.keep
+	}
+	return c.keep
+}
+
+// prune deletes all but the newest keepOf(stage) files of a stage.
 func (c *Cache) prune(stage string) {
-	files, _ := filepath.Glob(filepath.Join(c.dir, stage+"-*.gob"))
-	if len(files) <= c.keep {
+	// Exactly 16 hex digits, so "lid" does not count "lid-failed" files.
+	files, _ := filepath.Glob(filepath.Join(c.dir, stage+"-"+strings.Repeat("?", 16)+".gob"))
+	keep := c.keepOf(stage)
+	if len(files) <= keep {
 		return
 	}
 	type fi struct {
@@ -156,7 +239,7 @@ func (c *Cache) prune(stage string) {
 		}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].mod > all[j].mod })
-	for _, f := range all[min(c.keep, len(all)):] {
+	for _, f := range all[min(keep, len(all)):] {
 		os.Remove(f.name)
 	}
 }

@@ -100,13 +100,16 @@ type Result struct {
 	LIDs     *plan.LIDPlan
 	VLs      *plan.VLPlan
 	Realized *plan.Realized
-	// Key identifies the whole plan (routing, LID and VL keys together).
+	// Key is the content hash of the whole plan (topology, routes, LIDs,
+	// VLs): equal keys mean the same forwarding state.
 	Key Key
 	// Calls is the number of plugin calls this run made (0 when every
 	// stage came from the cache).
 	Calls    int
 	Attempts []Attempt
-	Timings  Timings
+	// cached counts the stages taken from the cache.
+	cached  int
+	Timings Timings
 	// Warnings are what the verifier's policy let through (nil for a plan
 	// without compromise); they are logged when the plan is accepted and
 	// kept with the remembered verdict, so a cached plan reports them too.
@@ -134,6 +137,11 @@ func (r *Runner) Run(ctx context.Context, in Input) (*Result, error) {
 	}
 	var attempts []Attempt
 	topoHash := in.Topo.Hash() // once, not per engine tried
+	defer func() {
+		for _, p := range r.Cache.Problems() {
+			log.Warn("plan cache: "+p+"; routing goes on without it", "dir", r.Cache.dir)
+		}
+	}()
 	for _, e := range r.Engines {
 		res, err := r.runEngine(ctx, e, in, topoHash)
 		attempts = append(attempts, Attempt{Engine: e.Name, Err: err})
@@ -163,88 +171,128 @@ type PlanError struct {
 func (e *PlanError) Error() string { return e.msg }
 
 func (r *Runner) runEngine(ctx context.Context, e Engine, in Input, topoHash uint64) (*Result, error) {
+	res, err := r.attempt(ctx, e, in, topoHash, false)
+	var fresh *freshRejection
+	if errors.As(err, &fresh) && res.cached > 0 {
+		calls := res.Calls
+		// The verifier rejected a plan built partly from cached results.
+		// A deterministic plugin gives the same answer again, but a cache
+		// entry may have been altered or computed under other inputs:
+		// decide on results computed now, not on what the disk says.
+		r.log().Warn("plan built from cached stage results was rejected; recomputing every stage", "engine", e.Name, "error", err)
+		res, err = r.attempt(ctx, e, in, topoHash, true)
+		res.Calls += calls
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// freshRejection is a verifier rejection made in this run (not a
+// remembered one).
+type freshRejection struct{ err error }
+
+func (f *freshRejection) Error() string { return "verification: " + f.err.Error() }
+func (f *freshRejection) Unwrap() error { return f.err }
+
+// attempt computes (or, unless fresh, reuses) each stage and verifies the
+// plan. Every stage's key holds everything that shapes its output: plugin
+// identity and config, the topology, the content of the upstream results
+// and, for LIDs, the persisted LIDs. The verdict is keyed by the content of
+// the exact plan checked.
+func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint64, fresh bool) (*Result, error) {
 	res := &Result{Engine: e.Name}
 
 	t0 := time.Now()
 	rk := keyOf("routing", e.Name, e.SHA256, e.Version, e.ConfigHash, topoHash, in.LMC)
-	routes, err := stage(r, res, "routing", rk, nil, func() (*plan.Routes, error) {
+	routes, err := stage(r, res, fresh, "routing", rk, func() (*plan.Routes, error) {
 		return e.Impl.Route(ctx, sdk.RouteRequest{Topo: in.Topo, LMC: in.LMC})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("routing: %w", err)
+		return res, fmt.Errorf("routing: %w", err)
 	}
 	res.Timings.Routing = time.Since(t0)
+	hr := hashRoutes(routes)
 
 	t0 = time.Now()
-	lk := keyOf("lid", r.LID.Name, r.LID.SHA256, r.LID.Version, r.LID.ConfigHash, topoHash, rk, in.LMC)
-	// A cached plan is reused only if it still agrees with the persisted
-	// LIDs (an operator may have edited the file).
-	honoured := func(l *plan.LIDPlan) bool { return honours(in.Topo, l, in.Previous) }
-	lids, err := stage(r, res, "lid", lk, honoured, func() (*plan.LIDPlan, error) {
+	lidKey := func(prev uint64) Key {
+		return keyOf("lid", r.LID.Name, r.LID.SHA256, r.LID.Version, r.LID.ConfigHash, topoHash, hr, in.LMC, prev)
+	}
+	lk := lidKey(hashPrevious(in.Topo, in.Previous))
+	calls := res.Calls
+	lids, err := stage(r, res, fresh, "lid", lk, func() (*plan.LIDPlan, error) {
 		return r.LID.Impl.AssignLIDs(ctx, sdk.LIDRequest{Topo: in.Topo, Routes: routes, LMC: in.LMC, Previous: in.Previous})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("LID assigner %s: %w", r.LID.Name, err)
+		return res, fmt.Errorf("LID assigner %s: %w", r.LID.Name, err)
+	}
+	if res.Calls > calls {
+		// Once programmed, the plan's own LIDs are what guid2lid holds.
+		// An assigner keeps every Previous LID that still fits (the SDK's
+		// contract), so given its own LIDs it answers this same plan:
+		// file it under that key too, and the next sweep asks nobody.
+		if own := lidKey(hashPrevious(in.Topo, ownLIDs(in.Topo, lids))); own != lk {
+			Put(r.Cache, "lid", own, lids)
+		}
 	}
 	res.Timings.LIDs = time.Since(t0)
+	hl := hashLIDs(lids)
 
 	rz, err := plan.Realize(in.Topo, routes, lids)
 	if err != nil {
-		return nil, fmt.Errorf("LID assigner %s produced an unusable plan: %w", r.LID.Name, err)
+		return res, fmt.Errorf("LID assigner %s produced an unusable plan: %w", r.LID.Name, err)
 	}
 
 	t0 = time.Now()
-	vk := keyOf("vl", r.VL.Name, r.VL.SHA256, r.VL.Version, r.VL.ConfigHash, topoHash, rk, lk)
-	vls, err := stage(r, res, "vl", vk, nil, func() (*plan.VLPlan, error) {
+	vk := keyOf("vl", r.VL.Name, r.VL.SHA256, r.VL.Version, r.VL.ConfigHash, topoHash, hr, hl)
+	vls, err := stage(r, res, fresh, "vl", vk, func() (*plan.VLPlan, error) {
 		return r.VL.Impl.AssignVLs(ctx, sdk.VLRequest{Topo: in.Topo, Routes: routes, LIDs: lids, Realized: rz, MaxVLs: minVLCap(in.Topo)})
 	})
 	if err != nil {
 		if r.CheckRoutes != nil {
 			if cerr := r.CheckRoutes(in.Topo, routes, lids, nil, rz); cerr != nil {
-				return nil, fmt.Errorf("routes are broken: %w (the VL assigner %s refused them too: %v)", cerr, r.VL.Name, err)
+				return res, fmt.Errorf("routes are broken: %w (the VL assigner %s refused them too: %v)", cerr, r.VL.Name, err)
 			}
 		}
-		return nil, fmt.Errorf("VL assigner %s: %w", r.VL.Name, err)
+		return res, fmt.Errorf("VL assigner %s: %w", r.VL.Name, err)
 	}
 	res.Timings.VLs = time.Since(t0)
 
 	t0 = time.Now()
-	res.Key = keyOf("plan", rk, lk, vk)
-	// Verdicts depend on the plan and on the policy that judged it.
+	res.Key = keyOf("plan", topoHash, hr, hl, hashVLs(vls))
+	// Verdicts depend on the plan's content and on the policy that judged it.
 	verdictKey := keyOf("verdict", res.Key, r.VerifyPolicy)
 	if f, ok := Get[failure](r.Cache, "rejected", verdictKey); ok {
-		return nil, fmt.Errorf("verification: %s (remembered: the same plan was rejected before)", f.Msg)
+		return res, fmt.Errorf("verification: %s (remembered: this exact plan was rejected before)", f.Msg)
 	}
-	// A plan this host verified before (same keys: same topology, plugins,
-	// configs, results and policy) is not verified again: the verdict is
-	// the host's own, kept in its state directory, not a plugin's claim.
+	// A plan this host verified before (the same bytes on the same topology
+	// under the same policy) is not verified again: the verdict is the
+	// host's own, kept in its state directory, not a plugin's claim.
 	if v, verified := Get[verdict](r.Cache, "verified", verdictKey); verified {
 		res.Warnings = v.Warnings
 	} else if check := r.checker(); check != nil {
 		warnings, err := check(in.Topo, routes, lids, vls, rz)
 		if err != nil {
-			if err := Put(r.Cache, "rejected", verdictKey, &failure{Msg: err.Error()}); err != nil {
-				return nil, err
-			}
-			return nil, fmt.Errorf("verification: %w", err)
+			Put(r.Cache, "rejected", verdictKey, &failure{Msg: err.Error()})
+			return res, &freshRejection{err}
 		}
-		if err := Put(r.Cache, "verified", verdictKey, &verdict{OK: true, Warnings: warnings}); err != nil {
-			return nil, err
-		}
+		Put(r.Cache, "verified", verdictKey, &verdict{OK: true, Warnings: warnings})
 		res.Warnings = warnings
 	}
 	res.Timings.Verify = time.Since(t0)
-	if len(res.Warnings) > 0 {
-		log := r.Log
-		if log == nil {
-			log = hclog.NewNullLogger()
-		}
-		for _, w := range res.Warnings {
-			log.Warn("plan accepted with a warning", "engine", e.Name, "policy", r.VerifyPolicy, "warning", w)
-		}
+	for _, w := range res.Warnings {
+		r.log().Warn("plan accepted with a warning", "engine", e.Name, "policy", r.VerifyPolicy, "warning", w)
 	}
 	res.Routes, res.LIDs, res.VLs, res.Realized = routes, lids, vls, rz
 	return res, nil
+}
+
+func (r *Runner) log() hclog.Logger {
+	if r.Log == nil {
+		return hclog.NewNullLogger()
+	}
+	return r.Log
 }
 
 // failure is a remembered deterministic rejection: the same inputs to the
@@ -273,28 +321,27 @@ func (r *Runner) checker() Checker {
 	return nil
 }
 
-// stage returns the cached result for key k or calls f, caching its result
-// or, when the plugin itself answered with an error, that error. valid (may
-// be nil) can refuse a cached result.
-func stage[T any](r *Runner, res *Result, name string, k Key, valid func(*T) bool, f func() (*T, error)) (*T, error) {
-	if v, ok := Get[T](r.Cache, name, k); ok && (valid == nil || valid(v)) {
-		return v, nil
-	}
-	if fl, ok := Get[failure](r.Cache, name+"-failed", k); ok {
-		return nil, fmt.Errorf("%s (remembered from an earlier run with identical inputs)", fl.Msg)
+// stage returns the cached result for key k (unless fresh) or calls f,
+// caching its result or, when the plugin itself answered with an error,
+// that error.
+func stage[T any](r *Runner, res *Result, fresh bool, name string, k Key, f func() (*T, error)) (*T, error) {
+	if !fresh {
+		if v, ok := Get[T](r.Cache, name, k); ok {
+			res.cached++
+			return v, nil
+		}
+		if fl, ok := Get[failure](r.Cache, name+"-failed", k); ok {
+			return nil, fmt.Errorf("%s (remembered from an earlier run with identical inputs)", fl.Msg)
+		}
 	}
 	v, err := call(r, res, f)
 	if err != nil {
 		if deterministic(err) {
-			if perr := Put(r.Cache, name+"-failed", k, &failure{Msg: err.Error()}); perr != nil {
-				return nil, perr
-			}
+			Put(r.Cache, name+"-failed", k, &failure{Msg: err.Error()})
 		}
 		return nil, err
 	}
-	if err := Put(r.Cache, name, k, v); err != nil {
-		return nil, err
-	}
+	Put(r.Cache, name, k, v)
 	return v, nil
 }
 
@@ -316,20 +363,6 @@ func call[T any](r *Runner, res *Result, f func() (*T, error)) (*T, error) {
 		err = errors.New("plugin returned no result")
 	}
 	return v, err
-}
-
-// honours reports whether a cached LID plan agrees with the persisted LIDs
-// for every port of the topology that has one.
-func honours(t *topology.Topology, l *plan.LIDPlan, prev map[uint64]uint16) bool {
-	if len(prev) == 0 {
-		return true
-	}
-	for i, ep := range t.Endpoints() {
-		if base, ok := prev[t.Port(ep).GUID]; ok && i < len(l.Ports) && l.Ports[i].Base != base {
-			return false
-		}
-	}
-	return true
 }
 
 // minVLCap is the smallest number of data VLs over the fabric's links.

@@ -3,6 +3,9 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -283,5 +286,195 @@ func TestVerifyPolicy(t *testing.T) {
 	}
 	if eng.calls != 1 || lids.calls != 1 || vls.calls != 1 {
 		t.Errorf("plugin calls route=%d lids=%d vls=%d, want 1 each", eng.calls, lids.calls, vls.calls)
+	}
+}
+
+// integrityRunner is a fresh runner (a restart) on dir with the line
+// engine, sequential-by-Previous LIDs and loopCheck as verifier.
+type integrityFixture struct {
+	dir  string
+	eng  *lineEngine
+	lids *prevLIDs
+	vls  *oneVL
+	log  *strings.Builder
+}
+
+func newIntegrity(t *testing.T) *integrityFixture {
+	return &integrityFixture{dir: t.TempDir(), eng: &lineEngine{base: base{"e"}}, lids: &prevLIDs{base: base{"seq"}}, vls: &oneVL{base: base{"single"}}}
+}
+
+func (f *integrityFixture) runner() *Runner {
+	f.log = &strings.Builder{}
+	return &Runner{
+		Engines: []Engine{{Identity{Name: "e"}, f.eng}},
+		LID:     LIDStage{Identity{Name: "seq"}, f.lids},
+		VL:      VLStage{Identity{Name: "single"}, f.vls},
+		Cache:   NewCache(f.dir),
+		Verify:  loopCheck,
+		Log:     hclog.New(&hclog.LoggerOptions{Output: f.log, Level: hclog.Warn}),
+	}
+}
+
+// prevLIDs keeps every Previous LID and numbers the rest after the
+// highest one, like the sequential plugin.
+type prevLIDs struct {
+	base
+	calls int
+}
+
+func (s *prevLIDs) AssignLIDs(_ context.Context, req sdk.LIDRequest) (*plan.LIDPlan, error) {
+	s.calls++
+	t := req.Topo
+	l := &plan.LIDPlan{Ports: make([]plan.PortLID, len(t.Endpoints()))}
+	next := uint16(1)
+	for _, lid := range req.Previous {
+		next = max(next, lid+1)
+	}
+	for i, ep := range t.Endpoints() {
+		if lid, ok := req.Previous[t.PortGUID(ep)]; ok {
+			l.Ports[i].Base = lid
+		} else {
+			l.Ports[i].Base = next
+			next++
+		}
+	}
+	return l, nil
+}
+
+func (f *integrityFixture) calls() int { return f.eng.calls + f.lids.calls + f.vls.calls }
+
+// TestCacheFileCorruptionIsAMiss: one byte changed inside a cached result
+// fails its checksum: the stage is recomputed, the problem logged, and the
+// plan equals the one computed from scratch.
+func TestCacheFileCorruptionIsAMiss(t *testing.T) {
+	f := newIntegrity(t)
+	topo := line(t)
+	want, err := f.runner().Run(context.Background(), Input{Topo: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(f.dir, "routing-*.gob"))
+	if len(files) != 1 {
+		t.Fatalf("routing cache files %v", files)
+	}
+	data, _ := os.ReadFile(files[0])
+	data[len(data)-3] ^= 0x01
+	if err := os.WriteFile(files[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := f.calls()
+	got, err := f.runner().Run(context.Background(), Input{Topo: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Key != want.Key || f.eng.calls != 2 {
+		t.Fatalf("after corruption: key %v want %v, route calls %d (want 2)", got.Key, want.Key, f.eng.calls)
+	}
+	if f.calls()-before != 1 {
+		t.Errorf("%d plugin calls after corrupting only the routes, want 1 (LIDs and VLs are keyed by content)", f.calls()-before)
+	}
+	if !strings.Contains(f.log.String(), "corrupt") {
+		t.Errorf("corruption not logged:\n%s", f.log)
+	}
+}
+
+// TestTamperedCacheIsVerified: a cached routing result replaced by a
+// decodable, correctly checksummed but broken one is never accepted on
+// the old verdict: the plan is verified, rejected, and recomputed.
+func TestTamperedCacheIsVerified(t *testing.T) {
+	f := newIntegrity(t)
+	topo := line(t)
+	want, err := f.runner().Run(context.Background(), Input{Topo: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(f.dir, "routing-*.gob"))
+	k, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(files[0]), "routing-"), ".gob"), 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, _ := (&lineEngine{broken: true}).Route(context.Background(), sdk.RouteRequest{Topo: topo})
+	Put(NewCache(f.dir), "routing", Key(k), broken) // a forger who knows the format
+	checks := 0
+	r := f.runner()
+	r.Verify = func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+		checks++
+		return loopCheck(t, rt, l, v, rz)
+	}
+	got, err := r.Run(context.Background(), Input{Topo: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One verification: the forged plan's. The recomputed plan is the
+	// original one, whose own content already carries a verdict.
+	if got.Key != want.Key || checks != 1 || f.eng.calls != 2 {
+		t.Fatalf("key %v want %v; %d verifications (want 1: the forged plan), %d route calls (want 2)", got.Key, want.Key, checks, f.eng.calls)
+	}
+	if !strings.Contains(f.log.String(), "recomputing every stage") {
+		t.Errorf("retry not logged:\n%s", f.log)
+	}
+}
+
+// TestPersistedLIDsAreInTheKey: a changed guid2lid under a warm cache gives
+// the plan a fresh run would give (new LIDs, VLs recomputed for them,
+// verified again), and a restart with the LIDs the plan itself left behind
+// makes no plugin call.
+func TestPersistedLIDsAreInTheKey(t *testing.T) {
+	f := newIntegrity(t)
+	topo := line(t)
+	first, err := f.runner().Run(context.Background(), Input{Topo: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The restart after programming: Previous is what the plan left.
+	own := ownLIDs(topo, first.LIDs)
+	before := f.calls()
+	again, err := f.runner().Run(context.Background(), Input{Topo: topo, Previous: own})
+	if err != nil || again.Key != first.Key || f.calls() != before {
+		t.Fatalf("restart with own LIDs: err %v key %v/%v calls +%d", err, again.Key, first.Key, f.calls()-before)
+	}
+	// Reverse the LIDs.
+	rev := map[uint64]uint16{}
+	n := uint16(len(own))
+	for g, lid := range own {
+		rev[g] = n + 1 - lid
+	}
+	checks := 0
+	r := f.runner()
+	r.Verify = func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+		checks++
+		return loopCheck(t, rt, l, v, rz)
+	}
+	got, err := r.Run(context.Background(), Input{Topo: topo, Previous: rev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := newIntegrity(t).runner().Run(context.Background(), Input{Topo: topo, Previous: rev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Key != fresh.Key || got.Key == first.Key || checks != 1 {
+		t.Fatalf("reversed LIDs: key %v, fresh run %v, old %v; %d verifications", got.Key, fresh.Key, first.Key, checks)
+	}
+	for i, ep := range topo.Endpoints() {
+		if got.LIDs.Ports[i].Base != rev[topo.PortGUID(ep)] {
+			t.Fatalf("endpoint %d LID %d, guid2lid says %d", i, got.LIDs.Ports[i].Base, rev[topo.PortGUID(ep)])
+		}
+	}
+}
+
+// TestUnwritableCacheRoutesAnyway: a state directory that cannot be
+// written costs the cache, never the plan; the operator is told once.
+func TestUnwritableCacheRoutesAnyway(t *testing.T) {
+	f := newIntegrity(t)
+	f.dir = filepath.Join(f.dir, "file-not-dir")
+	if err := os.WriteFile(f.dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.runner().Run(context.Background(), Input{Topo: line(t)}); err != nil {
+		t.Fatalf("routing failed because the cache could not be written: %v", err)
+	}
+	if n := strings.Count(f.log.String(), "plan cache:"); n == 0 || n > 3 {
+		t.Errorf("want one warning per distinct problem, got %d:\n%s", n, f.log)
 	}
 }
