@@ -164,7 +164,7 @@ func (s *SM) Plan(ctx context.Context) (*discovery.Fabric, *topology.Topology, *
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	res, _, err := s.plan(ctx, topo)
+	res, _, err := s.plan(ctx, fab, topo)
 	return fab, topo, res, err
 }
 
@@ -181,32 +181,17 @@ func (s *SM) discover(ctx context.Context) (*discovery.Fabric, *topology.Topolog
 	return fab, topo, nil
 }
 
-// plan runs the pipeline on topo with the persisted LIDs; it also returns
-// how many plugin calls that took.
-func (s *SM) plan(ctx context.Context, topo *topology.Topology) (*pipeline.Result, int, error) {
-	prev, err := s.previousLIDs()
+// plan runs the pipeline on topo with the LIDs to keep (previousLIDs); it
+// also returns how many plugin calls that took.
+func (s *SM) plan(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology) (*pipeline.Result, int, error) {
+	pipe, lmc := s.pipe()
+	prev, err := s.previousLIDs(fab, topo, lmc)
 	if err != nil {
 		return nil, 0, err
 	}
-	pipe, lmc := s.pipe()
 	calls0 := pipe.Calls()
 	res, err := pipe.Run(ctx, pipeline.Input{Topo: topo, LMC: lmc, Previous: prev})
 	return res, int(pipe.Calls() - calls0), err
-}
-
-func (s *SM) previousLIDs() (map[uint64]uint16, error) {
-	if s.Opts.LIDFile == "" {
-		return nil, nil
-	}
-	m, err := lidstore.Load(s.Opts.LIDFile)
-	if err != nil {
-		return nil, fmt.Errorf("LID file: %w (fix or remove it; ports without an entry get new LIDs)", err)
-	}
-	prev := make(map[uint64]uint16, len(m))
-	for g, r := range m {
-		prev[g] = r.Min
-	}
-	return prev, nil
 }
 
 // HeavySweep discovers the fabric and, if it or the plan inputs changed,
@@ -237,7 +222,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	s.mu.Unlock()
 
 	t1 := time.Now()
-	res, calls, err := s.plan(ctx, topo)
+	res, calls, err := s.plan(ctx, fab, topo)
 	rep.Routing = Phase{Time: time.Since(t1)}
 	rep.PluginCalls = calls
 	if err != nil {

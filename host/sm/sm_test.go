@@ -384,3 +384,69 @@ func TestLIDFileReused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestFabricLIDsKept: an SM without guid2lid (a lost state directory, a
+// takeover) keeps the LIDs the fabric's ports already hold, except where
+// two ports claim the same LID: those get new ones.
+func TestFabricLIDsKept(t *testing.T) {
+	f := fatTree(t)
+	fab, tr := attach(t, f)
+	ctx := context.Background()
+	newSM := func(tr transport.Transport) *sm.SM {
+		// Left alone the assigner would number from 300.
+		return sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 300), sm.Options{}, nil)
+	}
+	first := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{}, nil)
+	_, err := first.HeavySweep(ctx)
+	must(t, err)
+	lidsOf := func(s *sm.SM) map[uint64]uint16 {
+		a := s.Applied()
+		m := map[uint64]uint16{}
+		for i, ep := range a.Topo.Endpoints() {
+			m[a.Topo.PortGUID(ep)] = a.Result.LIDs.Ports[i].Base
+		}
+		return m
+	}
+	want := lidsOf(first)
+	reattach := func() transport.Transport {
+		tr.Close()
+		g, p := fab.DefaultSMPort()
+		conn, err := fab.Attach(g, p)
+		must(t, err)
+		tr = transport.New(conn, transport.Options{Timeout: 50 * time.Millisecond, Window: 32})
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+
+	s := newSM(reattach())
+	_, err = s.HeavySweep(ctx)
+	must(t, err)
+	checkProgrammed(t, fab, s)
+	for g, lid := range lidsOf(s) {
+		if want[g] != lid {
+			t.Fatalf("port %#x renumbered %d -> %d although the fabric held its LID", g, want[g], lid)
+		}
+	}
+
+	// Two CAs claim one LID: neither keeps it; everyone else does.
+	var cas []*netfile.Node
+	smGUID, _ := fab.DefaultSMPort()
+	for _, n := range f.Nodes {
+		if n.Type == topology.CA && n.GUID != smGUID {
+			cas = append(cas, n)
+		}
+	}
+	a, b := cas[0], cas[1]
+	must(t, fab.SetPortLID(b.GUID, 1, want[a.Ports[1].GUID], 0))
+	s = newSM(reattach())
+	_, err = s.HeavySweep(ctx)
+	must(t, err)
+	checkProgrammed(t, fab, s)
+	got := lidsOf(s)
+	for g, lid := range got {
+		conflicted := g == a.Ports[1].GUID || g == b.Ports[1].GUID
+		if conflicted && lid < 300 || !conflicted && lid != want[g] {
+			t.Errorf("port %#x: LID %d (had %d, conflicted %v)", g, lid, want[g], conflicted)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package sm
+
+import (
+	"fmt"
+
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/lidstore"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// previousLIDs is what the LID assigner is asked to keep: the LIDs persisted
+// in guid2lid, then those of the plan in force (what this SM programmed: a
+// LID changed behind its back is repaired, not adopted) and, for ports
+// neither lists (a lost or new state directory, a port another SM
+// numbered), the LID the port already holds in the fabric, as discovery
+// read it from PortInfo. Renumbering a live port
+// breaks every connection to it, so a fabric LID is kept unless it is no
+// valid base for the port (zero, out of range, misaligned for the LMC) or
+// some other port claims a LID of its range.
+func (s *SM) previousLIDs(fab *discovery.Fabric, topo *topology.Topology, lmc uint8) (map[uint64]uint16, error) {
+	prev := map[uint64]uint16{}
+	if s.Opts.LIDFile != "" {
+		m, err := lidstore.Load(s.Opts.LIDFile)
+		if err != nil {
+			return nil, fmt.Errorf("LID file: %w (fix or remove it; ports without an entry keep the LID the fabric shows, or get new LIDs)", err)
+		}
+		for g, r := range m {
+			prev[g] = r.Min
+		}
+	}
+	if a := s.Applied(); a != nil {
+		for i, ep := range a.Topo.Endpoints() {
+			g := a.Topo.PortGUID(ep)
+			if _, ok := prev[g]; !ok && g != 0 {
+				prev[g] = a.Result.LIDs.Ports[i].Base
+			}
+		}
+	}
+	if fab == nil {
+		return prev, nil
+	}
+	type cand struct {
+		guid uint64
+		base uint16
+		n    int
+	}
+	span := func(ep topology.PortRef) int {
+		if topo.Nodes[ep.Node].Type == topology.Switch {
+			return 1 // switch port 0 keeps one LID unless its assigner says otherwise
+		}
+		return 1 << lmc
+	}
+	claims := make([]uint8, plan.MaxUnicastLID+1)
+	claim := func(base uint16, n int, by uint8) {
+		for l := int(base); l < int(base)+n && l <= plan.MaxUnicastLID; l++ {
+			claims[l] = min(claims[l]+by, 2)
+		}
+	}
+	var cands []cand
+	for _, ep := range topo.Endpoints() {
+		guid := topo.PortGUID(ep)
+		if lid, ok := prev[guid]; ok {
+			claim(lid, span(ep), 2) // guid2lid wins every collision
+			continue
+		}
+		node := fab.Nodes[topo.Nodes[ep.Node].GUID]
+		if node == nil || int(ep.Port) >= len(node.Ports) || !node.Ports[ep.Port].Valid {
+			continue
+		}
+		lid, n := node.Ports[ep.Port].Info.LID, span(ep)
+		if lid == 0 || int(lid)+n-1 > plan.MaxUnicastLID || int(lid)&(n-1) != 0 {
+			continue
+		}
+		cands = append(cands, cand{guid, lid, n})
+		claim(lid, n, 1)
+	}
+	kept := 0
+	for _, c := range cands {
+		free := true
+		for l := int(c.base); l < int(c.base)+c.n; l++ {
+			free = free && claims[l] == 1
+		}
+		if free {
+			prev[c.guid] = c.base
+			kept++
+		}
+	}
+	if kept > 0 {
+		s.Log.Info("keeping LIDs the fabric already holds for ports guid2lid does not list", "ports", kept, "candidates", len(cands))
+	}
+	return prev, nil
+}
