@@ -16,6 +16,7 @@ import (
 	"github.com/ibsm/ibsm/host/pluginhost"
 	"github.com/ibsm/ibsm/host/sa"
 	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/host/statedir"
 	"github.com/ibsm/ibsm/host/verify"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -39,6 +40,8 @@ type App struct {
 	// Attachment names the SM's port), nil otherwise.
 	IBSim *ibsim.Conn
 	Log   hclog.Logger
+
+	stateDir *statedir.Dir // locked for our lifetime
 }
 
 // New builds everything the config names. On error nothing is left
@@ -55,6 +58,9 @@ func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err e
 	}()
 	if err := os.MkdirAll(cfg.SM.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w (set sm.state_dir to a writable path)", err)
+	}
+	if a.stateDir, err = statedir.Lock(cfg.SM.StateDir); err != nil {
+		return nil, err
 	}
 	if err := a.openFabric(ctx); err != nil {
 		return nil, err
@@ -283,7 +289,7 @@ func (a *App) Plugin(kind sdk.Kind, name string) (*pluginhost.Plugin, bool) {
 	return a.Plugins.Plugin(kind, name)
 }
 
-// Close stops plugins and the transport.
+// Close stops plugins and the transport, then unlocks the state directory.
 func (a *App) Close() {
 	if a.Plugins != nil {
 		a.Plugins.Close()
@@ -291,4 +297,5 @@ func (a *App) Close() {
 	if a.T != nil {
 		a.T.Close()
 	}
+	a.stateDir.Close()
 }
