@@ -61,6 +61,11 @@ type Programmer struct {
 
 	mu    sync.Mutex
 	known map[uint64]*nodeState // by node GUID
+	// gen counts changes of known (each Apply, each Forget): the audit
+	// rebuilds its rotation when it moves.
+	gen uint64
+
+	aud auditor
 }
 
 type nodeState struct {
@@ -71,6 +76,21 @@ type nodeState struct {
 	// caLID is, for CAs, each programmed port's LID once written: a port
 	// that lost it was reset and holds reset tables again.
 	caLID map[uint8]uint16
+
+	// What the last successful Apply owns on this node, which the audit
+	// reads back. inPlan: a switch of that plan, whose port-0 LID, LMC
+	// and MasterSMLID (lid, lmc, smLID), LinearFDBTop (top) and LFT
+	// blocks are the plan's.
+	inPlan bool
+	lmc    uint8
+	smLID  uint16
+	top    uint16
+	// opVLs is each linked port's OperationalVLs code (plans with more
+	// than one data VL); sl2vlKeys and vlarbKeys the tables it programmed
+	// (or found already programmed), sorted.
+	opVLs     map[uint8]uint8
+	sl2vlKeys [][2]uint8
+	vlarbKeys [][2]uint8
 }
 
 // Forget drops what is known of every switch, so the next Apply writes
@@ -78,6 +98,7 @@ type nodeState struct {
 func (p *Programmer) Forget() {
 	p.mu.Lock()
 	p.known = nil
+	p.gen++
 	p.mu.Unlock()
 }
 
@@ -197,20 +218,34 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 			})
 		}
 	}
-	st.SL2VLSets = p.sl2vl(ctx, r, fab, topo, vls)
-	st.VLArbSets = p.vlArb(ctx, r, fab, opVLs, need)
+	own := owned{sl2vl: map[uint64][][2]uint8{}, vlarb: map[uint64][][2]uint8{}}
+	st.SL2VLSets = p.sl2vl(ctx, r, fab, topo, vls, own.sl2vl)
+	st.VLArbSets = p.vlArb(ctx, r, fab, opVLs, need, own.vlarb)
 	if err := r.Wait("programming LIDs and forwarding tables"); err != nil {
 		st.Failed = r.Failed()
 		p.Forget() // what the switches hold is now uncertain
 		return st, err
 	}
-	// Remember the tables as written.
+	// Remember the tables as written, and what this plan owns.
 	p.mu.Lock()
+	p.gen++
+	for _, ks := range p.known {
+		ks.inPlan, ks.opVLs, ks.sl2vlKeys, ks.vlarbKeys = false, nil, nil, nil
+	}
 	for s, node := range sw {
 		ks := p.stateLocked(topo.Nodes[node].GUID)
 		ks.lft = append(ks.lft[:0], rz.LFT[s]...)
-		ks.lid = rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})].Base
+		pl := rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})]
+		ks.lid, ks.lmc, ks.smLID, ks.top, ks.inPlan = pl.Base, pl.LMC, smLID, rz.TopLID, true
 	}
+	for k, code := range opVLs {
+		ks := p.stateLocked(k.guid)
+		if ks.opVLs == nil {
+			ks.opVLs = map[uint8]uint8{}
+		}
+		ks.opVLs[k.port] = code
+	}
+	own.commit(p)
 	for i, ep := range eps {
 		if topo.Nodes[ep.Node].Type == topology.Switch {
 			continue
@@ -314,7 +349,7 @@ func sameBlock(lft []uint8, b int, blk *smp.LFTBlock) bool {
 // SL 0 mapped to VL 0 needs no table: every SL2VL table maps SL 0
 // somewhere, and VL 0 is where the reset value and every plan ibsm writes
 // put it, so nothing is sent.
-func (p *Programmer) sl2vl(ctx context.Context, r *fanout.Group, fab *discovery.Fabric, topo *topology.Topology, vls *plan.VLPlan) int64 {
+func (p *Programmer) sl2vl(ctx context.Context, r *fanout.Group, fab *discovery.Fabric, topo *topology.Topology, vls *plan.VLPlan, own map[uint64][][2]uint8) int64 {
 	if vls == nil || onlySL0(vls) {
 		return 0
 	}
@@ -336,6 +371,7 @@ func (p *Programmer) sl2vl(ctx context.Context, r *fanout.Group, fab *discovery.
 		have, known := ks.sl2vl[k]
 		ks.sl2vl[k] = want
 		p.mu.Unlock()
+		own[guid] = append(own[guid], k)
 		if known && have == want {
 			return
 		}
@@ -478,7 +514,7 @@ const vlArbWeight = 64
 // high-priority table (VLHighLimit 0 is set with OperationalVLs), sending
 // only blocks that differ from what was last written. It returns how many
 // Sets it queued.
-func (p *Programmer) vlArb(ctx context.Context, r *fanout.Group, fab *discovery.Fabric, opVLs map[portKey]uint8, need int) int64 {
+func (p *Programmer) vlArb(ctx context.Context, r *fanout.Group, fab *discovery.Fabric, opVLs map[portKey]uint8, need int, own map[uint64][][2]uint8) int64 {
 	if need <= 1 {
 		return 0
 	}
@@ -515,6 +551,7 @@ func (p *Programmer) vlArb(ctx context.Context, r *fanout.Group, fab *discovery.
 				have, known := ks.vlarb[key]
 				ks.vlarb[key] = blk
 				p.mu.Unlock()
+				own[k.guid] = append(own[k.guid], key)
 				if known && have == blk {
 					continue
 				}
