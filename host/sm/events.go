@@ -100,21 +100,38 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			if heavy {
 				continue
 			}
-			ch, full, err := s.lightSweep(ctx)
-			if err != nil {
-				s.Log.Warn("light sweep failed", "error", err)
-			}
-			switch {
-			case full != "":
-				s.Log.Info("light sweep: full re-discovery", "reason", full)
-				heavy = true
-			case !ch.Empty():
-				rep, err := s.IncrementalSweep(ctx, ch)
-				report(rep, err)
-				heavy = err != nil
-			}
+			heavy = s.periodic(ctx, report)
 		}
 	}
+}
+
+// periodic is one tick of the sweep loop: the light sweep, the incremental
+// sweep it calls for, then the audit over the fabric as it now stands (so
+// a re-route after a link loss is not delayed by reads over the dead
+// link), and the incremental sweep of switches the audit found reset. It
+// reports whether a heavy sweep is due.
+func (s *SM) periodic(ctx context.Context, report func(*Report, error)) bool {
+	ch, full, err := s.pollAndCheck(ctx)
+	if err != nil {
+		s.Log.Warn("light sweep failed", "error", err)
+	}
+	if full != "" {
+		s.Log.Info("light sweep: full re-discovery", "reason", full)
+		return true
+	}
+	if !ch.Empty() {
+		rep, err := s.IncrementalSweep(ctx, ch)
+		report(rep, err)
+		if err != nil {
+			return true
+		}
+	}
+	if reset := s.audit(ctx, s.Fabric()); len(reset) > 0 {
+		rep, err := s.IncrementalSweep(ctx, discovery.Changes{Ports: reset})
+		report(rep, err)
+		return err != nil
+	}
+	return false
 }
 
 // trapBatch is what a burst of traps asks for.
@@ -259,7 +276,7 @@ func (s *SM) trapSweep(ctx context.Context, b trapBatch, suppressed int) (*Repor
 			rep, err := s.fullInstead(ctx, b.poll)
 			return withTraps(rep, b, suppressed), err
 		}
-		more, full, err := s.lightSweep(ctx)
+		more, full, err := s.pollAndCheck(ctx)
 		if err != nil {
 			s.Log.Warn("light sweep failed", "error", err)
 		}
@@ -348,7 +365,20 @@ func (s *SM) IncrementalSweep(ctx context.Context, ch discovery.Changes) (*Repor
 	return s.route(ctx, rep, fab, topo, start, st0, []uint64{})
 }
 
-// lightSweep polls every switch's PortStateChange, then reads the SM's
+// lightSweep is pollAndCheck, then, if that found nothing to re-read,
+// the audit of the next share of what the programmer wrote (a switch the
+// audit finds reset is returned as a changed port 0). Run does the same in
+// periodic, auditing after the incremental sweep instead of skipping.
+func (s *SM) lightSweep(ctx context.Context) (discovery.Changes, string, error) {
+	ch, full, err := s.pollAndCheck(ctx)
+	if full != "" || !ch.Empty() {
+		return ch, full, err
+	}
+	ch.Ports = s.audit(ctx, s.Fabric())
+	return ch, full, err
+}
+
+// pollAndCheck polls every switch's PortStateChange, then reads the SM's
 // own port and the next share of CA ports and compares them with the plan.
 // It returns what changed, or why a full discovery is needed.
 //
@@ -359,8 +389,9 @@ func (s *SM) IncrementalSweep(ctx context.Context, ch discovery.Changes) (*Repor
 // CA port whose LID, LMC, SM LID or state no longer match the plan (a
 // reset HCA, a LID changed behind the SM's back). What it does not see:
 // changes that leave these fields alone, e.g. a CA's NodeDescription or a
-// link retraining at a different width without going Down.
-func (s *SM) lightSweep(ctx context.Context) (discovery.Changes, string, error) {
+// link retraining at a different width without going Down. (Tables and
+// settings changed behind the SM's back are the audit's: see lightSweep.)
+func (s *SM) pollAndCheck(ctx context.Context) (discovery.Changes, string, error) {
 	var ch discovery.Changes
 	fab, a := s.Fabric(), s.Applied()
 	if fab == nil || a == nil {

@@ -42,6 +42,13 @@ type Options struct {
 	// catch changes no switch reports, e.g. a CA whose LID was reset
 	// (default 64; negative disables).
 	CAChecksPerSweep int
+	// AuditSMPs is how many items of what the programmer wrote each
+	// periodic light sweep reads back (LFT blocks, switch port-0 PortInfo
+	// and SwitchInfo, SL2VL and VLArbitration tables, OperationalVLs), in
+	// turn, so all of it is checked every ceil(items/AuditSMPs) light
+	// sweeps; a difference is repaired with one more SMP (default
+	// DefaultAuditSMPs; negative disables).
+	AuditSMPs int
 }
 
 // Agent answers the requests other nodes address to the SM (SA queries,

@@ -1,0 +1,55 @@
+package sm
+
+import (
+	"context"
+
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/program"
+)
+
+// DefaultAuditSMPs is the audit's read budget per light sweep when
+// Options.AuditSMPs is 0.
+const DefaultAuditSMPs = 300
+
+// AuditStats counts what the periodic audit read back and repaired.
+type AuditStats = program.AuditStats
+
+// AuditStats returns the audit's counters (safe to call while Run sweeps).
+func (s *SM) AuditStats() AuditStats { return s.prog.AuditStats() }
+
+func (s *SM) auditBudget() int {
+	switch n := s.Opts.AuditSMPs; {
+	case n < 0:
+		return 0
+	case n == 0:
+		return DefaultAuditSMPs
+	default:
+		return n
+	}
+}
+
+// audit reads back the next share of what the programmer wrote to fab's
+// nodes and repairs what differs (program.Programmer.Audit). It returns
+// the switches found reset (port-0 LID lost), which the caller re-reads so
+// that the incremental sweep re-programs them whole. It runs on the sweep
+// goroutine, never concurrently with programming.
+func (s *SM) audit(ctx context.Context, fab *discovery.Fabric) []discovery.PortRef {
+	budget := s.auditBudget()
+	if budget == 0 || fab == nil {
+		return nil
+	}
+	rep := s.prog.Audit(ctx, fab, budget)
+	if rep.Differences > 0 || rep.ReadFailures > 0 {
+		s.Log.Info("audit", "read", rep.Reads, "read_failures", rep.ReadFailures, "differences", rep.Differences,
+			"repaired", rep.Repaired, "repair_failures", rep.RepairFailures, "reset_switches", len(rep.Reset), "items", rep.Items)
+	}
+	if rep.Wrapped {
+		st := s.prog.AuditStats()
+		s.Log.Debug("audit rotation complete", "items", rep.Items, "rotations", st.Rotations, "differences_total", st.Differences, "repaired_total", st.Repaired)
+	}
+	var out []discovery.PortRef
+	for _, g := range rep.Reset {
+		out = append(out, discovery.PortRef{GUID: g, Port: 0})
+	}
+	return out
+}
