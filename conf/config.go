@@ -96,6 +96,9 @@ type SM struct {
 	MADRetries    int
 	PluginTimeout time.Duration
 	Priority      uint8 // SMInfo priority 0..15
+	// AuditSMPs is audit_smps as sm.Options takes it: 0 when not set (the
+	// SM's default budget), -1 when set to 0 (audit off).
+	AuditSMPs int
 }
 
 // Plugin is one plugin "<kind>" "<name>" {} block.

@@ -104,6 +104,7 @@ var smSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "sweep_interval"}, {Name: "lmc"}, {Name: "state_dir"}, {Name: "mad_window"},
 		{Name: "mad_timeout"}, {Name: "mad_retries"}, {Name: "plugin_timeout"}, {Name: "priority"},
+		{Name: "audit_smps"},
 	},
 }
 

@@ -6,6 +6,10 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
+// MaxAuditSMPs bounds audit_smps (about the LFT blocks of a fabric that
+// fills the unicast LID space with a thousand switches).
+const MaxAuditSMPs = 1 << 20
+
 func (d *decoder) sm(b *hcl.Block) SM {
 	s := SM{
 		SweepInterval: DefaultSweepInterval,
@@ -54,6 +58,17 @@ func (d *decoder) sm(b *hcl.Block) SM {
 			d.errorf(f.rng, "MAD retries out of range", "mad_retries = %d; use 0..100 (3 is typical).", n)
 		} else {
 			s.MADRetries = n
+		}
+	}
+	if f := attr(d, a, "audit_smps", &n); f.ok {
+		switch {
+		case n < 0 || n > MaxAuditSMPs:
+			d.errorf(f.rng, "Audit budget out of range",
+				"audit_smps = %d; it is how many SMPs each light sweep spends reading back programmed LFT blocks and port settings: 0 (audit off) to %d (a few hundred is typical).", n, MaxAuditSMPs)
+		case n == 0:
+			s.AuditSMPs = -1
+		default:
+			s.AuditSMPs = n
 		}
 	}
 	var dir string

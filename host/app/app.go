@@ -77,6 +77,7 @@ func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err e
 		LMC:           cfg.SM.LMC,
 		SweepInterval: cfg.SM.SweepInterval,
 		LIDFile:       filepath.Join(cfg.SM.StateDir, "guid2lid"),
+		AuditSMPs:     cfg.SM.AuditSMPs,
 	}, log.Named("sm"))
 	// Only umad's kernel agent segments RMPP; ibsim and the embedded fabric
 	// carry single MADs, so their SA answers must fit in one.
