@@ -1,0 +1,172 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ibsm/ibsm/host/lidstore"
+	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/ibsim"
+	"github.com/ibsm/ibsm/transport/netfile"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// TestAuditRepairsLFTOnIBSim: ibsm runs as the SM of a real ibsim with a
+// small audit budget. Another client of the same ibsim (not an SM,
+// attached at a CA through the project's ibsim transport) overwrites an
+// LFT block of its switch with a directed-route SubnSet. Nothing reports
+// that change, yet ibsm must put the block back within one audit period
+// (ceil(items/audit_smps) light sweeps), log it with the switch and block,
+// and dump_fts must then print exactly what it printed before.
+func TestAuditRepairsLFTOnIBSim(t *testing.T) {
+	const (
+		budget   = 20
+		interval = 500 * time.Millisecond
+		block    = 1 // LIDs 64-127
+	)
+	dir := t.TempDir()
+	net := filepath.Join(dir, "random.net")
+	out, err := exec.Command(filepath.Join(binDir, "ibsm"), "topo", "random", "--switches", "24", "--degree", "4", "--cas", "96", "--seed", "11").Output()
+	if err != nil {
+		t.Fatalf("ibsm topo random: %v", err)
+	}
+	if err := os.WriteFile(net, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nf, err := netfile.ParseFile(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas := caNodes(nf)
+	smNode, intruderNode := cas[0], cas[1]
+	r := startRig(t, net, cas[len(cas)-1].Name)
+
+	stateDir := filepath.Join(r.dir, "state")
+	cfg := ibsimConfig(t, r.dir, "ibsm.hcl", "ibsim", r, smNode.Name, stateDir, 3)
+	src, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withAudit := strings.Replace(string(src), "  priority = 14\n", fmt.Sprintf("  priority = 14\n  audit_smps = %d\n", budget), 1)
+	if withAudit == string(src) || !strings.Contains(withAudit, fmt.Sprintf("sweep_interval = %q", interval.String())) {
+		t.Fatalf("the harness's config changed shape; adapt this test:\n%s", src)
+	}
+	if err := os.WriteFile(cfg, []byte(withAudit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sm := startIBSM(t, cfg)
+	sm.waitUp(t, 1, 60*time.Second)
+
+	// The audit's rotation: every switch's port 0, SwitchInfo and the LFT
+	// blocks up to the top LID (single-VL plan: nothing else).
+	lids, err := lidstore.Load(filepath.Join(stateDir, "guid2lid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := uint16(0)
+	for _, rg := range lids {
+		top = max(top, rg.Max)
+	}
+	if top < block*64 {
+		t.Fatalf("top LID %d: block %d holds no LID", top, block)
+	}
+	switches := len(nf.Nodes) - len(cas)
+	items := switches * (2 + (int(top)+64)/64)
+	sweeps := (items + budget - 1) / budget
+	period := time.Duration(sweeps) * interval
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, before, err := r.env.DumpFTs(ctx)
+	if err != nil {
+		t.Fatalf("dump_fts: %v", err)
+	}
+
+	// The other client: a plain (non-SM) attachment at another CA.
+	conn, err := ibsim.Dial(ctx, ibsim.Options{SockName: r.env.Sockname, Attach: intruderNode.Name})
+	if err != nil {
+		t.Fatalf("attaching a second client to ibsim: %v", err)
+	}
+	tr := transport.New(conn, transport.Options{Timeout: 500 * time.Millisecond, Retries: 3, Window: 4})
+	defer tr.Close()
+	c := &mad.Client{T: tr}
+	leaf := mad.Path{1} // out of the CA's port 1: its switch
+	var ni smp.NodeInfo
+	if err := c.Get(ctx, leaf, smp.AttrNodeInfo, 0, &ni); err != nil {
+		t.Fatal(err)
+	}
+	if ni.NodeType != smp.NodeTypeSwitch {
+		t.Fatalf("DR %s from %s reaches node %#x of type %d, not a switch", leaf, intruderNode.Name, ni.NodeGUID, ni.NodeType)
+	}
+	var orig, bad, got smp.LFTBlock
+	if err := c.Get(ctx, leaf, smp.AttrLinearForwardingTable, block, &orig); err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for k := range orig {
+		bad[k] = orig[k]
+		if lid := block*64 + k; lid <= int(top) && orig[k] != smp.LFTUnreachable {
+			bad[k] = smp.LFTUnreachable // every LID this switch routes in the block goes nowhere
+			changed++
+		}
+	}
+	if changed == 0 {
+		t.Fatalf("switch %#x routes no LID of block %d", ni.NodeGUID, block)
+	}
+	if err := c.Set(ctx, leaf, smp.AttrLinearForwardingTable, block, &bad, &got); err != nil {
+		t.Fatalf("SubnSet(LinearForwardingTable) from the second client: %v", err)
+	}
+	changedAt := time.Now()
+	if got != bad {
+		t.Fatalf("ibsim did not take the overwrite: answered %v", got)
+	}
+	t.Logf("second client overwrote %d entries of switch %#x block %d; audit: %d items, %d per light sweep every %s: period %s",
+		changed, ni.NodeGUID, block, items, budget, interval, period)
+
+	// Repaired within the audit period: ceil(items/budget) light sweeps
+	// from wherever the rotation stood, plus what the sweeps themselves
+	// take on a loaded machine.
+	deadline := changedAt.Add(period + 2*interval + 5*time.Second)
+	for {
+		if err := c.Get(ctx, leaf, smp.AttrLinearForwardingTable, block, &got); err == nil && got == orig {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("block %d of switch %#x not repaired %s after the overwrite (audit period %s):\n%s",
+				block, ni.NodeGUID, time.Since(changedAt).Round(time.Millisecond), period, tail(sm.log.String(), 3000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	took := time.Since(changedAt)
+	t.Logf("repaired %s after the overwrite (audit period %s)", took.Round(time.Millisecond), period)
+
+	// ibsm logged it at WARN with the switch and the block.
+	re := regexp.MustCompile(fmt.Sprintf(`\[WARN\].*audit: repaired a difference from what was programmed:.*node=%#016x.*path=\S+.*"?LFT block %d.*block=%d`, ni.NodeGUID, block, block))
+	for end := time.Now().Add(5 * time.Second); !re.MatchString(sm.log.String()); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no WARN line naming switch %#x and block %d:\n%s", ni.NodeGUID, block, tail(sm.log.String(), 3000))
+		}
+	}
+	if n := strings.Count(sm.log.String(), "audit: repaired a difference"); n != 1 {
+		t.Errorf("%d repairs logged, want 1:\n%s", n, tail(sm.log.String(), 3000))
+	}
+	if strings.Count(sm.log.String(), "SUBNET UP") != 1 {
+		t.Errorf("ibsm re-routed for an audit repair:\n%s", tail(sm.log.String(), 3000))
+	}
+
+	_, after, err := r.env.DumpFTs(ctx)
+	if err != nil {
+		t.Fatalf("dump_fts after the repair: %v", err)
+	}
+	if after != before {
+		t.Fatalf("dump_fts after the repair differs from before the overwrite:\nbefore:\n%s\nafter:\n%s", tail(before, 2000), tail(after, 2000))
+	}
+}
