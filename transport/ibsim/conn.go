@@ -25,7 +25,14 @@
 //     ErrSimulatorGone rather than hangs;
 //   - Close clears IsSM before DISCONNECT (DISCONNECT alone leaves the
 //     IsSM capability bit set) and keeps draining until DISCONNECT is
-//     answered.
+//     answered;
+//   - a refused CONNECT (ibsim's reply is a bare ERROR) is explained: Dial
+//     retries with less (no SM flag, then the default node) to tell an
+//     unknown node, full client slots and an SM already registered on the
+//     node apart. ibsim keeps a client killed without DISCONNECT (kill -9),
+//     slot and SM flag included, until a write to it fails; Dial sends the
+//     registered SM an SMInfo query, which makes ibsim drop a dead one, and
+//     then attaches in its place.
 package ibsim
 
 import (
@@ -129,7 +136,7 @@ type Attachment struct {
 var ErrSimulatorGone = errors.New("ibsim is not running")
 
 // ErrRefused is returned (wrapped) when ibsim answered a control request
-// with ERROR.
+// with ERROR; for CONNECT the error says why (see Dial).
 var ErrRefused = errors.New("ibsim refused the request")
 
 // ErrStalled is returned (wrapped) when ibsim did not take or answer a
@@ -186,6 +193,14 @@ func abs(name string) *net.UnixAddr {
 const maxBaseLen = 108 - 2 - len(":ctl") - 10
 
 // Dial attaches to ibsim. On error nothing is left connected.
+//
+// ibsim answers a refused CONNECT with a bare ERROR, for one of three
+// reasons: the node is unknown, all MaxClients client slots are taken, or
+// (IsSM) another SM client is registered on that node. Dial finds out which
+// by asking for less (see diagnoseRefusal) and says how to clear it. A
+// registration left behind by an SM that died without detaching (kill -9)
+// is cleared on the way: ibsim drops a client only when a write to it
+// fails, so Dial makes ibsim write to it and then attaches.
 func Dial(ctx context.Context, o Options) (*Conn, error) {
 	o = o.withDefaults()
 	if len(o.SockName) > maxBaseLen || strings.ContainsAny(o.SockName, "\x00/") {
@@ -194,6 +209,29 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if len(o.Attach) > NodeIDLen-1 || strings.ContainsRune(o.Attach, 0) {
 		return nil, fmt.Errorf("ibsim: attach %q must be a node id or description of at most %d bytes", o.Attach, NodeIDLen-1)
 	}
+	c, err := open(ctx, o)
+	if errors.Is(err, errConnectRefused) {
+		c, err = diagnoseRefusal(ctx, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.setup(ctx); err != nil {
+		if cerr := c.Close(); cerr != nil {
+			c.log.Warn("detaching after a failed attach", "error", cerr)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// errConnectRefused is open's error for a CONNECT ibsim answered with
+// ERROR; Dial replaces it with the reason.
+var errConnectRefused = errors.New("ibsim answered CONNECT with ERROR")
+
+// open binds our sockets, sends CONNECT and connects the data socket to the
+// slot ibsim assigned; the reader runs, nothing else is asked yet.
+func open(ctx context.Context, o Options) (*Conn, error) {
 	c := &Conn{
 		opts:       o,
 		log:        o.Logger,
@@ -219,13 +257,140 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 			c.base, c.slot, err, c.slot)
 	}
 	go c.readLoop()
-	if err := c.setup(ctx); err != nil {
-		if cerr := c.Close(); cerr != nil {
-			c.log.Warn("detaching after a failed attach", "error", cerr)
-		}
-		return nil, err
-	}
 	return c, nil
+}
+
+// diagnoseRefusal runs after ibsim refused o's CONNECT. ibsim checks, in
+// this order, for a free slot, for the node, and (issm) for an SM client
+// already registered on the node; its ERROR reply does not say which
+// failed, so we ask for less: the same node without issm, then the default
+// node. Each probe is a full attachment, detached again at once.
+//
+// If only the SM registration is in the way, we ask its holder for SMInfo
+// through ibsim. A holder that died without DISCONNECT (kill -9) keeps its
+// slot and its SM flag until ibsim fails to write to its vanished socket;
+// our query makes ibsim try, so it drops the dead client, and a second
+// CONNECT then succeeds. A live holder gets the query (and usually
+// answers), so the second CONNECT is refused again and we say who is
+// there.
+func diagnoseRefusal(ctx context.Context, o Options) (*Conn, error) {
+	quiet := o
+	quiet.IsSM, quiet.Logger = false, hclog.NewNullLogger()
+	where := "ibsim's default node (the first port of the first node in its topology)"
+	if o.Attach != "" {
+		where = fmt.Sprintf("node %q", o.Attach)
+	}
+	if o.IsSM {
+		p, err := open(ctx, quiet)
+		switch {
+		case err == nil:
+			node := p.att.NodeID
+			// ibsim handles one client's packets in order, so once our own
+			// NodeInfo comes back it has tried to deliver the SMInfo query.
+			err := p.sendSMInfoQuery()
+			if err == nil {
+				_, err = p.probe(ctx)
+			}
+			if err != nil {
+				p.Close()
+				return nil, fmt.Errorf("ibsim refused to register us as the SM on %s, and querying the SM client there failed: %w", nodeName(node, o.Attach), err)
+			}
+			c, err := open(ctx, o)
+			if err == nil {
+				p.Close()
+				o.Logger.Warn("ibsim kept the SM registration of a client that exited without detaching (killed?); it dropped that client when we sent it an SMInfo query, and we took its place",
+					"socket", o.SockName, "node", node)
+				return c, nil
+			}
+			answered := p.awaitSMInfo(ctx)
+			p.Close()
+			if !errors.Is(err, errConnectRefused) {
+				return nil, err
+			}
+			how := "ibsim delivered an SMInfo query to it, so its process is alive (ibsim drops a dead client when a write to it fails)"
+			if answered {
+				how = "it answered our SMInfo query"
+			}
+			return nil, fmt.Errorf("%w: CONNECT as SM to %s on @%s: another SM client is attached there, and %s. ibsim allows one SM client per node: stop that SM (ibsm or OpenSM under umad2sim), attach this one to another node (fabric attach = \"<node id>\"), or detach it with ibsim's console command X <slot> (Attached lists the slots)",
+				ErrRefused, nodeName(node, o.Attach), o.SockName, how)
+		case !errors.Is(err, errConnectRefused):
+			return nil, err
+		}
+	}
+	if o.Attach != "" {
+		def := quiet
+		def.Attach = ""
+		p, err := open(ctx, def)
+		switch {
+		case err == nil:
+			p.Close()
+			return nil, fmt.Errorf("%w: CONNECT to node %q on @%s: ibsim has no such node; name a node by its id or description as the topology file quotes them (for example a \"Ca\" or \"Switch\" line's first quoted name)",
+				ErrRefused, o.Attach, o.SockName)
+		case !errors.Is(err, errConnectRefused):
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w: CONNECT to %s on @%s: all %d of ibsim's client slots are in use. ibsim frees a slot on DISCONNECT, when a write to a dead client fails, or with its console command X <slot>; a client killed without detaching keeps its slot until then. List them with the console command Attached and free dead ones with X, stop other clients, or restart ibsim",
+		ErrRefused, where, o.SockName, MaxClients)
+}
+
+func nodeName(canonical, asked string) string {
+	if asked != "" && asked != canonical {
+		return fmt.Sprintf("node %q (%q)", canonical, asked)
+	}
+	return fmt.Sprintf("node %q", canonical)
+}
+
+// smInfoTID marks diagnoseRefusal's SMInfo query.
+const smInfoTID = 0x0000_7fff_fffe_0002
+
+// sendSMInfoQuery sends a directed-route SubnGet(SMInfo) with no hops:
+// ibsim has no SMInfo handler, so it forwards the query to the SM client
+// registered on our own port, if any, and bounces it (status 110) if none.
+func (c *Conn) sendSMInfoQuery() error {
+	s, err := smp.NewDRGet(smp.AttrSMInfo, 0, nil)
+	if err != nil {
+		return err
+	}
+	s.TID = smInfoTID
+	mad := make([]byte, MADLen)
+	if err := s.EncodeTo(mad); err != nil {
+		return err
+	}
+	h := Header{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID, Length: MADLen}
+	return c.send(&h, mad)
+}
+
+// awaitSMInfo reports whether a GetResp to sendSMInfoQuery arrives within
+// ControlTimeout.
+func (c *Conn) awaitSMInfo(ctx context.Context) bool {
+	isAnswer := func(it item) bool {
+		m := it.p.MAD
+		return uint32(smp.PeekTID(m)) == smInfoTID&0xffffffff && smp.PeekAttrID(m) == smp.AttrSMInfo &&
+			it.status == 0 && smp.PeekMethod(m) == smp.MethodGetResp
+	}
+	c.earlyMu.Lock()
+	for _, it := range c.early {
+		if isAnswer(it) {
+			c.earlyMu.Unlock()
+			return true
+		}
+	}
+	c.earlyMu.Unlock()
+	t := time.NewTimer(c.opts.ControlTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case it := <-c.in:
+			if isAnswer(it) {
+				return true
+			}
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // randomID picks a socket id above any pid (pid_max <= 2^22), so we never
@@ -291,12 +456,7 @@ func (c *Conn) connect(ctx context.Context) error {
 		if errors.Is(err, ErrRefused) {
 			// ibsim connects to our data socket only on success.
 			c.closeSockets()
-			who := "its default node"
-			if c.opts.Attach != "" {
-				who = fmt.Sprintf("node %q", c.opts.Attach)
-			}
-			return fmt.Errorf("%w: CONNECT to %s: the node is unknown (use its topology node id or description), all %d client slots are taken, or another SM client is attached there (ibsim's console command Attached lists clients)",
-				ErrRefused, who, MaxClients)
+			return errConnectRefused
 		}
 		// ibsim may still process the CONNECT and would exit if our data
 		// socket were gone by then: keep it until we know.

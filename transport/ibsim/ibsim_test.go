@@ -137,9 +137,10 @@ func TestDialAttachment(t *testing.T) {
 	}
 
 	// A second SM on the same node is refused; a plain client is not.
-	_, err = ibsim.Dial(ctx(t), ibsim.Options{SockName: sim.Sockname, Attach: "h1", IsSM: true})
-	if !errors.Is(err, ibsim.ErrRefused) {
-		t.Errorf("second SM client on h1: err = %v, want ErrRefused", err)
+	_, err = ibsim.Dial(ctx(t), ibsim.Options{SockName: sim.Sockname, Attach: "h1", IsSM: true, ControlTimeout: 300 * time.Millisecond})
+	if !errors.Is(err, ibsim.ErrRefused) || !strings.Contains(err.Error(), `CONNECT as SM to node "h1"`) ||
+		!strings.Contains(err.Error(), "its process is alive") {
+		t.Errorf("second SM client on h1: err = %v, want ErrRefused saying a live SM is there", err)
 	}
 	plain := dial(t, sim, ibsim.Options{Attach: "h1 mlx5_0"}) // by description
 	if a := plain.Attachment(); a.NodeID != "h1" || a.Slot != 1 {
@@ -171,7 +172,8 @@ func TestDialErrors(t *testing.T) {
 		is   error
 		msg  string
 	}{
-		{"unknown node", ibsim.Options{Attach: "nosuch"}, ibsim.ErrRefused, `CONNECT to node "nosuch": the node is unknown`},
+		{"unknown node", ibsim.Options{Attach: "nosuch"}, ibsim.ErrRefused, "ibsim has no such node"},
+		{"unknown node as SM", ibsim.Options{Attach: "nosuch", IsSM: true}, ibsim.ErrRefused, `CONNECT to node "nosuch" on @`},
 		{"unexpected node", ibsim.Options{Attach: "h2", Expect: &ibsim.Expect{NodeGUID: guidH1, Port: 1}}, nil, "name it with attach"},
 		{"unexpected port", ibsim.Options{Attach: "sw1", Expect: &ibsim.Expect{NodeGUID: guidSW1, Port: 1}}, nil, "port 0 of a switch"},
 		{"no simulator", ibsim.Options{SockName: fmt.Sprintf("ibsmtrans%d_none", os.Getpid())}, ibsim.ErrSimulatorGone, "IBSIM_SOCKNAME="},
