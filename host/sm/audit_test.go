@@ -2,7 +2,10 @@ package sm_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -235,4 +238,118 @@ func TestAuditInRun(t *testing.T) {
 		t.Fatalf("the sweep loop re-routed for an audit repair: %+v", r)
 	default:
 	}
+}
+
+// TestMeasureAudit measures the audit on the 3-level fat tree of 36-port
+// switches (11,664 CAs, 1,620 switches) on the embedded fabric: the SMPs
+// and time it adds to a light sweep at the default budget (and two larger
+// ones), the light sweeps one rotation takes, and how many light sweeps
+// after an overwrite the block is repaired, worst case (the block just
+// behind the cursor) and from the middle of the rotation. Times at the
+// default sweep_interval are light sweeps × 10 s. Run it with
+// IBSM_MEASURE=1 (not part of make test).
+func TestMeasureAudit(t *testing.T) {
+	if os.Getenv("IBSM_MEASURE") == "" {
+		t.Skip("set IBSM_MEASURE=1 to measure")
+	}
+	const interval = 10 * time.Second // conf.DefaultSweepInterval
+	f, err := topogen.FatTree{Radix: 36, Levels: 3}.Generate()
+	must(t, err)
+	fab, tr := attach(t, f)
+	s := sm.New(tr, runner([]sdk.RoutingEngine{&spineUpDown{base{"updn"}}}, 1), sm.Options{Parallel: 64}, nil)
+	ctx := context.Background()
+	t0 := time.Now()
+	rep, err := s.HeavySweep(ctx)
+	must(t, err)
+	t.Logf("ft3-36: %d switches %d CAs; heavy sweep %v, %d LFT blocks", rep.Switches, rep.CAs, time.Since(t0).Round(time.Millisecond), rep.Program.LFTBlocksTotal)
+
+	// One light sweep: with the audit off, then at each budget.
+	sweep := func() (time.Duration, uint64, uint64) {
+		st0 := tr.Stats()
+		t0 := time.Now()
+		need, err := s.LightSweep(ctx)
+		must(t, err)
+		if need {
+			t.Fatal("light sweep asks for a sweep on an untouched fabric")
+		}
+		st1 := tr.Stats()
+		return time.Since(t0), st1.Gets - st0.Gets, st1.Sets - st0.Sets
+	}
+	median := func(n int) (time.Duration, uint64) {
+		var ds []time.Duration
+		var gets uint64
+		for i := 0; i < n; i++ {
+			d, g, _ := sweep()
+			ds = append(ds, d)
+			gets = g
+		}
+		slices.Sort(ds)
+		return ds[n/2], gets
+	}
+	s.Opts.AuditSMPs = -1
+	offT, offG := median(7)
+	t.Logf("light sweep without the audit: %d Gets, %v (median of 7)", offG, offT.Round(time.Microsecond))
+	for _, b := range []int{0, 3000, 10000} {
+		s.Opts.AuditSMPs = b
+		d, g := median(7)
+		items := s.AuditStats().Items
+		budget := b
+		if b == 0 {
+			budget = sm.DefaultAuditSMPs
+		}
+		n := (items + budget - 1) / budget
+		t.Logf("audit_smps %d: light sweep %d Gets (+%d), %v (+%v); %d items (%d LFT blocks + 2 × %d switches): %d light sweeps per rotation = %v at sweep_interval %v",
+			budget, g, g-offG, d.Round(time.Microsecond), (d - offT).Round(time.Microsecond), items, items-2*rep.Switches, rep.Switches, n, time.Duration(n)*interval, interval)
+	}
+
+	// Repair latency at the default budget, counted in light sweeps.
+	s.Opts.AuditSMPs = 0
+	a := s.Applied()
+	// The rotation goes switch by switch in GUID order.
+	sws := make([]int, len(a.Topo.Switches())) // rotation order → switch index
+	for i := range sws {
+		sws[i] = i
+	}
+	slices.SortFunc(sws, func(x, y int) int {
+		gx, gy := a.Topo.Nodes[a.Topo.Switches()[x]].GUID, a.Topo.Nodes[a.Topo.Switches()[y]].GUID
+		return cmp.Compare(gx, gy)
+	})
+	blocks := (int(a.Result.Realized.TopLID) + 64) / 64
+	per := 2 + blocks
+	repairAfter := func(name string, item int) {
+		idx := sws[item/per]
+		b := item%per - 2
+		if b < 0 {
+			b = 0
+		}
+		g := a.Topo.Nodes[a.Topo.Switches()[idx]].GUID
+		c := switchAgent(t, fab, g)
+		overwriteBlock(t, c, b, a.Result.Realized.LFT[idx])
+		c.T.Close()
+		st0 := s.AuditStats()
+		t0 := time.Now()
+		n := 0
+		for {
+			if l, _ := fab.LFT(g); bytes.Equal(l, a.Result.Realized.LFT[idx]) {
+				break
+			}
+			sweep()
+			n++
+			if n > st0.Items {
+				t.Fatalf("%s: not repaired after %d light sweeps", name, n)
+			}
+		}
+		st1 := s.AuditStats()
+		t.Logf("%s: switch %d block %d repaired after %d light sweeps (%v back to back) = %v at sweep_interval %v; %d difference, %d repaired",
+			name, idx, b, n, time.Since(t0).Round(time.Millisecond), time.Duration(n)*interval, interval, st1.Differences-st0.Differences, st1.Repaired-st0.Repaired)
+	}
+	st := s.AuditStats()
+	// Worst case: the block the cursor has just passed.
+	behind := (st.Cursor - 1 + st.Items) % st.Items
+	for behind%per < 2 { // a block, not port 0 or SwitchInfo
+		behind = (behind - 1 + st.Items) % st.Items
+	}
+	repairAfter("worst case (just behind the cursor)", behind)
+	st = s.AuditStats()
+	repairAfter("half a rotation ahead", (st.Cursor+st.Items/2)%st.Items)
 }
