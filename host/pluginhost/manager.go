@@ -14,26 +14,32 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/schema"
 )
 
 // Defaults for Config fields left zero.
 const (
 	DefaultCallTimeout  = 60 * time.Second
 	DefaultStartTimeout = 15 * time.Second
-	// stopGrace bounds the Stop RPC sent before a plugin is killed.
+	// stopGrace bounds the Stop RPC sent before a plugin is closed.
 	stopGrace = 2 * time.Second
+	// exitGrace bounds go-plugin's graceful Kill (Shutdown RPC, wait for
+	// exit) after a successful Stop, before the host SIGKILLs the plugin.
+	exitGrace = 3 * time.Second
+	// reapWait bounds the wait for a SIGKILLed plugin to be reaped.
+	reapWait = 2 * time.Second
 )
 
-// maxSocketDir keeps $dir/pluginNNNNNNNNNN under the 108-byte sun_path limit
-// (104 on macOS) with room to spare.
-const maxSocketDir = 80
+// maxSocketDir keeps $dir/plugin-dirNNNNNNNNNN/pluginNNNNNNNNNN (go-plugin
+// makes one directory per process) under the 108-byte sun_path limit (104
+// on macOS).
+const maxSocketDir = 64
 
 // Config describes one plugin to run.
 type Config struct {
@@ -138,20 +144,25 @@ func (m *Manager) Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("plugin %s is already running; close it first", cfg.Name)
 	}
-	p := &Plugin{m: m, cfg: cfg, log: m.log.Named(string(cfg.Kind) + "." + cfg.Name)}
+	p := &Plugin{m: m, cfg: cfg, log: m.log.Named(string(cfg.Kind) + "." + cfg.Name), startSem: make(chan struct{}, 1)}
 	m.plugins[pluginKey(cfg.Kind, cfg.Name)] = p
 	m.mu.Unlock()
 
 	inst, err := p.start(ctx)
 	if err != nil {
-		m.mu.Lock()
-		delete(m.plugins, pluginKey(cfg.Kind, cfg.Name))
-		m.mu.Unlock()
+		m.forget(p)
 		return nil, err
 	}
 	p.mu.Lock()
-	p.inst = inst
+	closed := p.closed
+	if !closed {
+		p.inst = inst
+	}
 	p.mu.Unlock()
+	if closed { // the Manager was closed while the plugin started
+		inst.kill(false)
+		return nil, errors.New("plugin manager is closed")
+	}
 	return p, nil
 }
 
@@ -166,7 +177,8 @@ func (m *Manager) Plugin(kind sdk.Kind, name string) (*Plugin, bool) {
 // pluginKey: the operator may give plugins of different kinds one name.
 func pluginKey(k sdk.Kind, name string) string { return string(k) + "." + name }
 
-// Close stops and kills every plugin and removes the socket directory.
+// Close stops and kills every plugin and removes the socket directory. It
+// returns within a few seconds even if plugins hang or are stopped.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -198,20 +210,36 @@ func (m *Manager) forget(p *Plugin) {
 	}
 }
 
-// instance is one running process of a plugin.
+// instance is one process of a plugin. Nothing here waits on the plugin
+// or on go-plugin without a deadline: a plugin that is stopped (SIGSTOP),
+// hung or has closed its stdio must not wedge the host.
 type instance struct {
+	log    hclog.Logger
 	client *plugin.Client
-	rpc    *sdk.RemoteClient
-	pid    int
+	proc   *procRunner
+	rpc    *sdk.RemoteClient // set when the launch succeeded
+	pid    int               // set when the launch succeeded
 	stderr *tail
+
+	launched chan struct{} // closed when the launch goroutine returned
+	dead     chan struct{} // closed by kill: the instance is never used again
+	cleaned  chan struct{} // closed when go-plugin's Kill returned after the process ended
+	once     sync.Once
 }
 
-// alive reports whether the process is still there.
+func newInstance(log hclog.Logger, proc *procRunner, errTail *tail) *instance {
+	return &instance{log: log, proc: proc, stderr: errTail,
+		launched: make(chan struct{}), dead: make(chan struct{}), cleaned: make(chan struct{})}
+}
+
+// alive reports whether the process is still there and not condemned. It
+// takes no go-plugin lock: a launch stuck in go-plugin holds its client's.
 func (i *instance) alive() bool {
-	if i.client.Exited() {
-		return false
-	}
 	select {
+	case <-i.dead:
+		return false
+	case <-i.proc.exited:
+		return false
 	case <-i.rpc.Gone():
 		return false
 	default:
@@ -219,31 +247,101 @@ func (i *instance) alive() bool {
 	}
 }
 
-// kill sends Stop (bounded) and then kills the process; go-plugin waits for
-// it to exit and SIGKILLs it after 2 s.
+// kill ends the process and returns within a bounded time whatever the
+// plugin does (reapWait, plus stopGrace and exitGrace when graceful):
+//
+//   - graceful: the Stop RPC (bounded by stopGrace), then go-plugin's Kill
+//     (its Shutdown RPC and wait for exit) for at most exitGrace;
+//   - then, or at once when not graceful, SIGKILL to the plugin's process
+//     group (SIGKILL ends a stopped process too; go-plugin's Kill on its own
+//     would wait forever for a stopped plugin to answer Shutdown), and
+//     go-plugin's Kill to reap it and clean up.
+//
+// Whatever has not finished by then goes on in the background. kill marks
+// the instance dead at once, so the next call starts a new process.
 func (i *instance) kill(graceful bool) {
-	if graceful && i.alive() {
-		ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
-		_ = i.rpc.Stop(ctx)
-		cancel()
+	i.once.Do(func() {
+		close(i.dead)
+		go i.teardown(graceful)
+	})
+	bound := reapWait
+	if graceful {
+		bound += stopGrace + exitGrace
 	}
-	i.client.Kill()
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-i.cleaned:
+	case <-t.C:
+		i.log.Warn("plugin process not cleaned up in time; finishing in the background", "pid", i.proc.pid(), "waited", bound)
+	}
 }
 
-// start launches a new process on the spawner thread and checks it.
+func (i *instance) teardown(graceful bool) {
+	defer close(i.cleaned)
+	var killed chan struct{}
+	goKill := func() {
+		killed = make(chan struct{})
+		go func() {
+			defer close(killed)
+			<-i.launched // go-plugin's Kill needs its Start to have returned
+			i.client.Kill()
+		}()
+	}
+	if graceful && i.rpc != nil && !exited(i.proc) {
+		ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+		_, err := within(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, i.rpc.Stop(ctx) })
+		cancel()
+		if err == nil {
+			goKill()
+			t := time.NewTimer(exitGrace)
+			select {
+			case <-killed:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
+	if err := i.proc.kill(); err != nil {
+		i.log.Warn("killing plugin process", "pid", i.proc.pid(), "error", err)
+	}
+	if killed == nil {
+		goKill()
+	}
+	<-killed
+}
+
+func exited(r *procRunner) bool {
+	select {
+	case <-r.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// start launches a new process and checks it, all within StartTimeout (or
+// until ctx is done): exec (on the spawner thread), handshake, Dispense,
+// GetInfo and GetSchema run in a goroutine of their own, and a plugin that
+// does not get through them in time is killed and abandoned.
 func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	cfg := p.cfg
-	cmd := exec.Command(cfg.Path, cfg.Args...)
-	cmd.Env = append([]string{
-		plugin.EnvUnixSocketDir + "=" + p.m.socketDir,
-		sdk.LogLevelEnv + "=" + levelName(p.log),
-	}, cfg.Env...)
-	setParentDeath(cmd)
+	var pin []byte
+	if cfg.SHA256 != "" {
+		pin, _ = hex.DecodeString(cfg.SHA256)
+	}
+	env := append([]string{sdk.LogLevelEnv + "=" + levelName(p.log)}, cfg.Env...)
+	proc := newProcRunner(cfg.Path, cfg.Args, env, pin, p.m.spawn)
 	errTail := &tail{max: 4 << 10}
-	cc := &plugin.ClientConfig{
+	inst := newInstance(p.log, proc, errTail)
+	inst.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake(),
 		VersionedPlugins: sdk.HostPluginSets(),
-		Cmd:              cmd,
+		RunnerFunc:       proc.attach,
+		// go-plugin makes a directory per process in here for its socket
+		// (PLUGIN_UNIX_SOCKET_DIR) and removes it in Kill.
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: p.m.socketDir},
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           p.log,
@@ -252,56 +350,103 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		SyncStderr:       &lineLogger{log: p.log, stream: "stderr"},
 		StartTimeout:     cfg.StartTimeout,
 		GRPCDialOptions:  sdk.GRPCDialOptions(),
-	}
-	if cfg.SHA256 != "" {
-		sum, _ := hex.DecodeString(cfg.SHA256)
-		cc.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
-	}
-	var (
-		client *plugin.Client
-		raw    any
-		err    error
-	)
-	p.m.spawn.run(func() {
-		client = plugin.NewClient(cc)
-		var proto plugin.ClientProtocol
-		if proto, err = client.Client(); err == nil {
-			raw, err = proto.Dispense(string(cfg.Kind))
-		}
 	})
-	if err != nil {
-		client.Kill() // go-plugin kills only on errors inside Start (nomad#28286)
-		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+	sctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	type launch struct {
+		rpc   *sdk.RemoteClient
+		info  sdk.Info
+		sch   schema.Block
+		stage string
+		err   error
+	}
+	ch := make(chan launch, 1)
+	go func() {
+		defer close(inst.launched)
+		var l launch
+		defer func() { ch <- l }()
+		proto, err := inst.client.Client()
+		if err == nil {
+			var raw any
+			if raw, err = proto.Dispense(string(cfg.Kind)); err == nil {
+				l.rpc = raw.(*sdk.RemoteClient)
+			}
+		}
+		if err != nil {
+			l.stage, l.err = "start failed", err
+			return
+		}
+		if l.info, err = l.rpc.GetInfo(sctx); err != nil {
+			l.stage, l.err = "GetInfo", err
+			return
+		}
+		if l.info.Kind != cfg.Kind {
+			return // reported below
+		}
+		if l.sch, err = l.rpc.GetSchema(sctx); err != nil {
+			l.stage, l.err = "GetSchema", err
+		}
+	}()
+	var l launch
+	select {
+	case l = <-ch:
+	case <-sctx.Done():
+		select {
+		case l = <-ch: // finished just in time
+		default:
+			inst.kill(false)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("plugin %s (%s): launch abandoned, caller gave up: %w", cfg.Name, cfg.Path, context.Cause(ctx))
+			}
+			return nil, fmt.Errorf("plugin %s (%s) did not start within %v (handshake, GetInfo, GetSchema); killed%s", cfg.Name, cfg.Path, cfg.StartTimeout, stderrNote(errTail))
+		}
+	}
+	if l.err != nil {
+		inst.kill(false)
+		if errors.Is(l.err, errPinMismatch) {
 			return nil, fmt.Errorf("plugin %s: refusing to run %s: its sha256 is %s, the pin says %s; reinstall the plugin or update the pin", cfg.Name, cfg.Path, fileSHA256(cfg.Path), cfg.SHA256)
 		}
-		return nil, fmt.Errorf("plugin %s (%s): start failed: %w%s", cfg.Name, cfg.Path, err, stderrNote(errTail))
+		return nil, fmt.Errorf("plugin %s (%s): %s: %w%s", cfg.Name, cfg.Path, l.stage, l.err, stderrNote(errTail))
 	}
-	inst := &instance{client: client, rpc: raw.(*sdk.RemoteClient), stderr: errTail}
-	if rc := client.ReattachConfig(); rc != nil {
-		inst.pid = rc.Pid
-	}
-	fail := func(err error) (*instance, error) {
+	inst.rpc, inst.pid = l.rpc, proc.pid()
+	if info := l.info; info.Kind != cfg.Kind {
 		inst.kill(false)
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
-	defer cancel()
-	info, err := inst.rpc.GetInfo(cctx)
-	if err != nil {
-		return fail(fmt.Errorf("plugin %s (%s): GetInfo: %w%s", cfg.Name, cfg.Path, err, stderrNote(errTail)))
-	}
-	if info.Kind != cfg.Kind {
-		return fail(fmt.Errorf("plugin %s: %s is a %q plugin (%s %s), but it is configured as %q; fix the plugin block's kind or path", cfg.Name, cfg.Path, info.Kind, info.Name, info.Version, cfg.Kind))
-	}
-	sch, err := inst.rpc.GetSchema(cctx)
-	if err != nil {
-		return fail(fmt.Errorf("plugin %s (%s): GetSchema: %w", cfg.Name, cfg.Path, err))
+		return nil, fmt.Errorf("plugin %s: %s is a %q plugin (%s %s), but it is configured as %q; fix the plugin block's kind or path", cfg.Name, cfg.Path, info.Kind, info.Name, info.Version, cfg.Kind)
 	}
 	p.mu.Lock()
-	p.info, p.schema = info, sch
+	p.info, p.schema = l.info, l.sch
 	p.mu.Unlock()
-	p.log.Debug("plugin started", "pid", inst.pid, "name", info.Name, "version", info.Version)
+	p.log.Debug("plugin started", "pid", inst.pid, "name", l.info.Name, "version", l.info.Version)
 	return inst, nil
+}
+
+type result[T any] struct {
+	v   T
+	err error
+}
+
+// within runs f in a goroutine of its own and returns its result, or ctx's
+// error as soon as ctx is done without waiting for f: the host does not
+// trust a call into a plugin (or go-plugin) to honour its context. An
+// abandoned f finishes on its own; it must hold no lock the caller needs.
+func within[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	ch := make(chan result[T], 1)
+	go func() {
+		v, err := f(ctx)
+		ch <- result[T]{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-ch: // answered as the deadline passed: take it
+			return r.v, r.err
+		default:
+			var zero T
+			return zero, ctx.Err()
+		}
+	}
 }
 
 func fileSHA256(path string) string {

@@ -26,11 +26,13 @@ type Plugin struct {
 	cfg Config
 	log hclog.Logger
 
-	startMu sync.Mutex
-	mu      sync.Mutex
-	inst    *instance // nil after a death or a kill, until the next call
-	info    sdk.Info
-	schema  schema.Block
+	// startSem serialises relaunches (a channel, so that a caller can give
+	// up waiting).
+	startSem chan struct{}
+	mu       sync.Mutex
+	inst     *instance // nil after a death or a kill, until the next call
+	info     sdk.Info
+	schema   schema.Block
 	// config is the last accepted config, re-sent after a restart.
 	config    cty.Value
 	hasConfig bool
@@ -108,8 +110,8 @@ func (p *Plugin) Configure(cfg cty.Value) error {
 // ConfigureContext sends a decoded config block. The plugin keeps it across
 // restarts: the manager re-sends the last accepted config to a new process.
 func (p *Plugin) ConfigureContext(ctx context.Context, cfg cty.Value) error {
-	err := p.do(ctx, "Configure", false, func(ctx context.Context, in *instance) error {
-		return in.rpc.Configure(ctx, cfg)
+	_, err := do(p, ctx, "Configure", false, func(ctx context.Context, rpc *sdk.RemoteClient) (struct{}, error) {
+		return struct{}{}, rpc.Configure(ctx, cfg)
 	})
 	if err != nil {
 		return err
@@ -125,12 +127,9 @@ func (p *Plugin) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 	if err := p.wantKind(sdk.KindRouting); err != nil {
 		return nil, err
 	}
-	var out *plan.Routes
-	err := p.do(ctx, "Route", true, func(ctx context.Context, in *instance) (err error) {
-		out, err = in.rpc.Route(ctx, req)
-		return err
+	return do(p, ctx, "Route", true, func(ctx context.Context, rpc *sdk.RemoteClient) (*plan.Routes, error) {
+		return rpc.Route(ctx, req)
 	})
-	return out, err
 }
 
 // AssignLIDs implements sdk.LIDAssigner.
@@ -138,12 +137,9 @@ func (p *Plugin) AssignLIDs(ctx context.Context, req sdk.LIDRequest) (*plan.LIDP
 	if err := p.wantKind(sdk.KindLIDAssign); err != nil {
 		return nil, err
 	}
-	var out *plan.LIDPlan
-	err := p.do(ctx, "AssignLIDs", true, func(ctx context.Context, in *instance) (err error) {
-		out, err = in.rpc.AssignLIDs(ctx, req)
-		return err
+	return do(p, ctx, "AssignLIDs", true, func(ctx context.Context, rpc *sdk.RemoteClient) (*plan.LIDPlan, error) {
+		return rpc.AssignLIDs(ctx, req)
 	})
-	return out, err
 }
 
 // AssignVLs implements sdk.VLAssigner.
@@ -151,20 +147,22 @@ func (p *Plugin) AssignVLs(ctx context.Context, req sdk.VLRequest) (*plan.VLPlan
 	if err := p.wantKind(sdk.KindVLAssign); err != nil {
 		return nil, err
 	}
-	var out *plan.VLPlan
-	err := p.do(ctx, "AssignVLs", true, func(ctx context.Context, in *instance) (err error) {
-		out, err = in.rpc.AssignVLs(ctx, req)
-		return err
+	return do(p, ctx, "AssignVLs", true, func(ctx context.Context, rpc *sdk.RemoteClient) (*plan.VLPlan, error) {
+		return rpc.AssignVLs(ctx, req)
 	})
-	return out, err
 }
 
 // ensure returns a running instance, relaunching (and re-configuring) the
-// plugin if its process died or was killed. startMu serialises relaunches so
-// concurrent callers share one new process.
+// plugin if its process died or was killed. startSem serialises relaunches
+// so concurrent callers share one new process; a relaunch takes at most
+// StartTimeout plus CallTimeout (the config is re-sent).
 func (p *Plugin) ensure(ctx context.Context) (*instance, error) {
-	p.startMu.Lock()
-	defer p.startMu.Unlock()
+	select {
+	case p.startSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("plugin %s: caller gave up waiting for the plugin to restart: %w", p.cfg.Name, context.Cause(ctx))
+	}
+	defer func() { <-p.startSem }()
 	p.mu.Lock()
 	inst, closed, cfg, hasCfg := p.inst, p.closed, p.config, p.hasConfig
 	p.mu.Unlock()
@@ -184,7 +182,7 @@ func (p *Plugin) ensure(ctx context.Context) (*instance, error) {
 	p.restarts.Add(1)
 	if hasCfg {
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-		err := inst.rpc.Configure(cctx, cfg)
+		_, err := within(cctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, inst.rpc.Configure(ctx, cfg) })
 		cancel()
 		if err != nil {
 			inst.kill(false)
@@ -203,8 +201,11 @@ func (p *Plugin) ensure(ctx context.Context) (*instance, error) {
 }
 
 // do runs one call with the plugin's deadline and turns process death and
-// hangs into clear errors, leaving the plugin ready to restart.
-func (p *Plugin) do(ctx context.Context, what string, count bool, call func(context.Context, *instance) error) error {
+// hangs into clear errors, leaving the plugin ready to restart. The call
+// runs in a goroutine of its own (within): when the deadline passes, do
+// returns and kills the plugin whether or not the RPC has returned.
+func do[T any](p *Plugin, ctx context.Context, what string, count bool, call func(context.Context, *sdk.RemoteClient) (T, error)) (T, error) {
+	var zero T
 	if count {
 		p.calls.Add(1)
 	}
@@ -214,11 +215,11 @@ func (p *Plugin) do(ctx context.Context, what string, count bool, call func(cont
 	for attempt := 0; ; attempt++ {
 		inst, err := p.ensure(ctx)
 		if err != nil {
-			return err
+			return zero, err
 		}
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 		start := time.Now()
-		err = call(cctx, inst)
+		out, err := within(cctx, func(ctx context.Context) (T, error) { return call(ctx, inst.rpc) })
 		// Whose deadline expired: the caller's (it gave up; the plugin is
 		// not at fault) or the plugin's own call timeout? gRPC may notice
 		// a deadline a moment before the context does, so decide by which
@@ -229,7 +230,7 @@ func (p *Plugin) do(ctx context.Context, what string, count bool, call func(cont
 		timedOut := expired && !callerFirst
 		cancel()
 		if err == nil {
-			return nil
+			return out, nil
 		}
 		switch {
 		case ctx.Err() != nil || (expired && callerFirst):
@@ -238,24 +239,24 @@ func (p *Plugin) do(ctx context.Context, what string, count bool, call func(cont
 			if cause == nil {
 				cause = context.DeadlineExceeded // gRPC saw the caller's deadline first
 			}
-			return fmt.Errorf("plugin %s: %s: caller gave up: %w", p.cfg.Name, what, cause)
+			return zero, fmt.Errorf("plugin %s: %s: caller gave up: %w", p.cfg.Name, what, cause)
 		case timedOut:
 			p.drop(inst)
-			return fmt.Errorf("plugin %s did not answer %s within %v; killed; will restart on next use", p.cfg.Name, what, p.cfg.CallTimeout)
+			return zero, fmt.Errorf("plugin %s did not answer %s within %v; killed; will restart on next use", p.cfg.Name, what, p.cfg.CallTimeout)
 		case status.Code(err) == codes.Unknown:
 			// The plugin's handler returned an error: the process is alive
 			// and answered; no need to wait for it to die.
-			return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
+			return zero, fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
 		}
 		if !p.died(inst) {
-			return fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
+			return zero, fmt.Errorf("plugin %s: %s: %w", p.cfg.Name, what, err)
 		}
 		p.drop(inst)
 		if attempt == 0 {
 			p.log.Warn("plugin died during a call; restarting it and retrying once", "call", what, "pid", inst.pid, "error", err)
 			continue
 		}
-		return fmt.Errorf("plugin %s (pid %d) exited during %s after %v: %v%s; it will be restarted on the next call",
+		return zero, fmt.Errorf("plugin %s (pid %d) exited during %s after %v: %v%s; it will be restarted on the next call",
 			p.cfg.Name, inst.pid, what, time.Since(start).Round(time.Millisecond), err, stderrNote(inst.stderr))
 	}
 }
@@ -279,18 +280,20 @@ func (p *Plugin) died(inst *instance) bool {
 	}
 }
 
-// drop kills inst and forgets it, if it is still the current instance.
+// drop forgets inst, if it is still the current instance, and kills it
+// (bounded, see instance.kill).
 func (p *Plugin) drop(inst *instance) {
-	inst.kill(false)
 	p.mu.Lock()
 	if p.inst == inst {
 		p.inst = nil
 	}
 	p.mu.Unlock()
+	inst.kill(false)
 }
 
 // Close sends Stop, kills the process and removes the plugin from its
-// Manager.
+// Manager. It returns within a few seconds even if the plugin is hung or
+// stopped (see instance.kill).
 func (p *Plugin) Close() error {
 	p.mu.Lock()
 	inst := p.inst

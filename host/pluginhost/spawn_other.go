@@ -2,7 +2,20 @@
 
 package pluginhost
 
-import "os/exec"
+import (
+	"errors"
+	"os"
+	"os/exec"
+)
 
-// setParentDeath has no equivalent here; the SDK's parent watchdog covers it.
-func setParentDeath(*exec.Cmd) {}
+// setProcAttrs has no parent-death signal here; the SDK's parent watchdog
+// covers it.
+func setProcAttrs(*exec.Cmd) {}
+
+// killGroup kills the plugin process.
+func killGroup(p *os.Process) error {
+	if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}
