@@ -1,14 +1,21 @@
 // Command testplugin is a routing engine for pluginhost's tests. Its config
 // attribute "mode" makes it misbehave on Route: normal, crash (exit mid-call),
 // crash_once (exit the first time, marked by the file "marker"), hang (sleep
-// forever, ignoring its context), short_plane, bad_port, error, synthetic
-// (fast well-shaped planes for benchmarks).
+// forever, ignoring its context), stop (SIGSTOP itself mid-call),
+// close_stdio (close its real stdout and stderr, then answer), short_plane,
+// bad_port, error, synthetic (fast well-shaped planes for benchmarks).
+//
+// At start, before the handshake: TESTPLUGIN_STOP_AT_START names a file
+// whose existence makes the plugin remove it and SIGSTOP itself;
+// TESTPLUGIN_CLOSE_STDOUT=1 makes it close its stdout (the handshake
+// channel) and serve on.
 package main
 
 import (
 	"context"
 	"errors"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/ibsm/ibsm/sdk"
@@ -78,6 +85,11 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 			os.WriteFile(e.marker, nil, 0o600)
 			os.Exit(7)
 		}
+	case "stop":
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	case "close_stdio":
+		syscall.Close(1)
+		syscall.Close(2)
 	case "hang":
 		for {
 			time.Sleep(time.Hour)
@@ -92,4 +104,14 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 	return r, nil
 }
 
-func main() { sdk.Serve(&engine{}) }
+func main() {
+	if f := os.Getenv("TESTPLUGIN_STOP_AT_START"); f != "" {
+		if os.Remove(f) == nil {
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		}
+	}
+	if os.Getenv("TESTPLUGIN_CLOSE_STDOUT") == "1" {
+		syscall.Close(1)
+	}
+	sdk.Serve(&engine{})
+}
