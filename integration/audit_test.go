@@ -50,18 +50,7 @@ func TestAuditRepairsLFTOnIBSim(t *testing.T) {
 	r := startRig(t, net, cas[len(cas)-1].Name)
 
 	stateDir := filepath.Join(r.dir, "state")
-	cfg := ibsimConfig(t, r.dir, "ibsm.hcl", "ibsim", r, smNode.Name, stateDir, 3)
-	src, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	withAudit := strings.Replace(string(src), "  priority = 14\n", fmt.Sprintf("  priority = 14\n  audit_smps = %d\n", budget), 1)
-	if withAudit == string(src) || !strings.Contains(withAudit, fmt.Sprintf("sweep_interval = %q", interval.String())) {
-		t.Fatalf("the harness's config changed shape; adapt this test:\n%s", src)
-	}
-	if err := os.WriteFile(cfg, []byte(withAudit), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := auditConfig(t, r, smNode.Name, stateDir, interval, budget, "updn", "single")
 	sm := startIBSM(t, cfg)
 	sm.waitUp(t, 1, 60*time.Second)
 
@@ -168,5 +157,99 @@ func TestAuditRepairsLFTOnIBSim(t *testing.T) {
 	}
 	if after != before {
 		t.Fatalf("dump_fts after the repair differs from before the overwrite:\nbefore:\n%s\nafter:\n%s", tail(before, 2000), tail(after, 2000))
+	}
+}
+
+// auditConfig writes an ibsm config driving the ibsim behind r with the
+// SM at smNode, the given light sweep interval and audit budget, and the
+// sequential LID assigner between engine and vl.
+func auditConfig(t *testing.T, r *rig, smNode, stateDir string, interval time.Duration, budget int, engine, vl string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "fabric {\n  transport = \"ibsim\"\n  socket = %q\n  attach = %q\n}\n", r.env.Sockname, smNode)
+	fmt.Fprintf(&b, "sm {\n  state_dir = %q\n  mad_timeout = \"200ms\"\n  mad_retries = 3\n  sweep_interval = %q\n  plugin_timeout = \"60s\"\n  priority = 14\n  audit_smps = %d\n}\n",
+		stateDir, interval.String(), budget)
+	for _, p := range [][2]string{{"routing_engine", engine}, {"lid_assigner", "sequential"}, {"vl_assigner", vl}} {
+		fmt.Fprintf(&b, "plugin %q %q {\n  path = %q\n}\n", p[0], p[1], filepath.Join(binDir, "ibsm-plugin-"+p[1]))
+	}
+	fmt.Fprintf(&b, "routing {\n  engine = %q\n  lid_assigner = \"sequential\"\n  vl_assigner = %q\n}\n", engine, vl)
+	path := filepath.Join(r.dir, "ibsm.hcl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestAuditMultiVLOnIBSim: with a plan on several VLs the audit also reads
+// back every port's OperationalVLs, every SL2VL table and VLArbitration
+// block. On ibsim, after whole rotations over an untouched fabric, it must
+// have found nothing (what ibsim answers is what ibsm wrote), and an SL2VL
+// table overwritten by another client is put back.
+func TestAuditMultiVLOnIBSim(t *testing.T) {
+	const interval = 300 * time.Millisecond
+	nf, err := netfile.ParseFile(rrg16Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas := caNodes(nf)
+	r := startRig(t, rrg16Net, cas[len(cas)-1].Name)
+	stateDir := filepath.Join(r.dir, "state")
+	cfg := auditConfig(t, r, cas[0].Name, stateDir, interval, 1000, "sssp", "dfsssp")
+	sm := startIBSM(t, cfg)
+	sm.waitUp(t, 1, 60*time.Second)
+
+	// A few light sweeps: with 1000 reads each, each is at least one
+	// rotation on 16 switches.
+	time.Sleep(4 * interval)
+	log := sm.log.String()
+	if strings.Contains(log, "audit: repaired") || strings.Contains(log, "audit: found a difference") || strings.Contains(log, "lost its LID") {
+		t.Fatalf("the audit found differences on a fabric nobody touched:\n%s", tail(log, 4000))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := ibsim.Dial(ctx, ibsim.Options{SockName: r.env.Sockname, Attach: cas[1].Name})
+	if err != nil {
+		t.Fatalf("attaching a second client to ibsim: %v", err)
+	}
+	tr := transport.New(conn, transport.Options{Timeout: 500 * time.Millisecond, Retries: 3, Window: 4})
+	defer tr.Close()
+	c := &mad.Client{T: tr}
+	leaf := mad.Path{1}
+	var ni smp.NodeInfo
+	if err := c.Get(ctx, leaf, smp.AttrNodeInfo, 0, &ni); err != nil {
+		t.Fatal(err)
+	}
+	mod := smp.SL2VLMod(1, 2)
+	var orig, got smp.SL2VLTable
+	if err := c.Get(ctx, leaf, smp.AttrSLtoVLMappingTable, mod, &orig); err != nil {
+		t.Fatal(err)
+	}
+	bad := smp.SL2VLTable{}
+	for i := range bad {
+		bad[i] = 15 // drop everything
+	}
+	if err := c.Set(ctx, leaf, smp.AttrSLtoVLMappingTable, mod, &bad, &got); err != nil || got != bad {
+		t.Fatalf("SubnSet(SLtoVLMappingTable) from the second client: %v (answer %v)", err, got)
+	}
+	at := time.Now()
+	for {
+		if err := c.Get(ctx, leaf, smp.AttrSLtoVLMappingTable, mod, &got); err == nil && got == orig {
+			break
+		}
+		if time.Since(at) > 3*interval+5*time.Second {
+			t.Fatalf("SL2VL table 1->2 of switch %#x not repaired after %s:\n%s", ni.NodeGUID, time.Since(at).Round(time.Millisecond), tail(sm.log.String(), 3000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("SL2VL table 1->2 of switch %#x repaired %s after the overwrite", ni.NodeGUID, time.Since(at).Round(time.Millisecond))
+	re := regexp.MustCompile(fmt.Sprintf(`\[WARN\].*audit: repaired a difference.*node=%#016x.*SL2VL table 1->2`, ni.NodeGUID))
+	for end := time.Now().Add(5 * time.Second); !re.MatchString(sm.log.String()); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no WARN line naming switch %#x and the table:\n%s", ni.NodeGUID, tail(sm.log.String(), 3000))
+		}
+	}
+	if n := strings.Count(sm.log.String(), "audit: repaired a difference"); n != 1 {
+		t.Errorf("%d repairs logged, want 1:\n%s", n, tail(sm.log.String(), 4000))
 	}
 }
