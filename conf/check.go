@@ -16,7 +16,7 @@ func (c *Config) CheckFiles() hcl.Diagnostics {
 	add := func(rng hcl.Range, summary, format string, args ...any) {
 		r := rng
 		diags = append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: &r,
+			Severity: hcl.DiagError, Summary: summary, Detail: shorten(fmt.Sprintf(format, args...)), Subject: &r,
 		})
 	}
 	if c.Fabric.Transport == TransportSim {

@@ -2,7 +2,6 @@ package conf
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,7 +16,10 @@ import (
 //
 //	l := conf.NewLoader()
 //	cfg, diags := l.Load(path)
-//	hcl.NewDiagnosticTextWriter(os.Stderr, l.Files(), 100, false).WriteDiagnostics(diags)
+//	fmt.Fprint(os.Stderr, l.FormatDiagnostics(diags))
+//
+// (hcl.NewDiagnosticTextWriter with l.Files() works too, but prints whole
+// source lines, however long.)
 //
 // The parser caches files by name, so use a new Loader for every reload.
 type Loader struct {
@@ -43,12 +45,12 @@ func LoadBytes(name string, src []byte) (*Config, hcl.Diagnostics) {
 // Load reads and validates the configuration file at path. On any error it
 // returns a nil Config; warnings may accompany a valid Config.
 func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
-	src, err := os.ReadFile(path)
+	src, err := readLimited(path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Cannot read configuration file",
-			Detail:   fmt.Sprintf("%v. Check the path, or pass the configuration file explicitly.", err),
+			Detail:   shorten(fmt.Sprintf("%v. Check the path, or pass the configuration file explicitly.", err)),
 		}}
 	}
 	return l.LoadBytes(path, src)
@@ -56,10 +58,23 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 
 // LoadBytes validates configuration source. A name ending in ".json" is
 // parsed as HCL's JSON syntax, anything else as native HCL.
+//
+// Files over MaxFileSize or nested deeper than MaxNesting are refused
+// before parsing. Values quoted in diagnostics are cut to a few hundred
+// characters.
 func (l *Loader) LoadBytes(name string, src []byte) (*Config, hcl.Diagnostics) {
+	cfg, diags := l.loadBytes(name, src)
+	return cfg, shortenDiags(diags)
+}
+
+func (l *Loader) loadBytes(name string, src []byte) (*Config, hcl.Diagnostics) {
+	asJSON := strings.HasSuffix(name, ".json")
+	if diags := checkLimits("configuration file", name, src, asJSON); diags.HasErrors() {
+		return nil, diags
+	}
 	var f *hcl.File
 	var diags hcl.Diagnostics
-	if strings.HasSuffix(name, ".json") {
+	if asJSON {
 		f, diags = l.parser.ParseJSON(src, name)
 	} else {
 		f, diags = l.parser.ParseHCL(src, name)
@@ -134,7 +149,7 @@ func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
 	d.diags = append(d.diags, &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
+		Detail:   shorten(fmt.Sprintf(format, args...)),
 		Subject:  &r,
 	})
 }

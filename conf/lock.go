@@ -54,19 +54,29 @@ var lockEntrySchema = &hcl.BodySchema{
 // ReadLock reads a lock file. A missing file is an error; callers for whom
 // absence is normal should check os.Stat first.
 func ReadLock(path string) ([]LockEntry, hcl.Diagnostics) {
-	src, err := os.ReadFile(path)
+	src, err := readLimited(path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Cannot read plugin lock file",
-			Detail:   fmt.Sprintf("%v. Run \"ibsm plugins lock\" to create it.", err),
+			Detail:   shorten(fmt.Sprintf("%v. Run \"ibsm plugins lock\" to create it.", err)),
 		}}
 	}
 	return ParseLock(path, src)
 }
 
-// ParseLock parses lock file source; name is used in diagnostics.
+// ParseLock parses lock file source; name is used in diagnostics. Like
+// LoadBytes it refuses oversized or too deeply nested files before parsing
+// and cuts long values in diagnostics.
 func ParseLock(name string, src []byte) ([]LockEntry, hcl.Diagnostics) {
+	entries, diags := parseLock(name, src)
+	return entries, shortenDiags(diags)
+}
+
+func parseLock(name string, src []byte) ([]LockEntry, hcl.Diagnostics) {
+	if diags := checkLimits("plugin lock file", name, src, false); diags.HasErrors() {
+		return nil, diags
+	}
 	f, diags := hclparse.NewParser().ParseHCL(src, name)
 	if diags.HasErrors() {
 		return nil, diags

@@ -18,6 +18,11 @@ import (
 // the wrong type and required attributes set to null are errors at their
 // line. On error the value is cty.NilVal.
 func (p *Plugin) DecodeConfig(b schema.Block) (cty.Value, hcl.Diagnostics) {
+	v, diags := p.decodeConfig(b)
+	return v, shortenDiags(diags)
+}
+
+func (p *Plugin) decodeConfig(b schema.Block) (cty.Value, hcl.Diagnostics) {
 	spec, diags := p.spec(b)
 	if diags.HasErrors() {
 		return cty.NilVal, diags
