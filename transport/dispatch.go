@@ -16,7 +16,7 @@ import (
 // Options configures New. Zero values select the defaults.
 type Options struct {
 	// Window is the maximum number of requests outstanding at once
-	// (default 16). Callers beyond it wait in Do for a slot.
+	// (default DefaultWindow). Callers beyond it wait in Do for a slot.
 	Window int
 	// Timeout is the per-attempt response timeout (default 200ms).
 	Timeout time.Duration
@@ -32,9 +32,15 @@ type Options struct {
 	Logger hclog.Logger
 }
 
+// DefaultWindow is the window when Options.Window is 0: 4 requests in
+// flight, OpenSM's default max_wire_smps. Switches forward management
+// packets without flow control, so on real fabrics more SMPs in flight
+// means more of them dropped (and retried); simulators can take more.
+const DefaultWindow = 4
+
 func (o Options) withDefaults() Options {
 	if o.Window <= 0 {
-		o.Window = 16
+		o.Window = DefaultWindow
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 200 * time.Millisecond
@@ -58,16 +64,34 @@ func (o Options) withDefaults() Options {
 const NoRetries = -1
 
 // Dispatcher is the Transport returned by New. Besides the Transport
-// methods it reports UnsolicitedDropped.
+// methods it reports UnsolicitedDropped, Bounced, Done and Err.
 //
-// TIDs: Do writes a fresh TID into req.MAD[8:16] in place (the caller's
-// buffer is modified and must not be touched until Do returns). The low 32
-// bits are unique among outstanding requests and are all that matching
-// uses, because peers rewrite the upper bits (ibsim puts its client index in
-// bits 63..48, umad stacks an agent id in 47..32). A retry re-sends the same
-// TID, so a slow answer to an earlier attempt still completes the request.
-// A response is accepted only if its R bit is set, its low TID bits match a
-// pending request and its class and attribute ID equal the request's;
+// TIDs: every attempt of a request, the first and each retry, gets a fresh
+// TID, written into req.MAD[8:16] in place before the attempt is handed to
+// the Conn (the caller's buffer is modified and must not be touched until
+// Do returns; a Conn must not keep the MAD after Send returns). The low 32
+// bits are unique among outstanding attempts and are all that matching
+// uses, because peers rewrite the upper bits: ibsim puts its client index
+// in bits 63..48, and the kernel's MAD layer (umad) replaces all of bits
+// 63..32 of a request with its MAD client id; responses keep the TID they
+// answer. Every attempt's TID stays registered until the request ends, so
+// the answer to any attempt completes it.
+//
+// Why a fresh TID per attempt rather than re-sending the same one: the
+// kernel refuses (EINVAL) a request whose TID and class are still on its
+// send list, and a request stays there until the kernel's own timer
+// expires — which starts at send completion, later than ours — or until
+// the kernel has finished with its response, which it queues for reading
+// before it takes the request off the list. A re-send with the same TID
+// would race both; a fresh TID never collides, needs no wait for the
+// kernel's timeout record, and keeps retries, timeouts and bounces in one
+// place for every Conn (OpenSM instead hands the retries to the kernel,
+// which re-sends the same TID itself; that would split the accounting
+// between the kernel and this dispatcher and make the sim and ibsim Conns
+// behave differently from umad).
+//
+// A response is accepted only if its R bit is set, its low TID bits match
+// a pending attempt and its class and attribute ID equal the request's;
 // anything else that carries the R bit is counted in Unmatched and dropped.
 //
 // Stats semantics: Gets/Sets/Others count requests once by method; Sent
@@ -88,9 +112,13 @@ type Dispatcher struct {
 
 	pool sync.Pool
 
-	closed    chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+	lost      chan struct{} // the Conn reported ErrConnLost
+	lostOnce  sync.Once
+	lostErr   error         // set before lost is closed
+	done      chan struct{} // closed or lost
+	doneOnce  sync.Once
 	cancel    context.CancelFunc
 	recvDone  chan struct{}
 
@@ -101,12 +129,18 @@ type Dispatcher struct {
 	bounced            atomic.Uint64
 }
 
-// call is one outstanding request. Calls are pooled with their timer and
-// channel so the steady state allocates nothing per MAD.
+// call is one outstanding request. Calls are pooled with their timer,
+// channel and key slice so the steady state allocates nothing per MAD.
 type call struct {
-	key   uint32
-	class uint8
-	attr  uint16
+	// keys are the low TID bits of every attempt so far, newest last;
+	// each maps to this call in Dispatcher.pending until it is answered
+	// or ends. Guarded by Dispatcher.mu.
+	keys []uint32
+	// answered is set, under Dispatcher.mu, when a response was handed to
+	// done; no attempt is registered after that.
+	answered bool
+	class    uint8
+	attr     uint16
 	// done receives the outcome, written under Dispatcher.mu: at most one
 	// bounce (only into an empty channel) and one response, hence cap 2.
 	done  chan result
@@ -132,7 +166,8 @@ func New(conn Conn, opts Options) Transport {
 		sem:      make(chan struct{}, opts.Window),
 		unsol:    make(chan Packet, opts.UnsolicitedBuffer),
 		pending:  make(map[uint32]*call, opts.Window),
-		closed:   make(chan struct{}),
+		lost:     make(chan struct{}),
+		done:     make(chan struct{}),
 		cancel:   cancel,
 		recvDone: make(chan struct{}),
 	}
@@ -153,17 +188,15 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	if req.MAD[3]&0x80 != 0 {
 		return Packet{}, fmt.Errorf("transport: method %#02x is a response; use Send for responses", req.MAD[3])
 	}
-	select {
-	case <-d.closed:
-		return Packet{}, ErrClosed
-	default:
+	if d.isClosed() {
+		return Packet{}, d.endErr()
 	}
 	select {
 	case d.sem <- struct{}{}:
 	case <-ctx.Done():
 		return Packet{}, ctx.Err()
-	case <-d.closed:
-		return Packet{}, ErrClosed
+	case <-d.done:
+		return Packet{}, d.endErr()
 	}
 	defer func() { <-d.sem }()
 
@@ -179,7 +212,19 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	c := d.pool.Get().(*call)
 	c.class = req.MAD[1]
 	c.attr = binary.BigEndian.Uint16(req.MAD[16:])
+	resp, err := d.attempts(ctx, c, req)
+	d.release(c)
+	return resp, err
+}
+
+// newAttempt registers a fresh TID for c and writes it into req. It
+// reports false if c was answered meanwhile (the answer is in c.done).
+func (d *Dispatcher) newAttempt(c *call, req Packet) (uint32, bool) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c.answered {
+		return 0, false
+	}
 	for {
 		d.nextTID++
 		if d.nextTID == 0 { // TID 0 is what ibsim's own traps carry
@@ -189,35 +234,49 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 			break
 		}
 	}
-	c.key = d.nextTID
-	d.pending[c.key] = c
-	d.mu.Unlock()
-	binary.BigEndian.PutUint64(req.MAD[8:], uint64(c.key))
-
-	resp, err := d.attempts(ctx, c, req)
-	d.release(c)
-	return resp, err
+	key := d.nextTID
+	c.keys = append(c.keys, key)
+	d.pending[key] = c
+	binary.BigEndian.PutUint64(req.MAD[8:], uint64(key))
+	return key, true
 }
 
 func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet, error) {
-	var lastErr error
+	var lastErr, sendErr error
+	unsent := 0
 	for attempt := 0; attempt <= d.opts.Retries; attempt++ {
 		if attempt > 0 {
 			d.retries.Add(1)
-			// A bounce that arrived after the previous attempt timed out
-			// must not end this one; an answer that slipped in wins.
+			// A bounce of an earlier attempt must not end this one; an
+			// answer that slipped in wins.
 			for len(c.done) > 0 {
 				if r := <-c.done; !r.bounced {
 					return r.p, nil
 				}
 			}
 		}
+		key, ok := d.newAttempt(c, req)
+		if !ok {
+			return d.lastChance(c, lastErr)
+		}
 		d.sent.Add(1)
 		if err := d.conn.Send(req); err != nil {
-			if d.isClosed() {
-				return Packet{}, ErrClosed
+			switch {
+			case d.isClosed():
+				return d.lastChance(c, d.endErr())
+			case errors.Is(err, ErrConnLost):
+				d.lose(err)
+				return d.lastChance(c, d.endErr())
+			case attempt == 0:
+				return d.lastChance(c, fmt.Errorf("transport: send TID %#x: %w", key, err))
 			}
-			return Packet{}, fmt.Errorf("transport: send TID %#x: %w", c.key, err)
+			// A re-send that could not be written: earlier attempts may
+			// still be answered (the kernel may even have refused it
+			// because it is busy delivering one), so this attempt waits
+			// its timeout like a lost one.
+			unsent++
+			sendErr = err
+			d.log.Debug("re-send not written; still waiting for the earlier attempts", "tid", key, "error", err)
 		}
 		c.timer.Reset(d.opts.Timeout)
 		select {
@@ -232,31 +291,48 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 		case <-ctx.Done():
 			c.timer.Stop()
 			return d.lastChance(c, ctx.Err())
-		case <-d.closed:
+		case <-d.done:
 			c.timer.Stop()
-			return Packet{}, ErrClosed
+			return d.lastChance(c, d.endErr())
 		}
 	}
 	p, err := d.lastChance(c, lastErr)
 	if err == nil {
 		return p, nil
 	}
+	// lastChance unregistered c: nobody else reads or writes c.keys now.
+	last := c.keys[len(c.keys)-1]
 	if errors.Is(err, ErrUndeliverable) {
 		return Packet{}, fmt.Errorf("%w: TID %#x class %#02x attribute %#04x, returned by the fabric on all %d attempts; check the route and the port states along it",
-			err, c.key, c.class, c.attr, d.opts.Retries+1)
+			err, last, c.class, c.attr, d.opts.Retries+1)
 	}
 	d.timeouts.Add(1)
-	return Packet{}, fmt.Errorf("%w: TID %#x class %#02x attribute %#04x, no answer after %d attempts of %v; check that the destination is reachable",
-		ErrTimeout, c.key, c.class, c.attr, d.opts.Retries+1, d.opts.Timeout)
+	tids := fmt.Sprintf("TID %#x", last)
+	if len(c.keys) > 1 {
+		tids = fmt.Sprintf("TIDs %#x to %#x", c.keys[0], last)
+	}
+	unwritten := ""
+	if unsent > 0 {
+		unwritten = fmt.Sprintf(" (%d re-sends could not be written: %v)", unsent, sendErr)
+	}
+	return Packet{}, fmt.Errorf("%w: %s class %#02x attribute %#04x, no answer after %d attempts of %v%s; check that the destination is reachable",
+		ErrTimeout, tids, c.class, c.attr, d.opts.Retries+1, d.opts.Timeout, unwritten)
+}
+
+// unregister removes every attempt of c from pending. Caller holds d.mu.
+func (d *Dispatcher) unregister(c *call) {
+	for _, k := range c.keys {
+		if d.pending[k] == c {
+			delete(d.pending, k)
+		}
+	}
 }
 
 // lastChance unregisters c; if the receiver completed it in the meantime
 // the response wins over the timeout, bounce or cancellation err.
 func (d *Dispatcher) lastChance(c *call, err error) (Packet, error) {
 	d.mu.Lock()
-	if d.pending[c.key] == c {
-		delete(d.pending, c.key)
-	}
+	d.unregister(c)
 	d.mu.Unlock()
 	for {
 		select {
@@ -273,9 +349,9 @@ func (d *Dispatcher) lastChance(c *call, err error) (Packet, error) {
 // release unregisters c (if still pending), drains it and returns it to the pool.
 func (d *Dispatcher) release(c *call) {
 	d.mu.Lock()
-	if d.pending[c.key] == c {
-		delete(d.pending, c.key)
-	}
+	d.unregister(c)
+	c.keys = c.keys[:0]
+	c.answered = false
 	d.mu.Unlock()
 	for len(c.done) > 0 {
 		<-c.done
@@ -295,6 +371,10 @@ func (d *Dispatcher) receive(ctx context.Context) {
 				d.received.Add(1)
 				d.bounce(b.Packet)
 				continue
+			}
+			if errors.Is(err, ErrConnLost) {
+				d.lose(err)
+				return
 			}
 			if ctx.Err() != nil || d.isClosed() || errors.Is(err, ErrClosed) || errors.Is(err, net.ErrClosed) {
 				return
@@ -343,13 +423,15 @@ func (d *Dispatcher) dispatch(p Packet) {
 		d.log.Trace("unmatched response", "tid", binary.BigEndian.Uint64(m[8:]), "class", m[1], "attr", attr)
 		return
 	}
-	delete(d.pending, key)
+	c.answered = true
+	d.unregister(c)        // answers to its other attempts are now duplicates
 	c.done <- result{p: p} // never blocks: see call.done
 	d.mu.Unlock()
 }
 
-// bounce fails the current attempt of the request p belongs to. The
-// request stays registered: its retry uses the same TID.
+// bounce fails the current attempt of the request p belongs to; a bounce
+// of an earlier attempt is ignored (its retry is already out). The
+// request stays registered and retries with a fresh TID.
 func (d *Dispatcher) bounce(p Packet) {
 	d.bounced.Add(1)
 	m := p.MAD
@@ -358,7 +440,8 @@ func (d *Dispatcher) bounce(p Packet) {
 	}
 	key := uint32(binary.BigEndian.Uint64(m[8:]))
 	d.mu.Lock()
-	if c := d.pending[key]; c != nil && c.class == m[1] && c.attr == binary.BigEndian.Uint16(m[16:]) && len(c.done) == 0 {
+	if c := d.pending[key]; c != nil && c.class == m[1] && c.attr == binary.BigEndian.Uint16(m[16:]) &&
+		!c.answered && c.keys[len(c.keys)-1] == key && len(c.done) == 0 {
 		c.done <- result{bounced: true}
 	}
 	d.mu.Unlock()
@@ -370,10 +453,15 @@ func (d *Dispatcher) Unsolicited() <-chan Packet { return d.unsol }
 // Send implements Transport.
 func (d *Dispatcher) Send(p Packet) error {
 	if d.isClosed() {
-		return ErrClosed
+		return d.endErr()
 	}
 	d.sent.Add(1)
-	return d.conn.Send(p)
+	err := d.conn.Send(p)
+	if err != nil && errors.Is(err, ErrConnLost) {
+		d.lose(err)
+		return d.endErr()
+	}
+	return err
 }
 
 // Stats implements Transport.
@@ -384,6 +472,14 @@ func (d *Dispatcher) Stats() Stats {
 		Retries: d.retries.Load(), Timeouts: d.timeouts.Load(),
 		Unmatched: d.unmatched.Load(),
 	}
+}
+
+// Pending is the number of attempts registered and not yet answered or
+// ended (a request being retried holds one per attempt); 0 when idle.
+func (d *Dispatcher) Pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pending)
 }
 
 // Bounced is the number of BounceErrors the Conn reported.
@@ -397,7 +493,7 @@ func (d *Dispatcher) UnsolicitedDropped() uint64 { return d.dropped.Load() }
 // ErrClosed, closes the Unsolicited channel and closes the Conn.
 func (d *Dispatcher) Close() error {
 	d.closeOnce.Do(func() {
-		close(d.closed)
+		d.end()
 		d.cancel()
 		d.closeErr = d.conn.Close()
 		<-d.recvDone
@@ -405,9 +501,49 @@ func (d *Dispatcher) Close() error {
 	return d.closeErr
 }
 
+// lose ends the transport because the Conn reported ErrConnLost: the
+// receiver stops, pending and later calls fail with Err, Unsolicited is
+// closed. Close must still be called to release the Conn.
+func (d *Dispatcher) lose(err error) {
+	d.lostOnce.Do(func() {
+		d.lostErr = fmt.Errorf("%w: %w", ErrClosed, err)
+		close(d.lost)
+		d.end()
+		d.cancel()
+		d.log.Error("MAD attachment lost; the transport has ended", "error", err)
+	})
+}
+
+func (d *Dispatcher) end() { d.doneOnce.Do(func() { close(d.done) }) }
+
+// Done is closed when the transport has ended: Close was called or the
+// Conn reported that its attachment is gone (ErrConnLost). An SM selects
+// on it to notice a removed HCA and exit with Err.
+func (d *Dispatcher) Done() <-chan struct{} { return d.done }
+
+// Err is nil while the transport runs. After it ended it is the error
+// pending and later calls fail with: ErrClosed, or, if the attachment was
+// lost, an error wrapping ErrClosed and the Conn's error (which wraps
+// ErrConnLost and says what happened).
+func (d *Dispatcher) Err() error {
+	if !d.isClosed() {
+		return nil
+	}
+	return d.endErr()
+}
+
+func (d *Dispatcher) endErr() error {
+	select {
+	case <-d.lost:
+		return d.lostErr
+	default:
+		return ErrClosed
+	}
+}
+
 func (d *Dispatcher) isClosed() bool {
 	select {
-	case <-d.closed:
+	case <-d.done:
 		return true
 	default:
 		return false

@@ -146,14 +146,16 @@ func TestDoOutOfOrder(t *testing.T) {
 }
 
 func TestDoRetryAfterLoss(t *testing.T) {
-	seen := map[uint32]int{}
+	// Requests are told apart by AttrMod; the first attempt of each is lost.
+	seen := map[uint32][]uint32{} // AttrMod -> attempt TIDs
 	var mu sync.Mutex
 	f := newFake(func(f *fakeConn, p Packet) {
+		mod := binary.BigEndian.Uint32(p.MAD[20:])
 		mu.Lock()
-		seen[low32(p.MAD)]++
-		first := seen[low32(p.MAD)] == 1
+		seen[mod] = append(seen[mod], low32(p.MAD))
+		first := len(seen[mod]) == 1
 		mu.Unlock()
-		if !first { // the first attempt is lost
+		if !first {
 			f.respond(p)
 		}
 	})
@@ -170,9 +172,9 @@ func TestDoRetryAfterLoss(t *testing.T) {
 	if st.Sets != 5 || st.Gets != 0 || st.Retries != 5 || st.Sent != 10 || st.Timeouts != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	for tid, n := range seen {
-		if n != 2 {
-			t.Fatalf("TID %#x sent %d times, want 2 with the same TID", tid, n)
+	for mod, tids := range seen {
+		if len(tids) != 2 || tids[0] == tids[1] {
+			t.Fatalf("request %d sent with TIDs %#x, want 2 attempts with distinct TIDs", mod, tids)
 		}
 	}
 }
