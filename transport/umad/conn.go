@@ -34,9 +34,11 @@ type Options struct {
 	Paths
 	// Timeout is how long the kernel waits for the response to a request
 	// before reporting ETIMEDOUT; pass the transport's per-attempt timeout
-	// (transport.Options.Timeout, conf sm.mad_timeout). Default 200ms. The
-	// kernel itself never retries (the Transport does), and a response
-	// after this is dropped by the kernel.
+	// (transport.Options.Timeout, conf sm.mad_timeout). Default 200ms.
+	// Requests go out with no kernel retries: the Transport retries, each
+	// attempt with a fresh TID. A response after this is dropped by the
+	// kernel. (Responses, which wait for nothing, go out with
+	// ResponseRetries for the kernel's RMPP sender.)
 	Timeout time.Duration
 	// PKeyIndex is the P_Key table index requests are sent with (default
 	// 0, the default partition). Responses reuse the index their request
@@ -60,6 +62,13 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// ResponseRetries is the kernel retry count every response is sent with,
+// as OpenSM sends everything with 3. It matters for multi-MAD (RMPP) SA
+// answers: the kernel's RMPP sender spends one retry on each lost DATA
+// segment or ACK (and gets them back when an ACK makes progress), so with
+// none a single loss aborts the whole answer.
+const ResponseRetries = 3
 
 // The three agents a Conn registers, indexed by agentKind.
 type agentKind int
@@ -94,36 +103,36 @@ const methodGetTraceTable = 0x13
 type Stats struct {
 	Sent, Received uint64
 	// KernelTimeouts counts requests the kernel gave up on (ETIMEDOUT);
-	// the Transport sees them as its own timeouts.
+	// the Transport has its own timer and sees them as its own timeouts.
 	KernelTimeouts uint64
+	// UnackedResponses counts RMPP responses (multi-MAD SA answers) the
+	// kernel gave up sending after ResponseRetries lost segments or ACKs;
+	// the requester saw an incomplete answer and will ask again.
+	UnackedResponses uint64
 	// Dropped counts records that could not be used (short, bad status).
 	Dropped uint64
 }
 
-// claimSlack is how long past the MAD timeout a re-send waits for the
-// kernel's ETIMEDOUT record of the previous attempt. The record is normally
-// on time; the slack covers a busy host scheduling our reader late.
-const claimSlack = 500 * time.Millisecond
-
 // Conn is a transport.Conn on one HCA port through its umad device. It
 // holds the port's issm device open, which sets the IsSM capability bit
 // (other nodes see an SM here); Close clears it.
+//
+// The Conn keeps no record of which TIDs the kernel holds: the kernel's
+// send list refuses a request whose TID and class are still on it, and a
+// response with the TID and class of one still being sent to the same
+// destination (EINVAL), and the Transport never re-sends a TID (each
+// attempt has a fresh one). A write the kernel refuses returns its error
+// at once.
 type Conn struct {
 	dev       device
 	issm      io.Closer
 	log       hclog.Logger
 	agents    [numAgents]uint32
 	timeoutMS uint32
-	claimWait time.Duration
 	pkeyIndex uint16
 	bufs      sync.Pool
 
 	mu sync.Mutex
-	// pending holds requests the kernel still tracks (sent with a
-	// timeout, neither answered nor timed out yet). The kernel rejects a
-	// second request with the same TID meanwhile, and the Transport's
-	// retries reuse the TID, so Send waits for the release.
-	pending map[pendKey]chan struct{}
 	// replies remembers the non-default addressing of unsolicited
 	// requests until their response is sent.
 	replies map[replyKey]reply
@@ -133,13 +142,13 @@ type Conn struct {
 	closeOnce  sync.Once
 	closeErr   error
 	readerDone chan struct{}
+	// lost is closed, after lostErr is set, when the device went away
+	// (EIO: the HCA was removed or its driver reset).
+	lost     chan struct{}
+	lostOnce sync.Once
+	lostErr  error
 
-	sent, received, kernelTimeouts, dropped atomic.Uint64
-}
-
-type pendKey struct {
-	class uint8
-	tid   uint32 // the kernel rewrites the upper 32 bits with its agent id
+	sent, received, kernelTimeouts, unacked, dropped atomic.Uint64
 }
 
 type replyKey struct {
@@ -168,13 +177,12 @@ func newConn(dev device, issm io.Closer, opts Options) (*Conn, error) {
 		issm:       issm,
 		log:        opts.Logger,
 		timeoutMS:  uint32(max(1, opts.Timeout.Milliseconds())),
-		claimWait:  opts.Timeout + claimSlack,
 		pkeyIndex:  opts.PKeyIndex,
-		pending:    map[pendKey]chan struct{}{},
 		replies:    map[replyKey]reply{},
 		recv:       make(chan recvItem, opts.RecvBuffer),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
+		lost:       make(chan struct{}),
 	}
 	c.bufs.New = func() any { b := make([]byte, 0, HeaderLen+smp.MADLen); return &b }
 	if err := dev.Ioctl(ioctlEnablePKey, nil); err != nil {
@@ -183,11 +191,7 @@ func newConn(dev device, issm io.Closer, opts Options) (*Conn, error) {
 	for k, req := range agentRequests() {
 		b := req.encode()
 		if err := dev.Ioctl(ioctlRegisterAgent, b); err != nil {
-			hint := ""
-			if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EBUSY) {
-				hint = "; another process on this port (opensm?) may own these methods: stop it first"
-			}
-			return nil, fmt.Errorf("umad: registering the agent for class %#02x: %w%s", req.MgmtClass, err, hint)
+			return nil, fmt.Errorf("umad: registering the agent for class %#02x: %w%s", req.MgmtClass, err, registerHint(err, req))
 		}
 		back, _ := decodeRegReq(b)
 		c.agents[k] = back.ID
@@ -209,13 +213,35 @@ func (c *Conn) agentFor(class uint8) (uint32, bool) {
 	return 0, false
 }
 
+// registerHint says what a failed IB_USER_MAD_REGISTER_AGENT means
+// (ib_umad_reg_agent, ib_register_mad_agent).
+func registerHint(err error, req regReq) string {
+	switch {
+	case errors.Is(err, syscall.EINVAL):
+		return "; another agent on this port already receives these methods (is opensm, or another ibsm, running here? stop it first)"
+	case errors.Is(err, syscall.EPROTONOSUPPORT):
+		if req.QPN == qpSMI {
+			return "; this port has no QP0 (SMI): a RoCE port, or the GSI-only device of a multi-plane HCA (its ports have IsSMDisabled); use the SMI device"
+		}
+		return "; this port has no QP1 (GSI)"
+	case errors.Is(err, syscall.ENOMEM):
+		return "; the umad file has all 32 agents registered, or the kernel is out of memory"
+	case errors.Is(err, syscall.EPIPE):
+		return "; the HCA is being removed"
+	}
+	return ""
+}
+
 // Send implements transport.Conn. A request (no R bit) is sent with the
-// kernel timeout so that its response is delivered; if the kernel still
-// tracks an earlier attempt with the same TID, Send waits (at most the
-// timeout plus 100ms) for the kernel to let go of it.
+// kernel timeout and no kernel retries, so the kernel delivers its
+// response or an ETIMEDOUT record; a response with ResponseRetries. A
+// write the kernel refuses fails at once (see writeHint).
 func (c *Conn) Send(p transport.Packet) error {
 	if c.isClosed() {
 		return transport.ErrClosed
+	}
+	if err := c.lostError(); err != nil {
+		return err
 	}
 	if len(p.MAD) < smp.HeaderLen {
 		return fmt.Errorf("umad: MAD of %d bytes is shorter than the %d-byte common header", len(p.MAD), smp.HeaderLen)
@@ -229,6 +255,7 @@ func (c *Conn) Send(p transport.Packet) error {
 	resp := isResponse(method)
 	if resp {
 		f.reply = c.takeReply(replyKey{p.DLID, class, tid})
+		f.retries = ResponseRetries
 	} else {
 		f.timeoutMS = c.timeoutMS
 	}
@@ -243,70 +270,57 @@ func (c *Conn) Send(p transport.Packet) error {
 		return err
 	}
 	*bp = rec
-	key := pendKey{class, uint32(tid)}
-	if !resp {
-		if err := c.claim(key); err != nil {
-			return err
-		}
-	}
 	n, err := c.dev.Write(rec)
 	if err == nil && n != len(rec) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(rec))
 	}
 	if err != nil {
-		if !resp {
-			c.release(key)
-		}
 		if c.isClosed() {
 			return transport.ErrClosed
 		}
-		hint := ""
-		if errors.Is(err, syscall.EINVAL) {
-			hint = " (the kernel rejected the record: bad length, or the same TID already outstanding)"
+		if errors.Is(err, syscall.EIO) {
+			return c.lose(fmt.Errorf("write: %w", err))
 		}
-		return fmt.Errorf("umad: write class %#02x method %#02x TID %#x to LID %d: %w%s", class, method, tid, p.DLID, err, hint)
+		return fmt.Errorf("umad: write class %#02x method %#02x TID %#x to LID %d: %w%s", class, method, tid, p.DLID, err, writeHint(err, resp))
 	}
 	c.sent.Add(1)
 	return nil
 }
 
-// claim registers key as pending in the kernel, first waiting for an
-// earlier attempt with the same key to be released.
-func (c *Conn) claim(key pendKey) error {
-	var timer *time.Timer
-	for {
-		c.mu.Lock()
-		ch, busy := c.pending[key]
-		if !busy {
-			c.pending[key] = make(chan struct{})
-			c.mu.Unlock()
-			if timer != nil {
-				timer.Stop()
-			}
-			return nil
-		}
-		c.mu.Unlock()
-		if timer == nil {
-			timer = time.NewTimer(c.claimWait)
-		}
-		select {
-		case <-ch:
-		case <-timer.C:
-			return fmt.Errorf("umad: class %#02x TID %#x: the kernel still tracks the previous attempt after %v; is the umad reader stalled?", key.class, key.tid, c.claimWait)
-		case <-c.done:
-			timer.Stop()
-			return transport.ErrClosed
-		}
+// writeHint says what a refused write means (ib_umad_write). EIO is not
+// here: it means the device is gone (see lose).
+func writeHint(err error, resp bool) string {
+	switch {
+	case errors.Is(err, syscall.EINVAL) && resp:
+		return " (the kernel is still sending a response with this TID and class to this destination — the requester asked again before the first answer was through — or the record's length does not fit the class)"
+	case errors.Is(err, syscall.EINVAL):
+		return " (a request with this TID and class is still on the kernel's send list, the directed route is invalid for this port, or the record's length does not fit the class)"
+	case errors.Is(err, syscall.ENOMEM):
+		return " (the kernel could not allocate the send buffer)"
 	}
+	return ""
 }
 
-func (c *Conn) release(key pendKey) {
-	c.mu.Lock()
-	if ch, ok := c.pending[key]; ok {
-		delete(c.pending, key)
-		close(ch)
+// lose marks the device gone: the HCA was removed or its driver reset, and
+// the kernel answers every read and write with EIO from now on. Reads stop,
+// and Recv and Send return the error, which wraps transport.ErrConnLost so
+// that the Transport ends.
+func (c *Conn) lose(err error) error {
+	c.lostOnce.Do(func() {
+		c.lostErr = fmt.Errorf("umad: %w: %w; the HCA port was removed or reset (device unplugged, driver reloaded, firmware reset): restart ibsm once ibstat lists the port again",
+			transport.ErrConnLost, err)
+		close(c.lost)
+	})
+	return c.lostErr
+}
+
+func (c *Conn) lostError() error {
+	select {
+	case <-c.lost:
+		return c.lostErr
+	default:
+		return nil
 	}
-	c.mu.Unlock()
 }
 
 func (c *Conn) takeReply(k replyKey) *reply {
@@ -349,16 +363,20 @@ func (c *Conn) Recv(ctx context.Context) (transport.Packet, error) {
 
 func (c *Conn) item(it recvItem, ok bool) (transport.Packet, error) {
 	if !ok {
+		if err := c.lostError(); err != nil {
+			return transport.Packet{}, err
+		}
 		return transport.Packet{}, transport.ErrClosed
 	}
 	return it.p, it.err
 }
 
-// reader reads records until the device is closed. The kernel returns one
-// record per read: the header, then the MAD (a whole reassembled RMPP
-// message for the SA agent). If the buffer is too small for an RMPP
-// message the read fails with ENOSPC, leaves the message queued and puts
-// the size needed in the header's Length.
+// reader reads records until the device is closed or gone. The kernel
+// returns one record per read: the header, then the MAD (a whole
+// reassembled RMPP message for the SA agent). If the buffer is too small
+// for an RMPP message the read fails with ENOSPC, leaves the message
+// queued and puts the size needed in the header's Length. EIO means the
+// device was removed (agents_dead): nothing will ever be read again.
 func (c *Conn) reader() {
 	defer close(c.readerDone)
 	defer close(c.recv)
@@ -374,10 +392,14 @@ func (c *Conn) reader() {
 				buf = c.grow(buf)
 				continue
 			}
+			if errors.Is(err, syscall.EIO) {
+				c.deliver(recvItem{err: c.lose(fmt.Errorf("read: %w", err))})
+				return
+			}
 			if !c.deliver(recvItem{err: fmt.Errorf("umad: read: %w", err)}) {
 				return
 			}
-			// A persistent error (device gone) must not spin.
+			// An unexpected error must not spin.
 			select {
 			case <-time.After(backoff):
 			case <-c.done:
@@ -419,9 +441,11 @@ func (c *Conn) deliver(it recvItem) bool {
 }
 
 // handle turns one record into a packet for Recv, or consumes it: a
-// record with status ETIMEDOUT reports that the kernel gave up waiting for
-// the response to one of our requests (its MAD is the request's 24-byte
-// header), which frees that TID for the Transport's retry.
+// record with status ETIMEDOUT reports that the kernel gave up on one of
+// our sends; its MAD is the send's 24-byte header. For a request that is
+// the kernel's timeout, which the Transport's own timer has already seen
+// (or will: both run the same timeout); for a response it is an RMPP SA
+// answer abandoned after ResponseRetries lost segments or ACKs.
 func (c *Conn) handle(rec []byte) (transport.Packet, bool) {
 	h, mad, err := decodeRecord(rec)
 	if err != nil {
@@ -431,9 +455,15 @@ func (c *Conn) handle(rec []byte) (transport.Packet, bool) {
 	}
 	if h.Status != 0 {
 		if h.Status == uint32(syscall.ETIMEDOUT) && len(mad) >= smp.HeaderLen {
+			tid := binary.BigEndian.Uint64(mad[8:])
+			if isResponse(mad[3]) {
+				c.unacked.Add(1)
+				c.log.Warn("the requester did not acknowledge a multi-MAD answer; it will ask again",
+					"class", mad[1], "attr", binary.BigEndian.Uint16(mad[16:]), "tid", tid, "lid", h.LID)
+				return transport.Packet{}, false
+			}
 			c.kernelTimeouts.Add(1)
-			c.release(pendKey{mad[1], uint32(binary.BigEndian.Uint64(mad[8:]))})
-			c.log.Trace("kernel timed out a request", "class", mad[1], "tid", binary.BigEndian.Uint64(mad[8:]), "lid", h.LID)
+			c.log.Trace("kernel timed out a request", "class", mad[1], "tid", tid, "lid", h.LID)
 			return transport.Packet{}, false
 		}
 		c.dropped.Add(1)
@@ -443,9 +473,7 @@ func (c *Conn) handle(rec []byte) (transport.Packet, bool) {
 	c.received.Add(1)
 	if len(mad) >= smp.HeaderLen {
 		class, method, tid := mad[1], mad[3], binary.BigEndian.Uint64(mad[8:])
-		if isResponse(method) {
-			c.release(pendKey{class, uint32(tid)})
-		} else if h.PKeyIndex != c.pkeyIndex || h.GRHPresent {
+		if !isResponse(method) && (h.PKeyIndex != c.pkeyIndex || h.GRHPresent) {
 			c.remember(replyKey{h.LID, class, tid}, reply{
 				pkeyIndex: h.PKeyIndex, grh: h.GRHPresent, gid: h.GID, flowLabel: h.FlowLabel,
 				trafficClass: h.TrafficClass, hopLimit: h.HopLimit,
@@ -458,7 +486,7 @@ func (c *Conn) handle(rec []byte) (transport.Packet, bool) {
 // Stats returns the Conn's counters.
 func (c *Conn) Stats() Stats {
 	return Stats{Sent: c.sent.Load(), Received: c.received.Load(),
-		KernelTimeouts: c.kernelTimeouts.Load(), Dropped: c.dropped.Load()}
+		KernelTimeouts: c.kernelTimeouts.Load(), UnackedResponses: c.unacked.Load(), Dropped: c.dropped.Load()}
 }
 
 // Close unregisters the agents, closes the umad device (which stops the

@@ -52,6 +52,7 @@ type reply struct {
 type sendFields struct {
 	agent     uint32
 	timeoutMS uint32 // 0 for responses
+	retries   uint32 // kernel retries: 0 for requests, ResponseRetries for responses
 	pkeyIndex uint16
 	reply     *reply // nil: default addressing
 }
@@ -70,7 +71,7 @@ func encodeSend(dst []byte, p transport.Packet, f sendFields) ([]byte, error) {
 	if len(m) < smp.HeaderLen {
 		return nil, fmt.Errorf("umad: MAD of %d bytes is shorter than the %d-byte common header", len(m), smp.HeaderLen)
 	}
-	h := Header{AgentID: f.agent, TimeoutMS: f.timeoutMS, LID: p.DLID, SL: p.SL, PKeyIndex: f.pkeyIndex}
+	h := Header{AgentID: f.agent, TimeoutMS: f.timeoutMS, Retries: f.retries, LID: p.DLID, SL: p.SL, PKeyIndex: f.pkeyIndex}
 	if p.SL > 15 {
 		return nil, fmt.Errorf("umad: SL %d out of range 0..15", p.SL)
 	}

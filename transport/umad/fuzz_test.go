@@ -57,7 +57,7 @@ func FuzzHandleRecord(f *testing.F) {
 	copy(to[HeaderLen:], mad(24, smp.ClassSMPDR, smp.MethodGet, 2))
 	f.Add(to)
 	f.Add([]byte{0})
-	c := &Conn{pending: map[pendKey]chan struct{}{}, replies: map[replyKey]reply{}, log: Options{}.withDefaults().Logger}
+	c := &Conn{replies: map[replyKey]reply{}, log: Options{}.withDefaults().Logger}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		p, ok := c.handle(in)
 		if !ok {
