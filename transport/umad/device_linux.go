@@ -77,8 +77,9 @@ func accessHint(err error) string {
 }
 
 // Open binds a Conn to an HCA port: it resolves device and port from sysfs
-// (see Resolve), takes the port's issm device (setting IsSM), opens its
-// umad device and registers the SMP and SA agents.
+// (see Resolve: a switch uses port 0, a port with IsSMDisabled is never
+// used), takes the port's issm device (setting IsSM), opens its umad device
+// and registers the SMP and SA agents.
 func Open(device string, port int, opts Options) (*Conn, PortInfo, error) {
 	switch runtime.GOARCH {
 	case "amd64", "arm64", "386", "arm", "riscv64", "s390x", "loong64":
@@ -89,6 +90,9 @@ func Open(device string, port int, opts Options) (*Conn, PortInfo, error) {
 	info, err := Resolve(opts.Paths, device, port)
 	if err != nil {
 		return nil, PortInfo{}, err
+	}
+	if info.Note != "" {
+		opts.Logger.Warn("umad port chosen instead of the one configured", "why", info.Note)
 	}
 	issm, err := openISSM(info.ISSMPath)
 	if err != nil {

@@ -31,6 +31,12 @@ const (
 	nodeRouter = 3
 )
 
+// CapIsSMDisabled is PortInfo.CapabilityMask's IsSMDisabled bit: the
+// port's firmware does not let a subnet manager run on it. Multi-plane
+// HCAs set it on the GSI-only device of a port whose SMPs go through a
+// separate SMI device with the same port GUID.
+const CapIsSMDisabled = 0x400
+
 // PortInfo is what sysfs says about the HCA port a Conn is bound to. The
 // LIDs are a snapshot taken at Open; the SM changes them as it runs.
 type PortInfo struct {
@@ -55,6 +61,25 @@ type PortInfo struct {
 	UMADIndex int
 	UMADPath  string
 	ISSMPath  string
+	// Note says why Resolve chose another port than the one asked for
+	// (a switch's port 0, a multi-plane port's SMI device); "" if it did
+	// not.
+	Note string
+}
+
+func (p PortInfo) smDisabled() bool { return p.CapMask&CapIsSMDisabled != 0 }
+
+// smDisabledError refuses a port whose IsSMDisabled bit is set.
+type smDisabledError struct {
+	dev  string
+	port int
+	guid uint64
+}
+
+func (e *smDisabledError) Error() string {
+	return fmt.Sprintf("umad: %s port %d has IsSMDisabled set (cap_mask bit 0x400): its firmware does not let a subnet manager use it. "+
+		"On a multi-plane HCA this is the GSI device and the SMI device has the same port GUID %#016x, but none was found; "+
+		"choose a port without the bit (see /sys/class/infiniband/*/ports/*/cap_mask)", e.dev, e.port, e.guid)
 }
 
 // Paths are the roots Resolve and Open read; tests point them into a
@@ -74,13 +99,17 @@ func (p Paths) withDefaults() Paths {
 	return p
 }
 
-// Resolve finds the port the SM should use the way libibumad does: with a
-// device name and port, that port must exist, be InfiniBand and not be
-// disabled; with port 0 the device's first Active port is chosen, else its
-// first port with the physical link up (an SM's port on a subnet nobody
-// manages yet is Init, not Active); with no device name the first device
-// (alphabetically) with an Active port wins, else the first with a usable
-// one. A switch always uses port 0.
+// Resolve finds the port the SM should use the way libibumad does for an
+// SMI port (umad_open_smi_port): with a device name and port, that port
+// must exist, be InfiniBand and not be disabled; with port 0 the device's
+// first Active port is chosen, else its first port with the physical link
+// up (an SM's port on a subnet nobody manages yet is Init, not Active);
+// with no device name the first device (alphabetically) with an Active
+// port wins, else the first with a usable one. A switch always uses its
+// management port 0, whatever port was asked for. Ports with IsSMDisabled
+// are never chosen; if the one named has it, the device whose port has the
+// same port GUID without it (a multi-plane HCA's SMI device, as
+// libibumad's SMI/GSI pairs) is used instead, and PortInfo.Note says so.
 func Resolve(paths Paths, device string, port int) (PortInfo, error) {
 	paths = paths.withDefaults()
 	madDir := filepath.Join(paths.SysfsRoot, "class", "infiniband_mad")
@@ -101,7 +130,13 @@ func Resolve(paths Paths, device string, port int) (PortInfo, error) {
 			return PortInfo{}, err
 		}
 		if info, _, err = ca.choose(port); err != nil {
-			return PortInfo{}, err
+			var off *smDisabledError
+			if !errors.As(err, &off) {
+				return PortInfo{}, err
+			}
+			if info, err = smiDevice(paths.SysfsRoot, off); err != nil {
+				return PortInfo{}, err
+			}
 		}
 	} else {
 		if info, err = chooseDevice(paths.SysfsRoot, port); err != nil {
@@ -116,6 +151,37 @@ func Resolve(paths Paths, device string, port int) (PortInfo, error) {
 	info.UMADPath = filepath.Join(paths.DevRoot, "infiniband", "umad"+strconv.Itoa(idx))
 	info.ISSMPath = filepath.Join(paths.DevRoot, "infiniband", "issm"+strconv.Itoa(idx))
 	return info, nil
+}
+
+// smiDevice finds the SMI side of a multi-plane port: another device's
+// InfiniBand port with the same port GUID and IsSMDisabled clear.
+func smiDevice(root string, off *smDisabledError) (PortInfo, error) {
+	ents, err := os.ReadDir(filepath.Join(root, "class", "infiniband"))
+	if err != nil {
+		return PortInfo{}, off
+	}
+	for _, e := range ents {
+		if e.Name() == off.dev {
+			continue
+		}
+		ca, err := readCA(root, e.Name())
+		if err != nil {
+			continue
+		}
+		for _, n := range ca.portNumbers() {
+			if p := ca.ports[n]; p.PortGUID != off.guid || p.smDisabled() || !isIB(p.LinkLayer) {
+				continue
+			}
+			info, _, err := ca.choose(n)
+			if err != nil {
+				continue
+			}
+			info.Note = fmt.Sprintf("%s port %d has IsSMDisabled (the GSI side of a multi-plane port); using its SMI device %s port %d, same port GUID %#016x",
+				off.dev, off.port, info.Device, info.Port, off.guid)
+			return info, nil
+		}
+	}
+	return PortInfo{}, off
 }
 
 func chooseDevice(root string, port int) (PortInfo, error) {
@@ -252,8 +318,11 @@ func (ca *caInfo) choose(port int) (PortInfo, bool, error) {
 		if !ok {
 			return PortInfo{}, false, fmt.Errorf("umad: switch %s has no port 0 in sysfs", ca.name)
 		}
-		if port != 0 {
-			return PortInfo{}, false, fmt.Errorf("umad: %s is a switch; its SM runs on management port 0, not port %d", ca.name, port)
+		if p.smDisabled() {
+			return PortInfo{}, false, fmt.Errorf("umad: switch %s port 0 has IsSMDisabled set (cap_mask bit 0x400): its firmware does not let a subnet manager run on this switch", ca.name)
+		}
+		if port != 0 { // as libibumad: a switch's SM port is port 0
+			p.Note = fmt.Sprintf("%s is a switch: the SM uses its management port 0, not port %d", ca.name, port)
 		}
 		return p, p.State == StateActive, nil
 	}
@@ -264,6 +333,8 @@ func (ca *caInfo) choose(port int) (PortInfo, bool, error) {
 			return PortInfo{}, false, fmt.Errorf("umad: HCA %s has no port %d (ports: %v)", ca.name, port, ca.portNumbers())
 		case !isIB(p.LinkLayer):
 			return PortInfo{}, false, fmt.Errorf("umad: %s port %d has link layer %s; a subnet manager needs an InfiniBand port", ca.name, port, p.LinkLayer)
+		case p.smDisabled():
+			return PortInfo{}, false, &smDisabledError{dev: ca.name, port: port, guid: p.PortGUID}
 		case p.State == StateActive:
 			return p, true, nil
 		case p.PhysState == PhysStateDisabled:
@@ -274,7 +345,7 @@ func (ca *caInfo) choose(port int) (PortInfo, bool, error) {
 	nums := ca.portNumbers()
 	pick := func(ok func(PortInfo) bool) (PortInfo, bool) {
 		for _, n := range nums {
-			if p := ca.ports[n]; isIB(p.LinkLayer) && ok(p) {
+			if p := ca.ports[n]; isIB(p.LinkLayer) && !p.smDisabled() && ok(p) {
 				return p, true
 			}
 		}
@@ -288,6 +359,11 @@ func (ca *caInfo) choose(port int) (PortInfo, bool, error) {
 	}
 	if p, ok := pick(func(p PortInfo) bool { return p.PhysState != PhysStateDisabled }); ok {
 		return p, false, nil
+	}
+	for _, n := range nums {
+		if p := ca.ports[n]; isIB(p.LinkLayer) && p.smDisabled() {
+			return PortInfo{}, false, &smDisabledError{dev: ca.name, port: n, guid: p.PortGUID}
+		}
 	}
 	return PortInfo{}, false, fmt.Errorf("umad: HCA %s has no InfiniBand port that is not disabled (ports: %v)", ca.name, nums)
 }

@@ -11,6 +11,8 @@ import (
 // fakePort is one port directory's attributes as the kernel prints them.
 type fakePort struct {
 	state, phys, linkLayer, lid string
+	capMask                     string // default 0x2651e84a
+	guid                        string // last 4 hex digits of the port GUID; default b2c<port>
 }
 
 // fakeSysfs builds /sys/class/infiniband{,_mad} under a temp dir: each
@@ -50,7 +52,10 @@ func fakeSysfs(t *testing.T, devs map[string]map[int]fakePort, nodeType map[stri
 			write(pd+"/state", p.state)
 			write(pd+"/phys_state", p.phys)
 			write(pd+"/rate", "100 Gb/sec (4X EDR)")
-			write(pd+"/cap_mask", "0x2651e84a")
+			if p.capMask == "" {
+				p.capMask = "0x2651e84a"
+			}
+			write(pd+"/cap_mask", p.capMask)
 			if p.linkLayer != "-" {
 				ll := p.linkLayer
 				if ll == "" {
@@ -58,7 +63,10 @@ func fakeSysfs(t *testing.T, devs map[string]map[int]fakePort, nodeType map[stri
 				}
 				write(pd+"/link_layer", ll)
 			}
-			write(pd+"/gids/0", "fe80:0000:0000:0000:0002:c903:00a1:b2c"+itoa(n))
+			if p.guid == "" {
+				p.guid = "b2c" + itoa(n)
+			}
+			write(pd+"/gids/0", "fe80:0000:0000:0000:0002:c903:00a1:"+p.guid)
 		}
 	}
 	for i, u := range umad {
@@ -77,6 +85,11 @@ var (
 	down     = fakePort{state: "1: DOWN", phys: "2: Polling"}
 	disabled = fakePort{state: "1: DOWN", phys: "3: Disabled"}
 	ethernet = fakePort{state: "4: ACTIVE", phys: "5: LinkUp", linkLayer: "Ethernet"}
+	// A multi-plane HCA's GSI device: its firmware forbids an SM here
+	// (PortInfo.CapabilityMask IsSMDisabled, 0x400); the SMI device
+	// carries the same port GUID.
+	gsiOnly = fakePort{state: "4: ACTIVE", phys: "5: LinkUp", lid: "0x1a", capMask: "0x2651ec4a", guid: "0777"}
+	smiOf   = fakePort{state: "2: INIT", phys: "5: LinkUp", guid: "0777"}
 )
 
 func TestResolve(t *testing.T) {
@@ -91,6 +104,7 @@ func TestResolve(t *testing.T) {
 		wantPort int
 		wantUMAD int
 		wantErr  string
+		wantNote string
 	}{
 		{name: "named device and port", devs: map[string]map[int]fakePort{"mlx5_0": {1: active, 2: initUp}},
 			umad: []string{"mlx5_0 1", "mlx5_0 2"}, device: "mlx5_0", port: 2, wantDev: "mlx5_0", wantPort: 2, wantUMAD: 1},
@@ -118,8 +132,23 @@ func TestResolve(t *testing.T) {
 			device: "mlx5_9", port: 1, wantErr: "not found"},
 		{name: "no umad node for the port", devs: map[string]map[int]fakePort{"mlx5_0": {1: active, 2: active}}, umad: []string{"mlx5_0 1"},
 			device: "mlx5_0", port: 2, wantErr: "no umad device for mlx5_0 port 2"},
-		{name: "switch asked for port 1", devs: map[string]map[int]fakePort{"sw0": {0: active}}, types: map[string]string{"sw0": "2: switch"},
-			umad: []string{"sw0 0"}, device: "sw0", port: 1, wantErr: "management port 0"},
+		{name: "switch asked for port 1 uses port 0 (as libibumad)", devs: map[string]map[int]fakePort{"sw0": {0: active}}, types: map[string]string{"sw0": "2: switch"},
+			umad: []string{"sw0 0"}, device: "sw0", port: 1, wantDev: "sw0", wantPort: 0, wantNote: "management port 0, not port 1"},
+		{name: "switch found without a device name", devs: map[string]map[int]fakePort{"sw0": {0: active}}, types: map[string]string{"sw0": "2: switch"},
+			umad: []string{"sw0 0"}, port: 1, wantDev: "sw0", wantPort: 0, wantNote: "management port 0"},
+		{name: "switch whose port 0 has IsSMDisabled", devs: map[string]map[int]fakePort{"sw0": {0: gsiOnly}}, types: map[string]string{"sw0": "2: switch"},
+			umad: []string{"sw0 0"}, device: "sw0", wantErr: "IsSMDisabled"},
+		{name: "port 0 skips IsSMDisabled ports", devs: map[string]map[int]fakePort{"mlx5_0": {1: gsiOnly, 2: initUp}},
+			umad: []string{"mlx5_0 1", "mlx5_0 2"}, device: "mlx5_0", wantDev: "mlx5_0", wantPort: 2, wantUMAD: 1},
+		{name: "no device: the SMI device, not the Active GSI one", devs: map[string]map[int]fakePort{"mlx5_0": {1: gsiOnly}, "mlx5_1": {1: smiOf}},
+			umad: []string{"mlx5_0 1", "mlx5_1 1"}, wantDev: "mlx5_1", wantPort: 1, wantUMAD: 1},
+		{name: "named GSI device: its SMI device (same port GUID)", devs: map[string]map[int]fakePort{"mlx5_0": {1: gsiOnly}, "mlx5_1": {1: smiOf}},
+			umad: []string{"mlx5_0 1", "mlx5_1 1"}, device: "mlx5_0", port: 1, wantDev: "mlx5_1", wantPort: 1, wantUMAD: 1,
+			wantNote: "mlx5_0 port 1 has IsSMDisabled (the GSI side of a multi-plane port); using its SMI device mlx5_1 port 1"},
+		{name: "named GSI device, any port: its SMI device", devs: map[string]map[int]fakePort{"mlx5_0": {1: gsiOnly}, "mlx5_1": {1: smiOf}},
+			umad: []string{"mlx5_0 1", "mlx5_1 1"}, device: "mlx5_0", wantDev: "mlx5_1", wantPort: 1, wantUMAD: 1, wantNote: "SMI device mlx5_1"},
+		{name: "named GSI device without an SMI device", devs: map[string]map[int]fakePort{"mlx5_0": {1: gsiOnly}},
+			umad: []string{"mlx5_0 1"}, device: "mlx5_0", port: 1, wantErr: "IsSMDisabled"},
 		{name: "nothing usable", devs: map[string]map[int]fakePort{"mlx5_0": {1: disabled}}, umad: []string{"mlx5_0 1"},
 			wantErr: "no usable InfiniBand port"},
 	} {
@@ -134,6 +163,9 @@ func TestResolve(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !strings.Contains(info.Note, c.wantNote) || (c.wantNote == "") != (info.Note == "") {
+				t.Errorf("note %q, want %q", info.Note, c.wantNote)
 			}
 			if info.Device != c.wantDev || info.Port != c.wantPort || info.UMADIndex != c.wantUMAD {
 				t.Fatalf("got %s port %d umad%d, want %s port %d umad%d", info.Device, info.Port, info.UMADIndex, c.wantDev, c.wantPort, c.wantUMAD)
