@@ -16,6 +16,7 @@ const (
 	defaultTrapCoalesce    = 50 * time.Millisecond
 	defaultTrapMinInterval = 500 * time.Millisecond
 	defaultCAChecks        = 64
+	defaultSweepInterval   = 10 * time.Second
 	// trapLogBurst is how many traps per second are logged one by one; the
 	// rest are counted and reported with the sweep that answers them.
 	trapLogBurst = 20
@@ -28,7 +29,7 @@ const (
 func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Report, error)) error {
 	interval := s.Opts.SweepInterval
 	if interval <= 0 {
-		interval = 10 * time.Second
+		interval = defaultSweepInterval
 	}
 	coalesce, minGap := s.Opts.TrapCoalesce, s.Opts.TrapMinInterval
 	if coalesce <= 0 {
@@ -41,6 +42,16 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 		if onSweep != nil {
 			onSweep(rep, err)
 		}
+	}
+	// A transport that can end on its own (umad: the HCA was removed)
+	// ends the loop with its error, so ibsm reports it and exits.
+	var ended <-chan struct{}
+	endable, ok := s.T.(interface {
+		Done() <-chan struct{}
+		Err() error
+	})
+	if ok {
+		ended = endable.Done()
 	}
 	heavy := true
 	tick := time.NewTicker(interval)
@@ -69,6 +80,11 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-ended:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("the fabric transport ended: %w", endable.Err())
 		case <-trigger:
 			heavy = true
 		case pkt, ok := <-traps:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,8 +47,9 @@ type Options struct {
 	// periodic light sweep reads back (LFT blocks, switch port-0 PortInfo
 	// and SwitchInfo, SL2VL and VLArbitration tables, OperationalVLs), in
 	// turn, so all of it is checked every ceil(items/AuditSMPs) light
-	// sweeps; a difference is repaired with one more SMP (default
-	// DefaultAuditSMPs; negative disables).
+	// sweeps; a difference is repaired with one more SMP. Default (0):
+	// enough for one rotation per DefaultAuditPeriod, at least
+	// DefaultAuditSMPs; negative disables.
 	AuditSMPs int
 }
 
@@ -77,6 +79,8 @@ type SM struct {
 	applied *Applied
 	lids    *lidIndex // LID → port of applied, built on first use
 	caNext  int       // light sweep CA check cursor
+
+	auditItems atomic.Int64 // what one audit rotation covers, as last seen
 }
 
 // Applied is the plan currently programmed.

@@ -450,3 +450,26 @@ func TestFabricLIDsKept(t *testing.T) {
 		}
 	}
 }
+
+// TestRunEndsWithItsTransport: a transport that ends under the SM (umad:
+// the HCA was removed) ends Run with its error instead of leaving an SM
+// that sweeps nothing.
+func TestRunEndsWithItsTransport(t *testing.T) {
+	_, tr := attach(t, fatTree(t))
+	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{SweepInterval: time.Hour}, nil)
+	up := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Run(context.Background(), nil, func(*sm.Report, error) { up <- struct{}{} })
+	}()
+	<-up
+	tr.Close()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "transport ended") {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run kept going after its transport ended")
+	}
+}
