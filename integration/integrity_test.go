@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -232,5 +233,29 @@ func TestUnwritableCacheStillRoutes(t *testing.T) {
 	readBackVerified(t, a)
 	if !strings.Contains(log.String(), "plan cache: cannot write") || !strings.Contains(log.String(), "not a directory") {
 		t.Fatalf("the operator was not told why the cache is not written:\n%s", log)
+	}
+}
+
+// TestReadOnlyStateDirStillRoutes: the whole state directory on a
+// read-only mount (a full or remounted disk): the subnet comes up and the
+// operator is told nothing is persisted.
+func TestReadOnlyStateDirStillRoutes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, setup{net: ft2Net, engine: "updn"})
+	state := filepath.Join(dir, "state")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "--bind", "-o", "ro", state, state).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a read-only state directory here (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", state).Run() })
+	log := &syncBuffer{}
+	a, _ := bringUp(t, cfg, log)
+	readBackVerified(t, a)
+	for _, want := range []string{"state directory is read-only", "plan cache: cannot write"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
 	}
 }

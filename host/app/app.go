@@ -62,6 +62,9 @@ func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err e
 	if a.stateDir, err = statedir.Lock(cfg.SM.StateDir); err != nil {
 		return nil, err
 	}
+	if a.stateDir.ReadOnly {
+		log.Warn("the state directory is read-only: LIDs and plans are not persisted, routing goes on", "dir", cfg.SM.StateDir)
+	}
 	if err := a.openFabric(ctx); err != nil {
 		return nil, err
 	}

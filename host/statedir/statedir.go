@@ -30,6 +30,10 @@ var ErrLocked = errors.New("state directory is in use")
 
 // Dir is a locked state directory. Close releases it.
 type Dir struct {
+	// ReadOnly is set when the directory could not be written and the
+	// directory itself is locked instead of the lock file.
+	ReadOnly bool
+
 	path string
 	mu   sync.Mutex
 	f    *os.File
@@ -40,6 +44,14 @@ type Dir struct {
 func Lock(dir string) (*Dir, error) {
 	p := filepath.Join(dir, FileName)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	readOnly := false
+	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) {
+		// A read-only state directory costs the cache and guid2lid
+		// writes, never the SM: lock the directory itself (flock works
+		// on a read-only descriptor); the holder's PID cannot be kept.
+		f, err = os.Open(dir)
+		readOnly = true
+	}
 	if err != nil {
 		return nil, fmt.Errorf("locking state directory %s: %w (set sm.state_dir to a writable directory)", dir, err)
 	}
@@ -50,6 +62,9 @@ func Lock(dir string) (*Dir, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is locked by %s; stop that ibsm first, or give this one its own sm.state_dir (two SMs on one directory overwrite each other's LIDs and plans)",
 			ErrLocked, dir, holder(p))
+	}
+	if readOnly {
+		return &Dir{path: dir, f: f, ReadOnly: true}, nil
 	}
 	// Ours now: record who we are for the next one's error message.
 	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")

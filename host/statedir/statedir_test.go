@@ -196,3 +196,41 @@ func TestChildDoesNotInherit(t *testing.T) {
 	}
 	d2.Close()
 }
+
+// TestReadOnlyDir: a state directory that cannot be written is still
+// locked (the directory itself), exclusively.
+func TestReadOnlyDir(t *testing.T) {
+	if os.Geteuid() == 0 {
+		// root writes through mode bits; a read-only bind mount needs privileges this test does not take
+		dir := t.TempDir()
+		ro := filepath.Join(dir, "ro")
+		if err := os.Mkdir(ro, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "--bind", "-o", "ro", ro, ro).CombinedOutput(); err != nil {
+			t.Skipf("cannot make a read-only directory here: %v %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", ro).Run() })
+		testReadOnly(t, ro)
+		return
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	testReadOnly(t, dir)
+}
+
+func testReadOnly(t *testing.T, dir string) {
+	d, err := Lock(dir)
+	if err != nil {
+		t.Fatalf("read-only state dir: %v", err)
+	}
+	defer d.Close()
+	if !d.ReadOnly {
+		t.Fatal("not reported read-only")
+	}
+	if _, err := Lock(dir); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second lock on a read-only dir: %v", err)
+	}
+}
