@@ -113,6 +113,14 @@ func startIBSM(t *testing.T, cfg string) *daemon {
 	pgid := cmd.Process.Pid
 	t.Cleanup(func() {
 		defer syscall.Kill(-pgid, syscall.SIGKILL) // whatever is left, even on failure
+		// Plugins run in process groups of their own: remember them by
+		// parentage while ibsm lives.
+		plugins := children(pgid)
+		defer func() {
+			for _, p := range plugins {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+		}()
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
@@ -129,11 +137,17 @@ func startIBSM(t *testing.T, cfg string) *daemon {
 		// give them a moment, then nothing may be left.
 		var left []int
 		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-			if left, _ = diags.GroupMembers(pgid); len(left) == 0 {
+			left, _ = diags.GroupMembers(pgid)
+			for _, p := range plugins {
+				if syscall.Kill(p, 0) == nil && !zombie(p) {
+					left = append(left, p)
+				}
+			}
+			if len(left) == 0 {
 				return
 			}
 		}
-		t.Errorf("processes of ibsm's group %d outlived it: %v", pgid, left)
+		t.Errorf("processes of ibsm (group %d, or its plugins) outlived it: %v", pgid, left)
 	})
 	return d
 }
@@ -639,4 +653,16 @@ func switchesConnectedWithout(f *netfile.File, sw *netfile.Node, p int) bool {
 		}
 	}
 	return len(seen) == total
+}
+
+// zombie reports whether pid is a zombie (exited, not yet reaped by its
+// new parent).
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] == "Z"
 }

@@ -384,8 +384,8 @@ func TestLivenessSIGTERMStoppedPlugin(t *testing.T) {
 				t.Fatalf("the wrapper never stopped:\n%s", d.log.String())
 			}
 		}
-		sigterm(t, d, liveSlack, false)
-		if !strings.Contains(d.log.String(), "caller gave up") {
+		sigterm(t, d, liveSlack, true) // a requested stop: exit 0
+		if !strings.Contains(d.log.String(), "stopped during start-up") || !strings.Contains(d.log.String(), "caller gave up") {
 			t.Errorf("ibsm's error does not say the launch was abandoned:\n%s", tail(d.log.String(), 2000))
 		}
 		if !gone(pid) {

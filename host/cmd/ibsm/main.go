@@ -115,6 +115,11 @@ func cmdRun(args []string) error {
 	defer stop()
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
+		if ctx.Err() != nil {
+			// SIGTERM while plugins were starting: a requested stop.
+			log.Info("stopped during start-up", "cause", err)
+			return nil
+		}
 		return err
 	}
 	defer a.Close()
