@@ -37,7 +37,10 @@ type Stats struct {
 	// LFTBlocksTotal is the number of blocks the plan's tables span (what a
 	// full push would send).
 	LFTBlocksTotal int64
-	SL2VLSets      int64
+	// LFTBlocksRead counts blocks read back from switches that held tables
+	// this programmer had not written (a takeover, a restart).
+	LFTBlocksRead int64
+	SL2VLSets     int64
 	// VLArbSets counts VLArbitrationTable blocks sent.
 	VLArbSets int64
 	// OpVLsSets counts PortInfo Sets sent only to change OperationalVLs
@@ -69,10 +72,14 @@ type Programmer struct {
 }
 
 type nodeState struct {
-	lid   uint16  // switches: port-0 LID it had when the tables were written
-	lft   []uint8 // LFT as written (index = LID)
-	sl2vl map[[2]uint8][16]uint8
-	vlarb map[[2]uint8]smp.VLArbBlock // (port, block)
+	lid uint16  // switches: port-0 LID it had when the tables were written
+	lft []uint8 // LFT as written (index = LID)
+	// lftKnown, when set, says which 64-LID blocks of lft were read back
+	// (learn); blocks past it, or false in it, are not known. nil: every
+	// block of lft was written by this programmer.
+	lftKnown []bool
+	sl2vl    map[[2]uint8][16]uint8
+	vlarb    map[[2]uint8]smp.VLArbBlock // (port, block)
 	// caLID is, for CAs, each programmed port's LID once written: a port
 	// that lost it was reset and holds reset tables again.
 	caLID map[uint8]uint16
@@ -184,6 +191,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		r.Go(func() error { return p.C.Set(ctx, s.path, smp.AttrPortInfo, port, &s.pi, nil) })
 	}
 	blocks := (int(rz.TopLID) + 64) / 64
+	st.LFTBlocksRead = p.learn(ctx, fab, topo, blocks)
 	sw := topo.Switches()
 	for s, node := range sw {
 		guid := topo.Nodes[node].GUID
@@ -208,7 +216,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 					blk[k] = lft[lid]
 				}
 			}
-			if known != nil && sameBlock(known.lft, b, &blk) {
+			if known != nil && known.blockKnown(b) && sameBlock(known.lft, b, &blk) {
 				continue
 			}
 			path, bb := n.Path, uint32(b)
@@ -234,7 +242,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	}
 	for s, node := range sw {
 		ks := p.stateLocked(topo.Nodes[node].GUID)
-		ks.lft = append(ks.lft[:0], rz.LFT[s]...)
+		ks.lft, ks.lftKnown = append(ks.lft[:0], rz.LFT[s]...), nil
 		pl := rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})]
 		ks.lid, ks.lmc, ks.smLID, ks.top, ks.inPlan = pl.Base, pl.LMC, smLID, rz.TopLID, true
 	}
@@ -326,6 +334,11 @@ func (p *Programmer) knownFor(guid uint64, n *discovery.Node) *nodeState {
 		return nil
 	}
 	return ks
+}
+
+// blockKnown reports whether block b of lft is what the switch holds.
+func (ks *nodeState) blockKnown(b int) bool {
+	return ks.lftKnown == nil || (b < len(ks.lftKnown) && ks.lftKnown[b])
 }
 
 func sameBlock(lft []uint8, b int, blk *smp.LFTBlock) bool {

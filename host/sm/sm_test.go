@@ -419,9 +419,14 @@ func TestFabricLIDsKept(t *testing.T) {
 	}
 
 	s := newSM(reattach())
-	_, err = s.HeavySweep(ctx)
+	rep, err := s.HeavySweep(ctx)
 	must(t, err)
 	checkProgrammed(t, fab, s)
+	// A new SM over the programmed fabric reads the tables back and finds
+	// nothing to send.
+	if p := rep.Program; p.LFTBlocksRead == 0 || p.Sets() != 0 {
+		t.Fatalf("second SM over the programmed fabric: %+v; want blocks read back and no Set", p)
+	}
 	for g, lid := range lidsOf(s) {
 		if want[g] != lid {
 			t.Fatalf("port %#x renumbered %d -> %d although the fabric held its LID", g, want[g], lid)

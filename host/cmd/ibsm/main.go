@@ -226,6 +226,9 @@ func printSummary(w io.Writer, r *sm.Report) {
 	if r.Program.VLArbSets > 0 || r.Program.OpVLsSets > 0 {
 		vlExtra = fmt.Sprintf(", VLArb %d, OperationalVLs %d", r.Program.VLArbSets, r.Program.OpVLsSets)
 	}
+	if r.Program.LFTBlocksRead > 0 { // switches programmed before (takeover, restart) are read back first
+		vlExtra += fmt.Sprintf(", LFT blocks read back %d", r.Program.LFTBlocksRead)
+	}
 	fmt.Fprintf(w, "  distribution  %10s  %7d Get  %7d Set (LFT blocks %d of %d, PortInfo %d, port state %d, SwitchInfo %d, SL2VL %d%s)\n",
 		r.Distribution.Time.Round(time.Microsecond), r.Distribution.Gets, r.Distribution.Sets,
 		r.Program.LFTBlocksSent, r.Program.LFTBlocksTotal, r.Program.PortInfoSets, r.Program.StateSets, r.Program.SwitchInfoSets, r.Program.SL2VLSets, vlExtra)
@@ -264,7 +267,7 @@ func logSummary(log hclog.Logger, r *sm.Report) {
 		"total", r.Total, "discovery", r.Discovery.Time, "discovery_gets", r.Discovery.Gets,
 		"routing", r.Routing.Time, "plugin_calls", r.PluginCalls,
 		"distribution", r.Distribution.Time, "distribution_sets", r.Distribution.Sets,
-		"lft_blocks_sent", r.Program.LFTBlocksSent, "lft_blocks_total", r.Program.LFTBlocksTotal,
+		"lft_blocks_sent", r.Program.LFTBlocksSent, "lft_blocks_total", r.Program.LFTBlocksTotal, "lft_blocks_read", r.Program.LFTBlocksRead,
 		"retries", r.Retries)
 }
 

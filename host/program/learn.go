@@ -1,0 +1,72 @@
+package program
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/internal/fanout"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// learn reads back the forwarding table of every switch this programmer
+// knows nothing of but that already holds one (LinearFDBTop > 0: another SM
+// or this one before a restart programmed it), so that Apply sends only the
+// blocks that differ: a takeover or a restart over a healthy fabric sends
+// no LFT block. A fresh switch (top 0) costs no read. A block that cannot
+// be read stays unknown and is sent.
+func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, blocks int) (reads int64) {
+	type learned struct {
+		guid uint64
+		lid  uint16
+		lft  []uint8
+		ok   []bool
+	}
+	var (
+		mu  sync.Mutex
+		all []*learned
+	)
+	r := fanout.New(p.Parallel)
+	for _, node := range topo.Switches() {
+		guid := topo.Nodes[node].GUID
+		n := fab.Nodes[guid]
+		if n == nil || n.Switch == nil || n.Switch.LinearFDBTop == 0 || !n.Ports[0].Valid || p.knownFor(guid, n) != nil {
+			continue
+		}
+		have := min(blocks, int(n.Switch.LinearFDBTop)/64+1)
+		l := &learned{guid: guid, lid: n.Ports[0].Info.LID, lft: make([]uint8, have*64), ok: make([]bool, have)}
+		all = append(all, l)
+		for b := range have {
+			path := n.Path
+			atomic.AddInt64(&reads, 1)
+			r.Go(func() error {
+				var blk smp.LFTBlock
+				if err := p.C.Get(ctx, path, smp.AttrLinearForwardingTable, uint32(b), &blk); err != nil {
+					return nil // unknown: Apply sends it
+				}
+				mu.Lock()
+				copy(l.lft[b*64:], blk[:])
+				l.ok[b] = true
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	_ = r.Wait("reading back forwarding tables")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range all {
+		ks := p.stateLocked(l.guid)
+		ks.lid, ks.lft, ks.lftKnown = l.lid, l.lft, l.ok
+		// Entries above the switch's top forward nothing, whatever the
+		// block holds: they read back as unrouted.
+		top := int(fab.Nodes[l.guid].Switch.LinearFDBTop)
+		for lid := top + 1; lid < len(ks.lft); lid++ {
+			ks.lft[lid] = plan.NoPort
+		}
+	}
+	return reads
+}
