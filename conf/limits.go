@@ -62,25 +62,31 @@ func checkLimits(what, name string, src []byte, asJSON bool) hcl.Diagnostics {
 			Subject: &r,
 		}}
 	}
-	t := &tracker{limit: MaxNesting, stack: []frame{{kind: fBody}}}
+	var t *tracker
 	if asJSON {
+		t = newTracker(nil)
 		scanJSON(src, t)
 	} else {
+		t = newTracker(src)
 		newLexer(src, 0, t, false).run()
 	}
 	if !t.exceeded {
 		return nil
 	}
 	r := rangeAt(src, name, t.at, t.end)
+	detail := fmt.Sprintf("This %s opens nesting level %d; ibsm refuses a %s nested more than %d levels deep "+
+		"(brackets, braces, parentheses, template sequences and chained !, - or ? operators each count) before parsing it, "+
+		"because the parser would run out of stack. Real configurations need a handful of levels: flatten this value, "+
+		"or check that the file is the one you meant.",
+		t.what, t.depth+t.debt, what, t.limit)
+	if t.debt > 0 {
+		detail += fmt.Sprintf(" %d of the levels are blocks left open by broken one-line blocks (content other than a single \"name = value\") earlier in the file: fix those first.", t.debt)
+	}
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagError,
 		Summary:  "Nested too deeply",
-		Detail: fmt.Sprintf("This %s opens nesting level %d; ibsm refuses a %s nested more than %d levels deep "+
-			"(brackets, braces, parentheses, template sequences and chained !, - or ? operators each count) before parsing it, "+
-			"because the parser would run out of stack. Real configurations need a handful of levels: flatten this value, "+
-			"or check that the file is the one you meant.",
-			t.what, t.depth, what, t.limit),
-		Subject: &r,
+		Detail:   detail,
+		Subject:  &r,
 	}}
 }
 
@@ -111,15 +117,24 @@ func posAt(src []byte, from int, pos hcl.Pos, to int) hcl.Pos {
 }
 
 // The nesting tracker consumes the token stream HCL's scanner would
-// produce (see lexer) and mirrors where HCL's recursive-descent parser
-// recurses: one level per bracket, brace, parenthesis, "${" or "%{"
-// sequence and open if/for template directive, plus one per unary "!" or
-// "-" and conditional "?", which recurse without brackets. An operator's
-// level lasts until the expression can end: a comma, or a newline where
-// newlines end expressions (a body, an object constructor).
+// produce (see lexer) and bounds how deeply HCL's recursive-descent parser
+// can recurse on it: one level per bracket, brace, parenthesis, "${" or
+// "%{" sequence and open if/for template directive, plus one per unary "!"
+// or "-" and conditional "?", which recurse without brackets. An
+// operator's level lasts until the expression can end: a comma, or a
+// newline where newlines end expressions (a body, an object constructor).
 //
-// It only ever errs on the side of counting more: a closer that does not
-// match the innermost opener is ignored rather than guessed at.
+// It only ever errs on the side of counting more. A closer that does not
+// match the innermost opener is ignored rather than guessed at, and block
+// bodies get HCL's own rules, because that is where its parser recovers
+// from errors without returning: after a broken body item it skips to the
+// end of the line, so a "}" on the same line never closes the block and
+// the parser nests the following blocks inside it. A block's "}" is
+// therefore only counted as closing it at the start of a line (or right
+// after its "{"); and a one-line block whose content is not a single
+// well-formed "name = value" may take a later block's "}" as its own,
+// which leaves one block open to the end of the file, so each counts one
+// level for good (debt).
 
 type frameKind uint8
 
@@ -142,10 +157,27 @@ func (k frameKind) weight() int {
 	return 1
 }
 
+// What a "{" frame is, as far as HCL's body parser is concerned.
+const (
+	notBlock     = iota
+	blockPending // a block's "{": one-line or not depends on the next token
+	blockLines   // a block body over lines
+	blockOneLine // a one-line block: { name = value }
+)
+
+// sig classifies significant tokens (all but newlines and comments).
+type sig uint8
+
+const (
+	sOther sig = iota
+	sIdent
+	sEquals
+)
+
 type frame struct {
 	kind frameKind
 	w    int // this frame's own level: kind.weight(), or for "%{" see significant
-	// at, end locate a "%{" until its keyword is known.
+	// at, end locate the opener (for a "%{" until its keyword is known).
 	at, end int
 	// extra counts unary and conditional operators pending in the current
 	// expression of this frame.
@@ -159,6 +191,13 @@ type frame struct {
 	// directive: for a "%{" frame, +1 if it opens an if/for, -1 if it
 	// closes one.
 	directive int
+
+	block int // for "{": notBlock, blockPending, ...
+	// For a one-line block: significant tokens so far, whether they began
+	// "name =", and where the value starts.
+	n        int
+	attr     bool
+	exprFrom int
 }
 
 type tracker struct {
@@ -168,31 +207,67 @@ type tracker struct {
 	limit       int
 	prevOperand bool // the last token ends an operand, so "-" is binary
 
+	// Body level: the caller sets outer for tokens of the file's outermost
+	// code (not inside a string, heredoc or template sequence), where HCL
+	// parses blocks. src is the whole file, to check one-line blocks; nil
+	// where there are no blocks (templates, JSON).
+	src    []byte
+	outer  bool
+	line   int  // 0 at a line start, 1 after "name label...", 2 otherwise
+	lastNL bool // the last outermost token was a newline or a block's "{"
+	debt   int  // levels that broken one-line blocks may have left open
+
 	exceeded bool
 	at, end  int    // the token that exceeded the limit
 	what     string // and its description
 }
 
+func newTracker(src []byte) *tracker {
+	return &tracker{limit: MaxNesting, stack: []frame{{kind: fBody}}, src: src, lastNL: true}
+}
+
 func (t *tracker) top() *frame { return &t.stack[len(t.stack)-1] }
 
 // significant is called before every token other than newlines and
-// comments.
-func (t *tracker) significant(ident []byte) {
+// comments; b is an identifier's text, at and end the token's bytes.
+func (t *tracker) significant(s sig, b []byte, at, end int) {
+	if t.outer {
+		switch {
+		case s == sIdent && t.line <= 1:
+			t.line = 1
+		default:
+			t.line = 2
+		}
+		t.lastNL = false
+	}
 	f := t.top()
+	if f.block == blockPending {
+		f.block = blockOneLine
+	}
+	if f.block == blockOneLine {
+		f.n++
+		switch {
+		case f.n == 1:
+			f.attr = s == sIdent
+		case f.n == 2:
+			f.attr = f.attr && s == sEquals
+			f.exprFrom = end
+		}
+	}
 	if !f.first {
 		return
 	}
 	f.first = false
 	switch f.kind {
 	case fBrace:
-		if string(ident) == "for" {
+		if string(b) == "for" {
 			f.newlines = false
 		}
 	case fControl:
 		// Only a directive with an expression (if, for, or a mistake)
 		// parses one; else, endif and endfor are keywords alone, so the
 		// closing "%{ endif }" of the deepest directive adds no level.
-		switch string(ident) {
+		switch string(b) {
 		case "else":
 			return
 		case "endif", "endfor":
@@ -208,14 +283,14 @@ func (t *tracker) significant(ident []byte) {
 
 func (t *tracker) grow(n, at, end int, what string) {
 	t.depth += n
-	t.max = max(t.max, t.depth)
-	if t.depth > t.limit && !t.exceeded {
+	t.max = max(t.max, t.depth+t.debt)
+	if t.depth+t.debt > t.limit && !t.exceeded {
 		t.exceeded, t.at, t.end, t.what = true, at, end, what
 	}
 }
 
 func (t *tracker) push(k frameKind, at, end int, what string) {
-	t.significant(nil)
+	t.significant(sOther, nil, at, end)
 	f := frame{kind: k, w: k.weight(), at: at, end: end, newlines: k == fBrace, first: k == fBrace || k == fControl}
 	if k == fControl {
 		f.w = 0 // until its keyword is known
@@ -240,7 +315,12 @@ func (t *tracker) pop(k frameKind) bool {
 func (t *tracker) open(c byte, at int) {
 	switch c {
 	case '{':
+		header := t.outer && t.line == 1
 		t.push(fBrace, at, at+1, `"{"`)
+		if header {
+			t.top().block = blockPending
+			t.lastNL = true
+		}
 	case '[':
 		t.push(fBrack, at, at+1, `"["`)
 	case '(':
@@ -248,17 +328,50 @@ func (t *tracker) open(c byte, at int) {
 	}
 }
 
-func (t *tracker) close(c byte) {
-	t.significant(nil)
+func (t *tracker) close(c byte, at int) {
+	lastNL := t.lastNL
+	f := t.top()
+	if c == '}' && f.block == blockPending {
+		f.block = blockLines // "{}": HCL parses an empty body
+	}
+	block := f.block
+	if c != '}' || block == notBlock || !t.outer {
+		t.significant(sOther, nil, at, at+1)
+	}
 	switch c {
 	case '}':
-		t.pop(fBrace)
+		switch {
+		case block == notBlock:
+			t.pop(fBrace)
+		case !t.outer:
+		case block == blockLines:
+			if lastNL {
+				t.pop(fBrace)
+			}
+		case block == blockOneLine:
+			ok := f.attr && f.n >= 3 && t.src != nil && validExpr(t.src[f.exprFrom:at])
+			t.pop(fBrace)
+			if !ok {
+				t.debt++
+				t.grow(0, at, at+1, `"}" (of a one-line block that is not a single "name = value")`)
+			}
+		}
+		if t.outer {
+			t.line, t.lastNL = 2, false
+		}
 	case ']':
 		t.pop(fBrack)
 	case ')':
 		t.pop(fParen)
 	}
 	t.prevOperand = true
+}
+
+// validExpr reports whether src is one whole HCL expression. It is only
+// asked about text the tracker has already bounded.
+func validExpr(src []byte) bool {
+	_, diags := hclsyntax.ParseExpression(src, "", hcl.InitialPos)
+	return !diags.HasErrors()
 }
 
 func (t *tracker) interp(control bool, at, end int) {
@@ -272,7 +385,7 @@ func (t *tracker) interp(control bool, at, end int) {
 // seqEnd closes a "${" or "%{" sequence; closing an if/for directive opens
 // a level that its endif/endfor closes.
 func (t *tracker) seqEnd(at, end int) {
-	t.significant(nil)
+	t.significant(sOther, nil, at, end)
 	if t.pop(fInterp) {
 		t.prevOperand = true
 		return
@@ -290,18 +403,27 @@ func (t *tracker) seqEnd(at, end int) {
 	t.prevOperand = true
 }
 
-func (t *tracker) openString() {
-	t.significant(nil)
+// openString starts a quoted string (a block label, if it follows a block
+// type) or a heredoc.
+func (t *tracker) openString(heredoc bool, at int) {
+	line := t.line
+	t.significant(sOther, nil, at, at+1)
+	if t.outer && line == 1 && !heredoc {
+		t.line = 1
+	}
 	t.stack = append(t.stack, frame{kind: fString})
 }
 
 func (t *tracker) closeString() {
 	t.pop(fString)
 	t.prevOperand = true
+	if t.outer {
+		t.lastNL = false
+	}
 }
 
 func (t *tracker) operator(at int, what string) {
-	t.significant(nil)
+	t.significant(sOther, nil, at, at+1)
 	t.top().extra++
 	t.prevOperand = false
 	t.grow(1, at, at+1, what)
@@ -313,7 +435,7 @@ func (t *tracker) question(at int) { t.operator(at, `conditional "?"`) }
 
 func (t *tracker) minus(at int) {
 	if t.prevOperand {
-		t.significant(nil)
+		t.significant(sOther, nil, at, at+1)
 		t.prevOperand = false
 		return
 	}
@@ -328,13 +450,20 @@ func (t *tracker) endExpr() {
 	t.prevOperand = false
 }
 
-func (t *tracker) comma() {
-	t.significant(nil)
+func (t *tracker) comma(at int) {
+	t.significant(sOther, nil, at, at+1)
 	t.endExpr()
 }
 
 func (t *tracker) newline() {
-	if t.top().newlines || t.top().kind == fBody {
+	f := t.top()
+	if t.outer {
+		t.line, t.lastNL = 0, true
+		if f.block == blockPending {
+			f.block = blockLines
+		}
+	}
+	if f.newlines || f.kind == fBody {
 		t.endExpr()
 	}
 }
@@ -347,18 +476,23 @@ func (t *tracker) comment(endsLine bool) {
 	}
 }
 
-func (t *tracker) ident(b []byte) {
-	t.significant(b)
+func (t *tracker) ident(b []byte, at int) {
+	t.significant(sIdent, b, at, at+len(b))
 	t.prevOperand = true
 }
 
-func (t *tracker) operand() {
-	t.significant(nil)
+func (t *tracker) equals(at int) {
+	t.significant(sEquals, nil, at, at+1)
+	t.prevOperand = false
+}
+
+func (t *tracker) operand(at, end int) {
+	t.significant(sOther, nil, at, end)
 	t.prevOperand = true
 }
 
-func (t *tracker) other() {
-	t.significant(nil)
+func (t *tracker) other(at int) {
+	t.significant(sOther, nil, at, at+1)
 	t.prevOperand = false
 }
 
@@ -401,6 +535,15 @@ func newLexer(src []byte, base int, t *tracker, bare bool) *lexer {
 	return l
 }
 
+// outer reports whether the lexer is in the file's outermost code.
+func (l *lexer) outer() bool { return len(l.modes) == 1 && l.modes[0] == modeMain }
+
+// popMode leaves a string, heredoc or template sequence.
+func (l *lexer) popMode() {
+	l.modes = l.modes[:len(l.modes)-1]
+	l.t.outer = l.outer()
+}
+
 func (l *lexer) run() {
 	i := 0
 	if bytes.HasPrefix(l.src, []byte("\xef\xbb\xbf")) {
@@ -431,6 +574,7 @@ func (l *lexer) beginSeq(i int, control bool) int {
 	if l.at(end) == '~' {
 		end++
 	}
+	l.t.outer = false
 	l.t.interp(control, l.base+i, l.base+end)
 	l.braces++
 	l.retBraces = append(l.retBraces, l.braces)
@@ -448,14 +592,14 @@ func (l *lexer) endSeq(i, n int, tilde bool) int {
 		l.t.seqEnd(l.base+i, l.base+i+n)
 		l.braces--
 		l.retBraces = l.retBraces[:len(l.retBraces)-1]
-		l.modes = l.modes[:len(l.modes)-1]
+		l.popMode()
 		return i + n
 	}
 	if tilde {
 		// HCL emits a sequence end anyway, for the parser to reject.
 		l.t.seqEnd(l.base+i, l.base+i+n)
 	} else {
-		l.t.close('}')
+		l.t.close('}', l.base+i)
 	}
 	l.braces--
 	return i + n
@@ -464,6 +608,8 @@ func (l *lexer) endSeq(i, n int, tilde bool) int {
 func (l *lexer) main(i int) int {
 	src := l.src
 	c := src[i]
+	at := l.base + i
+	l.t.outer = l.outer()
 	switch c {
 	case ' ', '\t':
 		return i + 1
@@ -475,7 +621,7 @@ func (l *lexer) main(i int) int {
 			l.t.newline()
 			return i + 2
 		}
-		l.t.other()
+		l.t.other(at)
 		return i + 1
 	case '#':
 		return l.lineComment(i)
@@ -489,31 +635,44 @@ func (l *lexer) main(i int) int {
 				return i + 2 + end + 2
 			}
 		}
-		l.t.other()
+		l.t.other(at)
 		return i + 1
 	case '"':
-		l.t.openString()
+		l.t.openString(false, at)
 		l.modes = append(l.modes, modeString)
 		return i + 1
 	case '<':
 		if l.at(i+1) == '<' {
 			if end, marker := l.heredocIntro(i); end > 0 {
-				l.t.openString()
+				l.t.openString(true, at)
 				l.modes = append(l.modes, modeHeredoc)
 				l.heredocs = append(l.heredocs, heredoc{marker: marker, startOfLine: true})
 				return end
 			}
 		}
+		l.t.other(at)
 		if l.at(i+1) == '=' {
-			i++
+			return i + 2
 		}
-		l.t.other()
+		return i + 1
+	case '>':
+		l.t.other(at)
+		if l.at(i+1) == '=' {
+			return i + 2
+		}
+		return i + 1
+	case '=':
+		if n := l.at(i + 1); n == '=' || n == '>' {
+			l.t.other(at)
+			return i + 2
+		}
+		l.t.equals(at)
 		return i + 1
 	case '{', '[', '(':
 		if c == '{' {
 			l.braces++
 		}
-		l.t.open(c, l.base+i)
+		l.t.open(c, at)
 		return i + 1
 	case '}':
 		return l.endSeq(i, 1, false)
@@ -522,36 +681,37 @@ func (l *lexer) main(i int) int {
 			return l.endSeq(i, 2, true)
 		}
 	case ']', ')':
-		l.t.close(c)
+		l.t.close(c, at)
 		return i + 1
 	case ',':
-		l.t.comma()
+		l.t.comma(at)
 		return i + 1
 	case '?':
-		l.t.question(l.base + i)
+		l.t.question(at)
 		return i + 1
 	case '!':
 		if l.at(i+1) == '=' {
-			l.t.other()
+			l.t.other(at)
 			return i + 2
 		}
-		l.t.bang(l.base + i)
+		l.t.bang(at)
 		return i + 1
 	case '-':
-		l.t.minus(l.base + i)
+		l.t.minus(at)
 		return i + 1
 	}
 	if c >= '0' && c <= '9' {
-		l.t.operand()
-		return l.number(i)
+		end := l.number(i)
+		l.t.operand(at, l.base+end)
+		return end
 	}
 	if end := l.identEnd(i); end > i {
-		l.t.ident(src[i:end])
+		l.t.ident(src[i:end], at)
 		return end
 	}
 	// Any other character is a token of its own (an operator or an
 	// invalid character); none opens or closes anything.
-	l.t.other()
+	l.t.other(at)
 	if c < utf8.RuneSelf {
 		return i + 1
 	}
@@ -678,8 +838,8 @@ func (l *lexer) str(i int) int {
 	for i < len(src) {
 		switch src[i] {
 		case '"':
+			l.popMode()
 			l.t.closeString()
-			l.modes = l.modes[:len(l.modes)-1]
 			return i + 1
 		case '\\':
 			if c := l.at(i + 1); c != '\n' && c != '\r' && i+1 < len(src) {
@@ -710,10 +870,10 @@ func (l *lexer) template(i int) int {
 			h := &l.heredocs[len(l.heredocs)-1]
 			if h.startOfLine {
 				if end := l.markerLine(i, h.marker); end > 0 {
+					l.heredocs = l.heredocs[:len(l.heredocs)-1]
+					l.popMode()
 					l.t.closeString()
 					l.t.newline()
-					l.heredocs = l.heredocs[:len(l.heredocs)-1]
-					l.modes = l.modes[:len(l.modes)-1]
 					return end
 				}
 				h.startOfLine = false
@@ -765,7 +925,7 @@ func scanJSON(src []byte, t *tracker) {
 			t.open(c, i)
 			i++
 		case c == '}' || c == ']':
-			t.close(c)
+			t.close(c, i)
 			i++
 		case c == '"':
 			end := jsonStringEnd(src, i)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,32 @@ EOT
 	}
 	if _, diags := LoadBytes("ibsm.hcl", []byte(src)); diags.HasErrors() {
 		t.Fatalf("LoadBytes:\n%s", FormatDiagnostics(diags))
+	}
+}
+
+// TestNestingManyBlocks: blocks in every legitimate shape (one-line,
+// empty, commented, nested) close where HCL closes them, however many
+// there are.
+func TestNestingManyBlocks(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("  path = \"e\"\n  config {\n")
+	for i := range 2000 {
+		fmt.Fprintf(&b, "    one { x = [%d, {a = -1}] }\n", i)
+		b.WriteString("    empty {}\n    empty2 {\n    }\n")
+		b.WriteString("    labelled \"a\" b { y = \"${1 + 2}\" }\n")
+		b.WriteString("    outer { # comment\n      inner {\n        z = <<EOT\n  }\n  EOT\n      }\n      o = { k = { v = 1 } }\n    }\n")
+		b.WriteString("    multi { w = [\n      1,\n    ] }\n")
+	}
+	b.WriteString("  }")
+	src := pluginSrc(b.String())
+	start := time.Now()
+	diags := checkLimits("configuration file", "ibsm.hcl", []byte(src), false)
+	t.Logf("checked %d bytes with 10,000 one-line blocks in %v", len(src), time.Since(start))
+	if diags.HasErrors() {
+		t.Fatalf("refused:\n%s", FormatDiagnostics(diags))
+	}
+	if d := lexerDepth([]byte(src)); d != configDepth+4 {
+		t.Errorf("depth %d, want %d", d, configDepth+4)
 	}
 }
 
@@ -458,7 +485,8 @@ func TestLexerMatchesHCL(t *testing.T) {
 
 // lexerDepth is the deepest level the lexer reaches in src.
 func lexerDepth(src []byte) int {
-	t := &tracker{limit: 1 << 30, stack: []frame{{kind: fBody}}}
+	t := newTracker(src)
+	t.limit = 1 << 30
 	newLexer(src, 0, t, false).run()
 	return t.max
 }
@@ -466,24 +494,44 @@ func lexerDepth(src []byte) int {
 // hclDepth is the deepest level the tracker reaches on the tokens of HCL's
 // own scanner, the reference the lexer mirrors.
 func hclDepth(src []byte) int {
-	t := &tracker{limit: 1 << 30, stack: []frame{{kind: fBody}}}
+	t := newTracker(src)
+	t.limit = 1 << 30
 	toks, _ := hclsyntax.LexConfig(src, "", hcl.InitialPos)
+	modes := 0 // strings, heredocs and sequences the scanner is inside
+	braces, retBraces := 0, []int{}
 	for _, tok := range toks {
-		at := tok.Range.Start.Byte
+		at, end := tok.Range.Start.Byte, tok.Range.End.Byte
+		t.outer = modes == 0
 		switch tok.Type {
 		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen:
+			if tok.Type == hclsyntax.TokenOBrace {
+				braces++
+			}
 			t.open(tok.Bytes[0], at)
 		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen:
-			t.close(tok.Bytes[0])
-		case hclsyntax.TokenTemplateInterp:
-			t.interp(false, at, tok.Range.End.Byte)
-		case hclsyntax.TokenTemplateControl:
-			t.interp(true, at, tok.Range.End.Byte)
+			if tok.Type == hclsyntax.TokenCBrace {
+				braces--
+			}
+			t.close(tok.Bytes[0], at)
+		case hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			t.outer = false
+			t.interp(tok.Type == hclsyntax.TokenTemplateControl, at, end)
+			braces++
+			retBraces = append(retBraces, braces)
+			modes++
 		case hclsyntax.TokenTemplateSeqEnd:
-			t.seqEnd(at, tok.Range.End.Byte)
+			t.seqEnd(at, end)
+			if len(retBraces) > 0 && retBraces[len(retBraces)-1] == braces {
+				retBraces = retBraces[:len(retBraces)-1]
+				modes--
+			}
+			braces--
 		case hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
-			t.openString()
+			t.openString(tok.Type == hclsyntax.TokenOHeredoc, at)
+			modes++
 		case hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
+			modes--
+			t.outer = modes == 0
 			t.closeString()
 		case hclsyntax.TokenQuotedLit, hclsyntax.TokenStringLit, hclsyntax.TokenQuotedNewline:
 			// template text
@@ -492,21 +540,82 @@ func hclDepth(src []byte) int {
 		case hclsyntax.TokenComment:
 			t.comment(strings.HasSuffix(string(tok.Bytes), "\n"))
 		case hclsyntax.TokenComma:
-			t.comma()
+			t.comma(at)
 		case hclsyntax.TokenBang:
 			t.bang(at)
 		case hclsyntax.TokenMinus:
 			t.minus(at)
 		case hclsyntax.TokenQuestion:
 			t.question(at)
+		case hclsyntax.TokenEqual:
+			t.equals(at)
 		case hclsyntax.TokenIdent:
-			t.ident(tok.Bytes)
+			t.ident(tok.Bytes, at)
 		case hclsyntax.TokenNumberLit:
-			t.operand()
+			t.operand(at, end)
 		case hclsyntax.TokenEOF:
 		default:
-			t.other()
+			if modes == 0 || t.top().kind != fString {
+				t.other(at)
+			}
 		}
 	}
 	return t.max
+}
+
+// TestNestingParserRecovery: HCL's parser recovers from a broken body item
+// by skipping to the end of the line without leaving the block, so broken
+// files can make it nest deeper than their brackets do. Each pattern,
+// repeated, would nest a thousand levels if the check missed that; with
+// the stack cut to 1 MiB (a thousand levels of blocks need over 3 MiB) a
+// miss crashes the test.
+func TestNestingParserRecovery(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(1 << 20))
+	for _, p := range recoveryPatterns {
+		src := strings.Repeat(p, 1000)
+		_, diags := LoadBytes("x.hcl", []byte(src))
+		if !diags.HasErrors() {
+			t.Errorf("%q: no error", p)
+		}
+	}
+}
+
+// recoveryPatterns are broken lines after which HCL's parser may keep a
+// block open.
+var recoveryPatterns = []string{
+	"a {\n b = 1 }\n",
+	"a{\nb}\n",
+	"a {\n b = 1 }}\n",
+	"a {\n b = 1 ]\n",
+	"a {\n b = 1 )\n",
+	"a {\n b = \"${x}\" }\n",
+	"a {\n b = \"${x} }\"\n",
+	"a {\n b = <<E\nx\nE\n}\n",
+	"a {\n b = x ~}\n",
+	"a {\n b = x ~} }\n",
+	"a {\n b \"x\" }\n",
+	"a {\n b = { c = 1 }}\n",
+	"a {\n b c { }}\n",
+	"a {\n b = (1 }\n",
+	"a {\n b = [1 }\n",
+	"a {\n b = 1 ? }\n",
+	"a {\n b = !}\n",
+	"a {\n b = a.}\n",
+	"a {\n b = \"%{if x}\" }\n",
+	"a {\n b = 1 = }\n",
+	"a {\n b }\n",
+	"a {\n 1 }\n",
+	"a {\n} x }\n",
+	"a {\n b = 1 /* c */ }\n",
+	"a {\n b = 1\r}\n",
+	"o {\na { b }\n}\n",
+	"o {\na { b = 1 + }\n}\n",
+	"o {\na { \"b\" = 1 }\n}\n",
+	"o {\na { b = (1 }\n}\n",
+	"o {\na { b = 1 }}\n",
+	"a = ( 1 ]\nc {\nx = 1 }\n",
+	"a \"${ ( }\" {\nx = 1 }\n",
+	"a = [ 1 )\nc {\nx = 1 }\n",
+	"a = \"${ 1 ]}\"\nc {\nx = 1 }\n",
+	"a = <<E\n${ ( }\nE\nc {\nx = 1 }\n",
 }
