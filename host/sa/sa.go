@@ -28,7 +28,6 @@ package sa
 
 import (
 	"context"
-	"fmt"
 	"runtime/debug"
 	"sync"
 
@@ -168,8 +167,24 @@ func (a *Agent) current() *index {
 	return x
 }
 
-// smInfo is what this SM reports about itself.
+// Elector is the SM's side of the SMInfo protocol (*sm.SM implements it):
+// the agent answers SMInfo Gets with SMInfo and hands Sets to
+// HandleSMInfoSet. A Source without it is reported as master once it has a
+// plan, and SMInfo Sets change nothing.
+type Elector interface {
+	SMInfo(revealKey bool) smp.SMInfo
+	HandleSMInfoSet(mod uint32, req smp.SMInfo) smp.SMInfo
+}
+
+// smInfo is what this SM reports about itself, and its LID.
 func (a *Agent) smInfo(revealKey bool) (smp.SMInfo, uint16) {
+	if el, ok := a.src.(Elector); ok {
+		var lid uint16
+		if x := a.current(); x != nil {
+			lid = x.smLID
+		}
+		return el.SMInfo(revealKey), lid
+	}
 	si := smp.SMInfo{Priority: a.opts.Priority, SMState: smp.SMStateDiscovering}
 	if revealKey || a.opts.SMKey == 0 {
 		si.SMKey = a.opts.SMKey
@@ -213,14 +228,21 @@ func (a *Agent) handleSMP(p transport.Packet) bool {
 	}
 	reqInfo := smp.SMInfo{}
 	_ = reqInfo.Unmarshal(s.Data[:]) // 64 bytes: cannot fail
-	if status == 0 && s.Method == smp.MethodSet {
-		a.log.Info("SMInfo Set from another SM answered with our state; handover is not implemented",
-			"from_lid", p.SLID, "control", s.AttrMod, "their_guid", fmt.Sprintf("%#016x", reqInfo.GUID),
-			"their_priority", reqInfo.Priority, "their_state", reqInfo.SMState)
+	var si smp.SMInfo
+	if status == 0 {
+		el, isElector := a.src.(Elector)
+		switch {
+		case s.Method == smp.MethodSet && isElector:
+			si = el.HandleSMInfoSet(s.AttrMod, reqInfo)
+		case s.Method == smp.MethodSet:
+			a.log.Debug("SMInfo Set answered with our state", "from_lid", p.SLID, "control", s.AttrMod)
+			si, _ = a.smInfo(false)
+		default:
+			si, _ = a.smInfo(a.opts.SMKey != 0 && reqInfo.SMKey == a.opts.SMKey)
+		}
 	}
 	s.Data = [smp.DataLen]byte{}
 	if status == 0 {
-		si, _ := a.smInfo(a.opts.SMKey != 0 && reqInfo.SMKey == a.opts.SMKey)
 		if err := si.MarshalTo(s.Data[:]); err != nil {
 			a.log.Error("BUG: SMInfo does not encode", "error", err)
 			return true

@@ -101,7 +101,7 @@ func startSubnet(t *testing.T, lmc uint8) *subnet {
 		},
 	}
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
-	s := sm.New(tr, runner, sm.Options{LMC: lmc, SweepInterval: time.Hour}, log)
+	s := sm.New(tr, runner, sm.Options{LMC: lmc, SweepInterval: time.Hour, Election: sm.ElectionOptions{Priority: 7}}, log)
 	s.Agent = sa.New(s, tr, sa.Options{Priority: 7}, log.Named("sa"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

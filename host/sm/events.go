@@ -56,6 +56,13 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 	heavy := true
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	// The election's clock: a standby polls its master; a master checks
+	// the SMs it knows and, every PollRetries ticks, re-discovers to find
+	// new ones (an SM that started, a second master after a merge).
+	pollEvery, peerTicks := s.pollSettings()
+	poll := time.NewTicker(pollEvery)
+	defer poll.Stop()
+	polls := 0
 	traps := s.demux(ctx)
 
 	// Traps wait in pend until the coalescing timer fires.
@@ -87,10 +94,30 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			return fmt.Errorf("the fabric transport ended: %w", endable.Err())
 		case <-trigger:
 			heavy = true
+			if d, n := s.pollSettings(); d != pollEvery {
+				pollEvery, peerTicks = d, n
+				poll.Reset(pollEvery)
+			} else {
+				peerTicks = n
+			}
+		case <-s.elect.wake:
+			heavy = true // handed mastership, or told to discover
+		case <-poll.C:
+			switch s.State() {
+			case smp.SMStateStandby:
+				heavy = heavy || s.pollMaster(ctx)
+			case smp.SMStateMaster:
+				if polls++; polls%peerTicks == 0 || s.peersChanged(ctx) {
+					heavy = true
+				}
+			}
 		case pkt, ok := <-traps:
 			if !ok {
 				traps = nil // transport closed: stop selecting on it
 				continue
+			}
+			if !s.IsMaster() {
+				continue // traps are the master's; a standby writes nothing, not even TrapRepress
 			}
 			if !s.handleTrap(pkt, &pend, logBudget) || timer != nil {
 				continue
@@ -106,14 +133,14 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			b := pend
 			pend = trapBatch{}
 			lastTrap = time.Now()
-			if heavy {
+			if heavy || !s.IsMaster() {
 				continue // a heavy sweep is due anyway
 			}
 			rep, err := s.trapSweep(ctx, b, logBudget.take())
 			report(rep, err)
 			heavy = err != nil
 		case <-tick.C:
-			if heavy {
+			if heavy || !s.IsMaster() {
 				continue
 			}
 			heavy = s.periodic(ctx, report)

@@ -51,6 +51,9 @@ type Options struct {
 	// enough for one rotation per DefaultAuditPeriod, at least
 	// DefaultAuditSMPs; negative disables.
 	AuditSMPs int
+	// Election are the SM's settings in the SMInfo protocol (priority,
+	// SM_Key, polling of the master, handover).
+	Election ElectionOptions
 }
 
 // Agent answers the requests other nodes address to the SM (SA queries,
@@ -81,6 +84,8 @@ type SM struct {
 	caNext  int       // light sweep CA check cursor
 
 	auditItems atomic.Int64 // what one audit rotation covers, as last seen
+
+	elect *election
 }
 
 // Applied is the plan currently programmed.
@@ -122,6 +127,10 @@ type Report struct {
 	Fallback    string
 	// Traps is how many traps this sweep answers (coalesced).
 	Traps int
+	// State is the SM's SMInfo state after the sweep's election (only a
+	// heavy sweep elects): a sweep that left the SM standby programmed
+	// nothing.
+	State uint8
 }
 
 // New wires an SM.
@@ -135,6 +144,7 @@ func New(t transport.Transport, pipe *pipeline.Runner, opts Options, log hclog.L
 		client: c,
 		disc:   &discovery.Discoverer{C: c, Log: log.Named("discovery"), Parallel: opts.Parallel},
 		prog:   &program.Programmer{C: c, Log: log.Named("program"), Parallel: opts.Parallel},
+		elect:  newElection(opts.Election),
 	}
 }
 
@@ -216,9 +226,22 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	master := s.arbitrate(ctx, fab)
 	st1 := s.T.Stats()
 	rep.Discovery = Phase{Time: time.Since(start)}
 	rep.Discovery.Gets, rep.Discovery.Sets = delta(st0, st1)
+	rep.State = s.State()
+	if !master {
+		// A standby (or inactive) SM writes nothing: it keeps the fabric
+		// it saw, so its polls and a takeover start from it.
+		countTopo(rep, topo)
+		s.mu.Lock()
+		s.fabric = fab
+		s.mu.Unlock()
+		rep.Total = time.Since(start)
+		s.finishStats(rep, st0)
+		return rep, nil
+	}
 	return s.route(ctx, rep, fab, topo, start, st0, nil)
 }
 
