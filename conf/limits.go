@@ -511,6 +511,8 @@ type lexer struct {
 	braces    int
 	retBraces []int     // brace levels at which "}" ends a template sequence
 	heredocs  []heredoc // heredocs in progress, innermost last
+
+	noCommentEnd int // no "*/" after this offset
 }
 
 type lexMode uint8
@@ -528,7 +530,7 @@ type heredoc struct {
 }
 
 func newLexer(src []byte, base int, t *tracker, bare bool) *lexer {
-	l := &lexer{src: src, base: base, t: t, modes: []lexMode{modeMain}}
+	l := &lexer{src: src, base: base, t: t, modes: []lexMode{modeMain}, noCommentEnd: len(src)}
 	if bare {
 		l.modes[0] = modeBare
 	}
@@ -630,9 +632,13 @@ func (l *lexer) main(i int) int {
 		case '/':
 			return l.lineComment(i)
 		case '*':
-			if end := bytes.Index(src[i+2:], []byte("*/")); end >= 0 {
-				l.t.comment(false)
-				return i + 2 + end + 2
+			if i < l.noCommentEnd {
+				if end := bytes.Index(src[i+2:], []byte("*/")); end >= 0 {
+					l.t.comment(false)
+					return i + 2 + end + 2
+				}
+				// No "*/" follows, so none follows any later "/*" either.
+				l.noCommentEnd = i
 			}
 		}
 		l.t.other(at)
@@ -802,11 +808,16 @@ func (l *lexer) heredocIntro(i int) (int, []byte) {
 	if l.at(j) == '-' {
 		j++
 	}
+	// The marker runs to the newline; stopping at anything that cannot be
+	// in an identifier keeps "<<<<<<..." linear.
 	k := j
 	ascii := true
-	for k < len(src) && src[k] != '\n' && src[k] != '\r' && src[k] != ' ' && src[k] != '\t' {
-		if src[k] >= utf8.RuneSelf {
+	for k < len(src) {
+		c := src[k]
+		if c >= utf8.RuneSelf {
 			ascii = false
+		} else if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			break
 		}
 		k++
 	}

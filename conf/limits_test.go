@@ -293,6 +293,31 @@ func TestHundredThousandBrackets(t *testing.T) {
 	wantNestingError(t, diags, want)
 }
 
+// TestLimitsLinear: the check reads a file of the largest size once,
+// whatever it holds (quadratic rescans would take hours here).
+func TestLimitsLinear(t *testing.T) {
+	fill := func(unit string) []byte {
+		return []byte(strings.Repeat(unit, (MaxFileSize-100)/len(unit)))
+	}
+	for name, src := range map[string][]byte{
+		"heredoc introducers": fill("<"),
+		"long markers":        fill("<<" + strings.Repeat("é", 100) + "<"),
+		"unclosed comments":   fill("/*"),
+		"unclosed heredoc":    append([]byte("a = <<E\n"), fill("x $ %")...),
+		"unclosed string":     append([]byte("a = \""), fill("\\\" $$ %%{")...),
+		"objects":             fill("a = {b = [-1]}\n"),
+		"one-line blocks":     fill("a { b = [-1] }\n"),
+		"broken blocks":       fill("a { b }\n"),
+		"JSON strings":        append([]byte("["), fill(`"${1}", `)...),
+		"words":               fill("word "),
+	} {
+		asJSON := name == "JSON strings"
+		start := time.Now()
+		diags := checkLimits("configuration file", "x", src, asJSON)
+		t.Logf("%-20s %v (%d diagnostics)", name, time.Since(start), len(diags))
+	}
+}
+
 // TestFileSizeLimit: a file of exactly MaxFileSize bytes loads; one byte
 // more is refused at that byte, whether read from disk or given.
 func TestFileSizeLimit(t *testing.T) {
