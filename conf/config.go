@@ -39,14 +39,23 @@ const (
 const (
 	DefaultSweepInterval = 10 * time.Second
 	DefaultStateDir      = "/var/lib/ibsm"
+	// DefaultMADWindow suits the simulators; on hardware (umad) the
+	// default is DefaultMADWindowUMAD, as OpenSM's max_wire_smps: switch
+	// management traffic has no flow control, so more in flight means
+	// more drops on real switches.
 	DefaultMADWindow     = 16
-	DefaultMADTimeout    = 200 * time.Millisecond
-	DefaultMADRetries    = 3
-	DefaultPluginTimeout = 60 * time.Second
-	DefaultPriority      = 15
-	DefaultSMPort        = 1
-	DefaultUMADPort      = 1
-	DefaultIBSimSocket   = "sim"
+	DefaultMADWindowUMAD = 4
+	// Election defaults, as OpenSM's sminfo_polling_timeout and
+	// polling_retry_number.
+	DefaultPollingInterval = 10 * time.Second
+	DefaultPollingRetries  = 4
+	DefaultMADTimeout      = 200 * time.Millisecond
+	DefaultMADRetries      = 3
+	DefaultPluginTimeout   = 60 * time.Second
+	DefaultPriority        = 15
+	DefaultSMPort          = 1
+	DefaultUMADPort        = 1
+	DefaultIBSimSocket     = "sim"
 )
 
 // Config is a fully validated configuration.
@@ -99,6 +108,15 @@ type SM struct {
 	// AuditSMPs is audit_smps as sm.Options takes it: 0 when not set (the
 	// SM's default budget), -1 when set to 0 (audit off).
 	AuditSMPs int
+	// SMKey is the SM_Key (sm_key): SMInfo Sets must carry it, and only
+	// who presents it sees it. 0: none.
+	SMKey uint64
+	// PollingInterval and PollingRetries: a standby polls the master this
+	// often and takes over after this many failed polls in a row.
+	PollingInterval time.Duration
+	PollingRetries  int
+	// HonorPriority: a master hands over to a better SM that appears.
+	HonorPriority bool
 }
 
 // Plugin is one plugin "<kind>" "<name>" {} block.

@@ -119,7 +119,8 @@ var smSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "sweep_interval"}, {Name: "lmc"}, {Name: "state_dir"}, {Name: "mad_window"},
 		{Name: "mad_timeout"}, {Name: "mad_retries"}, {Name: "plugin_timeout"}, {Name: "priority"},
-		{Name: "audit_smps"},
+		{Name: "audit_smps"}, {Name: "sm_key"}, {Name: "polling_interval"}, {Name: "polling_retries"},
+		{Name: "honor_priority"},
 	},
 }
 
@@ -222,7 +223,7 @@ func (d *decoder) file(body hcl.Body) *Config {
 		d.errorf(body.MissingItemRange(), "Missing fabric block",
 			`The SM needs to know how to reach the fabric. Add, for example, fabric { transport = "sim"  topology = "fabric.net" }.`)
 	}
-	cfg.SM = d.sm(d.singleton(c.Blocks, "sm"))
+	cfg.SM = d.sm(d.singleton(c.Blocks, "sm"), cfg.Fabric.Transport)
 
 	byKey := map[string]*Plugin{}
 	for _, b := range c.Blocks {

@@ -40,6 +40,11 @@ func TestLoadFull(t *testing.T) {
 		MADRetries:    0,
 		PluginTimeout: 2 * time.Minute,
 		Priority:      3,
+
+		SMKey:           0x0123456789abcdef,
+		PollingInterval: 3 * time.Second,
+		PollingRetries:  2,
+		HonorPriority:   false,
 	}
 	if cfg.SM != wantSM {
 		t.Errorf("SM = %+v, want %+v", cfg.SM, wantSM)
@@ -85,8 +90,8 @@ func TestLoadFull(t *testing.T) {
 		t.Errorf("assigners = %v, %v", cfg.LIDAssigner(), cfg.VLAssigner())
 	}
 	// Ranges point into the file so later stages can report problems there.
-	if p := cfg.Plugin(sdk.KindRouting, "updn"); p.DeclRange.Start.Line != 20 || p.ConfigRange.Start.Line != 23 ||
-		p.PathRange.Start.Line != 21 || p.SHA256Range.Start.Line != 22 || p.DeclRange.Filename != "testdata/full.hcl" {
+	if p := cfg.Plugin(sdk.KindRouting, "updn"); p.DeclRange.Start.Line != 24 || p.ConfigRange.Start.Line != 27 ||
+		p.PathRange.Start.Line != 25 || p.SHA256Range.Start.Line != 26 || p.DeclRange.Filename != "testdata/full.hcl" {
 		t.Errorf("updn ranges: decl %v config %v path %v sha %v", p.DeclRange, p.ConfigRange, p.PathRange, p.SHA256Range)
 	}
 	if cfg.Fabric.TopologyRange.Start.Line != 4 {
@@ -122,6 +127,10 @@ func TestLoadDefaults(t *testing.T) {
 		MADRetries:    3,
 		PluginTimeout: time.Minute,
 		Priority:      15,
+
+		PollingInterval: DefaultPollingInterval,
+		PollingRetries:  DefaultPollingRetries,
+		HonorPriority:   true,
 	}
 	if cfg.SM != want {
 		t.Errorf("SM = %+v, want %+v", cfg.SM, want)

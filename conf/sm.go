@@ -10,15 +10,23 @@ import (
 // fills the unicast LID space with a thousand switches).
 const MaxAuditSMPs = 1 << 20
 
-func (d *decoder) sm(b *hcl.Block) SM {
+func (d *decoder) sm(b *hcl.Block, transport Transport) SM {
+	window := DefaultMADWindow
+	if transport == TransportUMAD {
+		window = DefaultMADWindowUMAD
+	}
 	s := SM{
 		SweepInterval: DefaultSweepInterval,
 		StateDir:      d.abs(DefaultStateDir),
-		MADWindow:     DefaultMADWindow,
+		MADWindow:     window,
 		MADTimeout:    DefaultMADTimeout,
 		MADRetries:    DefaultMADRetries,
 		PluginTimeout: DefaultPluginTimeout,
 		Priority:      DefaultPriority,
+
+		PollingInterval: DefaultPollingInterval,
+		PollingRetries:  DefaultPollingRetries,
+		HonorPriority:   true,
 	}
 	if b == nil {
 		return s
@@ -48,7 +56,7 @@ func (d *decoder) sm(b *hcl.Block) SM {
 	}
 	if f := attr(d, a, "mad_window", &n); f.ok {
 		if n < 1 || n > 65535 {
-			d.errorf(f.rng, "MAD window out of range", "mad_window = %d; allow 1..65535 outstanding MADs (16 is a good start).", n)
+			d.errorf(f.rng, "MAD window out of range", "mad_window = %d; allow 1..65535 outstanding MADs (the default, 4 on hardware and 16 on the simulators, is a good start; raise it on large fabrics whose switches keep up).", n)
 		} else {
 			s.MADWindow = n
 		}
@@ -69,6 +77,24 @@ func (d *decoder) sm(b *hcl.Block) SM {
 			s.AuditSMPs = -1
 		default:
 			s.AuditSMPs = n
+		}
+	}
+	d.duration(a, "polling_interval", &s.PollingInterval, "how often a standby polls the master")
+	if f := attr(d, a, "polling_retries", &n); f.ok {
+		if n < 1 || n > 100 {
+			d.errorf(f.rng, "Polling retries out of range", "polling_retries = %d; a standby takes over after this many failed polls of the master: 1..100 (4 is typical).", n)
+		} else {
+			s.PollingRetries = n
+		}
+	}
+	attr(d, a, "honor_priority", &s.HonorPriority)
+	var key string
+	if f := attr(d, a, "sm_key", &key); f.ok {
+		k, err := ParseGUID(key)
+		if err != nil {
+			d.errorf(f.rng, "Invalid SM_Key", "sm_key = %q is not a 64-bit key in hex; write it like \"0x1234abcd5678ef00\", the same on every SM of the subnet.", key)
+		} else {
+			s.SMKey = k
 		}
 	}
 	var dir string

@@ -15,6 +15,10 @@ sm {
   mad_retries    = 0
   plugin_timeout = "2m"
   priority       = 3
+  sm_key         = "0x0123456789abcdef"
+  polling_interval = "3s"
+  polling_retries  = 2
+  honor_priority   = false
 }
 
 plugin "routing_engine" "updn" {

@@ -81,14 +81,27 @@ func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err e
 		SweepInterval: cfg.SM.SweepInterval,
 		LIDFile:       filepath.Join(cfg.SM.StateDir, "guid2lid"),
 		AuditSMPs:     cfg.SM.AuditSMPs,
+		Election:      election(cfg),
 	}, log.Named("sm"))
 	// Only umad's kernel agent segments RMPP; ibsim and the embedded fabric
 	// carry single MADs, so their SA answers must fit in one.
 	a.SM.Agent = sa.New(a.SM, a.T, sa.Options{
 		RMPP:     cfg.Fabric.Transport == conf.TransportUMAD,
 		Priority: cfg.SM.Priority,
+		SMKey:    cfg.SM.SMKey,
 	}, log.Named("sa"))
 	return a, nil
+}
+
+// election is the SM's part in the SMInfo protocol as configured.
+func election(cfg *conf.Config) sm.ElectionOptions {
+	return sm.ElectionOptions{
+		Priority:      cfg.SM.Priority,
+		SMKey:         cfg.SM.SMKey,
+		PollInterval:  cfg.SM.PollingInterval,
+		PollRetries:   cfg.SM.PollingRetries,
+		HonorPriority: cfg.SM.HonorPriority,
+	}
 }
 
 func (a *App) openFabric(ctx context.Context) error {
@@ -261,6 +274,10 @@ func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
 		return err
 	}
 	a.SM.Reconfigure(runner, cfg.SM.LMC)
+	a.SM.SetElection(election(cfg))
+	if ag, ok := a.SM.Agent.(*sa.Agent); ok {
+		ag.SetSMKey(cfg.SM.SMKey)
+	}
 	prev.Close()
 	return nil
 }

@@ -30,6 +30,7 @@ import (
 	"context"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/host/discovery"
@@ -76,6 +77,7 @@ type Agent struct {
 	mu     sync.Mutex
 	idx    *index
 	warned map[string]bool
+	smKey  atomic.Uint64 // Options.SMKey, replaced by SetSMKey
 }
 
 var _ sm.Agent = (*Agent)(nil)
@@ -96,8 +98,13 @@ func New(src Source, t transport.Transport, opts Options, log hclog.Logger) *Age
 		log.Warn("packet lifetime is 6 bits; clamping", "packet_lifetime", opts.PacketLifeTime, "used", 0x3F)
 		opts.PacketLifeTime = 0x3F
 	}
-	return &Agent{src: src, t: t, opts: opts, log: log, warned: map[string]bool{}}
+	a := &Agent{src: src, t: t, opts: opts, log: log, warned: map[string]bool{}}
+	a.smKey.Store(opts.SMKey)
+	return a
 }
+
+// SetSMKey replaces the SM_Key that makes SA requests trusted (SIGHUP).
+func (a *Agent) SetSMKey(k uint64) { a.smKey.Store(k) }
 
 // Handle answers p if it is an SA request or an SMP addressed to the SM
 // (SMInfo, or any other attribute the fabric handed us because no SMA
@@ -186,8 +193,8 @@ func (a *Agent) smInfo(revealKey bool) (smp.SMInfo, uint16) {
 		return el.SMInfo(revealKey), lid
 	}
 	si := smp.SMInfo{Priority: a.opts.Priority, SMState: smp.SMStateDiscovering}
-	if revealKey || a.opts.SMKey == 0 {
-		si.SMKey = a.opts.SMKey
+	if key := a.smKey.Load(); revealKey || key == 0 {
+		si.SMKey = key
 	}
 	// ActCount is a heartbeat (IBA 14.4.1): the SM's MAD activity grows
 	// while it is alive.
@@ -238,7 +245,8 @@ func (a *Agent) handleSMP(p transport.Packet) bool {
 			a.log.Debug("SMInfo Set answered with our state", "from_lid", p.SLID, "control", s.AttrMod)
 			si, _ = a.smInfo(false)
 		default:
-			si, _ = a.smInfo(a.opts.SMKey != 0 && reqInfo.SMKey == a.opts.SMKey)
+			key := a.smKey.Load()
+			si, _ = a.smInfo(key != 0 && reqInfo.SMKey == key)
 		}
 	}
 	s.Data = [smp.DataLen]byte{}

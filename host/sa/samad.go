@@ -182,7 +182,7 @@ func (a *Agent) handleSA(p transport.Packet) {
 		return
 	}
 	// SM_Key 0 is what untrusted clients send (saquery's default).
-	q := query{a: a, x: x, req: &req, trusted: req.SMKey != 0 && req.SMKey == a.opts.SMKey}
+	q := query{a: a, x: x, req: &req, trusted: req.SMKey != 0 && req.SMKey == a.smKey.Load()}
 	limit := 0
 	switch {
 	case get:
