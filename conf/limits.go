@@ -24,7 +24,9 @@ const (
 	// are a few KiB; the largest plausible generated one (a plugin config
 	// listing every endpoint of a fabric that fills the 49,151-LID unicast
 	// space, ~40 bytes an entry) is about 2 MB, so 4 MiB leaves twice that.
-	// Parsing a 4 MiB list of GUIDs takes HCL about 2 s and 250 MB.
+	// Parsing a 4 MiB list of GUIDs takes HCL about 2 s and 250 MB here; a
+	// 4 MiB file of one-character tokens is HCL's worst case, about 15 s
+	// and 1.5 GB, so a much larger limit would not be safe either.
 	MaxFileSize = 4 << 20
 
 	// MaxNesting bounds how deeply brackets, braces, parentheses, template
@@ -57,7 +59,7 @@ func checkLimits(what, name string, src []byte, asJSON bool) hcl.Diagnostics {
 			Severity: hcl.DiagError,
 			Summary:  "File too large",
 			Detail: fmt.Sprintf("The %s is larger than %d bytes (4 MiB); ibsm refuses it before parsing. "+
-				"A real configuration is a few KiB: check that this is the file you meant, and remove whatever generated the bulk.",
+				"Real ibsm files are a few KiB: check that this is the file you meant, and remove whatever generated the bulk.",
 				what, MaxFileSize),
 			Subject: &r,
 		}}
