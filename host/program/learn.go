@@ -29,6 +29,12 @@ func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *top
 		mu  sync.Mutex
 		all []*learned
 	)
+	p.mu.Lock()
+	forgot := p.forgot
+	p.mu.Unlock()
+	if forgot {
+		return 0
+	}
 	r := fanout.New(p.Parallel)
 	for _, node := range topo.Switches() {
 		guid := topo.Nodes[node].GUID

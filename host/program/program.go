@@ -49,6 +49,9 @@ type Stats struct {
 	OpVLsSets int64
 	StateSets int64
 	Failed    int64
+	// Reregistered counts CA ports asked to re-register (in PortInfo Sets
+	// counted above).
+	Reregistered int64
 }
 
 // Sets is the total number of Set SMPs.
@@ -69,6 +72,21 @@ type Programmer struct {
 	gen uint64
 
 	aud auditor
+
+	// reregister: the next Apply sets ClientReregister on every CA port
+	// (this SM just became master: clients must re-register their SA
+	// subscriptions and multicast joins with it).
+	reregister bool
+	// forgot: Forget was called; the next Apply writes every block blind.
+	forgot bool
+}
+
+// Reregister makes the next Apply ask every CA port's clients to
+// re-register (PortInfo ClientReregister, IBA 14.4.11).
+func (p *Programmer) Reregister() {
+	p.mu.Lock()
+	p.reregister = true
+	p.mu.Unlock()
 }
 
 type nodeState struct {
@@ -105,6 +123,7 @@ type nodeState struct {
 func (p *Programmer) Forget() {
 	p.mu.Lock()
 	p.known = nil
+	p.forgot = true // no read-back either: the next Apply pushes everything
 	p.gen++
 	p.mu.Unlock()
 }
@@ -141,6 +160,9 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		pi   smp.PortInfo
 	}
 	lidSets := map[portKey]*piSet{}
+	p.mu.Lock()
+	rereg := p.reregister
+	p.mu.Unlock()
 	for i, ep := range eps {
 		n := fab.Nodes[topo.Nodes[ep.Node].GUID]
 		want := rz.LIDs.Ports[i]
@@ -149,12 +171,17 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 			continue
 		}
 		cur := pt.Info
-		if cur.LID == want.Base && cur.LMC == want.LMC && cur.MasterSMLID == smLID {
+		ca := n.Info.NodeType != smp.NodeTypeSwitch
+		if cur.LID == want.Base && cur.LMC == want.LMC && cur.MasterSMLID == smLID && !(rereg && ca) {
 			continue
 		}
 		pi := cur
 		pi.LID, pi.LMC, pi.MasterSMLID = want.Base, want.LMC, smLID
 		noChange(&pi)
+		if rereg && ca {
+			st.Reregistered++
+			pi.ClientReregister = true
+		}
 		lidSets[portKey{n.Info.NodeGUID, ep.Port}] = &piSet{n.Path, pi}
 	}
 	opVLs := p.operationalVLs(fab, need)
@@ -237,6 +264,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	// Remember the tables as written, and what this plan owns.
 	p.mu.Lock()
 	p.gen++
+	p.reregister, p.forgot = false, false
 	for _, ks := range p.known {
 		ks.inPlan, ks.opVLs, ks.sl2vlKeys, ks.vlarbKeys = false, nil, nil, nil
 	}
@@ -308,6 +336,7 @@ func noChange(pi *smp.PortInfo) {
 	pi.LinkDownDefaultState = 0
 	pi.LinkSpeedEnabled = 0
 	pi.LinkWidthEnabled = 0
+	pi.ClientReregister = false // asked for once, explicitly
 }
 
 // stateLocked returns (creating) what is known of a switch; p.mu held.

@@ -173,6 +173,7 @@ func (s *SM) HandleSMInfoSet(mod uint32, req smp.SMInfo) smp.SMInfo {
 		e.set(smp.SMStateMaster, 0)
 		e.handover = req.GUID
 		e.takeovers++
+		s.prog.Reregister()
 		e.poke()
 		s.Log.Info("mastership handed over to us", "from", from)
 	case mod == smCtlAcknowledge:
@@ -336,6 +337,7 @@ func (s *SM) arbitrate(ctx context.Context, fab *discovery.Fabric) bool {
 	e.mu.Lock()
 	if e.state != smp.SMStateMaster {
 		e.takeovers++
+		s.prog.Reregister() // clients re-register with the new master
 		s.Log.Info("this SM is master", "priority", prio, "guid", fmt.Sprintf("%#016x", own), "other_sms", len(rs))
 	}
 	e.set(smp.SMStateMaster, 0)
