@@ -72,7 +72,7 @@ func (d *decoder) sm(b *hcl.Block, transport Transport) SM {
 		switch {
 		case n < 0 || n > MaxAuditSMPs:
 			d.errorf(f.rng, "Audit budget out of range",
-				"audit_smps = %d; it is how many SMPs each light sweep spends reading back programmed LFT blocks and port settings: 0 (audit off) to %d (a few hundred is typical).", n, MaxAuditSMPs)
+				"audit_smps = %d; it is how many SMPs each light sweep spends reading back programmed LFT blocks and port settings: 0 (audit off) to %d; leave it unset to cover the whole fabric every 5 minutes.", n, MaxAuditSMPs)
 		case n == 0:
 			s.AuditSMPs = -1
 		default:
