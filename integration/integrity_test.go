@@ -1,13 +1,11 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -18,27 +16,9 @@ import (
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
-// syncBuffer is a log sink safe for the SM's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // bringUp builds an App for cfg (logging into log), runs one heavy sweep
 // and returns both.
-func bringUp(t *testing.T, cfg string, log *syncBuffer) (*app.App, int) {
+func bringUp(t *testing.T, cfg string, log *lockedBuffer) (*app.App, int) {
 	t.Helper()
 	a, err := app.New(context.Background(), loadConfig(t, cfg), hclog.New(&hclog.LoggerOptions{Output: log, Level: hclog.Info}))
 	if err != nil {
@@ -138,7 +118,7 @@ func readBackVerified(t *testing.T, a *app.App) {
 func TestPermutedLIDsUnderWarmCache(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeMVConfig(t, dir, mvSetup{net: rrg16Net, engine: "sssp", lid: "sequential", v: "dfsssp"})
-	log := &syncBuffer{}
+	log := &lockedBuffer{}
 	a, _ := bringUp(t, cfg, log)
 	readBackVerified(t, a)
 	a.Close()
@@ -188,7 +168,7 @@ func TestPermutedLIDsUnderWarmCache(t *testing.T) {
 func TestCorruptCacheIsRecomputed(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeMVConfig(t, dir, mvSetup{net: rrg16Net, engine: "sssp", lid: "sequential", v: "dfsssp"})
-	log := &syncBuffer{}
+	log := &lockedBuffer{}
 	a, _ := bringUp(t, cfg, log)
 	want := a.SM.Applied().Result.Key
 	a.Close()
@@ -228,7 +208,7 @@ func TestUnwritableCacheStillRoutes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "state", "cache"), []byte("in the way\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &lockedBuffer{}
 	a, _ := bringUp(t, cfg, log)
 	readBackVerified(t, a)
 	if !strings.Contains(log.String(), "plan cache: cannot write") || !strings.Contains(log.String(), "not a directory") {
@@ -250,7 +230,7 @@ func TestReadOnlyStateDirStillRoutes(t *testing.T) {
 		t.Skipf("cannot mount a read-only state directory here (needs root): %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", state).Run() })
-	log := &syncBuffer{}
+	log := &lockedBuffer{}
 	a, _ := bringUp(t, cfg, log)
 	readBackVerified(t, a)
 	for _, want := range []string{"state directory is read-only", "plan cache: cannot write"} {

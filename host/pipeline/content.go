@@ -39,19 +39,26 @@ func (d *digest) bytes(b []byte) {
 
 func (d *digest) sum() uint64 { return d.h.Sum64() }
 
+// planes writes per-destination forwarding trees (nil and empty differ).
+func (d *digest) planes(dps []plan.DestPlanes) {
+	if dps == nil {
+		d.u64(0)
+		return
+	}
+	d.u64(1)
+	d.u64(uint64(len(dps)))
+	for _, dp := range dps {
+		d.u64(uint64(len(dp.Planes)))
+		for _, pl := range dp.Planes {
+			d.bytes(pl)
+		}
+	}
+}
+
 // hashRoutes is the content hash of a routing engine's answer.
 func hashRoutes(r *plan.Routes) uint64 {
 	d := newDigest("routes")
-	if r.Planes != nil {
-		d.u64(1)
-		d.u64(uint64(len(r.Planes)))
-		for _, dp := range r.Planes {
-			d.u64(uint64(len(dp.Planes)))
-			for _, pl := range dp.Planes {
-				d.bytes(pl)
-			}
-		}
-	}
+	d.planes(r.Planes)
 	d.u64(uint64(len(r.Paths)))
 	for _, p := range r.Paths {
 		d.u64(uint64(uint32(p.Src))<<32 | uint64(uint32(p.Dst)))
@@ -70,18 +77,7 @@ func hashLIDs(l *plan.LIDPlan) uint64 {
 	for _, p := range l.Ports {
 		d.u64(uint64(p.Base)<<8 | uint64(p.LMC))
 	}
-	if l.Planes != nil {
-		d.u64(1)
-		d.u64(uint64(len(l.Planes)))
-		for _, dp := range l.Planes {
-			d.u64(uint64(len(dp.Planes)))
-			for _, pl := range dp.Planes {
-				d.bytes(pl)
-			}
-		}
-	} else {
-		d.u64(0)
-	}
+	d.planes(l.Planes)
 	d.u64(uint64(l.Rule))
 	d.u64(uint64(len(l.Overrides)))
 	for _, o := range l.Overrides {

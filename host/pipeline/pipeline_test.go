@@ -341,6 +341,14 @@ func (s *prevLIDs) AssignLIDs(_ context.Context, req sdk.LIDRequest) (*plan.LIDP
 	return l, nil
 }
 
+// counted is loopCheck counting its calls in n.
+func counted(n *int) Verifier {
+	return func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+		*n++
+		return loopCheck(t, rt, l, v, rz)
+	}
+}
+
 func (f *integrityFixture) calls() int { return f.eng.calls + f.lids.calls + f.vls.calls }
 
 // TestCacheFileCorruptionIsAMiss: one byte changed inside a cached result
@@ -397,10 +405,7 @@ func TestTamperedCacheIsVerified(t *testing.T) {
 	Put(NewCache(f.dir), "routing", Key(k), broken) // a forger who knows the format
 	checks := 0
 	r := f.runner()
-	r.Verify = func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
-		checks++
-		return loopCheck(t, rt, l, v, rz)
-	}
+	r.Verify = counted(&checks)
 	got, err := r.Run(context.Background(), Input{Topo: topo})
 	if err != nil {
 		t.Fatal(err)
@@ -441,10 +446,7 @@ func TestPersistedLIDsAreInTheKey(t *testing.T) {
 	}
 	checks := 0
 	r := f.runner()
-	r.Verify = func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
-		checks++
-		return loopCheck(t, rt, l, v, rz)
-	}
+	r.Verify = counted(&checks)
 	got, err := r.Run(context.Background(), Input{Topo: topo, Previous: rev})
 	if err != nil {
 		t.Fatal(err)
