@@ -45,8 +45,11 @@
 //     vendor ones) are delivered to a Conn attached at the destination port
 //     if there is one (that is how traps and SMInfo reach an SM), else
 //     answered with status 0x000C. VLArbitrationTable blocks are stored and
-//     returned but do not arbitrate. M_Key, P_Key enforcement, VL
-//     arbitration and multicast forwarding are not simulated.
+//     returned but do not arbitrate. P_Key enforcement, VL arbitration and
+//     multicast forwarding are not simulated.
+//   - The SMA enforces M_Keys as IBA 14.2.4 defines them (protection
+//     levels, M_KeyViolations, trap 256, the lease timer): see mkey.go.
+//     ibsim does not; this fabric is where M_Key protection can be shown.
 package sim
 
 import (
@@ -56,6 +59,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/netfile"
@@ -72,6 +76,9 @@ type Options struct {
 	// 65536 packets). A full queue drops further packets, counted in
 	// Stats.Overruns, as a real HCA would.
 	RecvBuffer int
+	// Now is the clock M_Key lease periods run on (default time.Now);
+	// tests pass a fake one to expire leases without waiting.
+	Now func() time.Time
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -86,6 +93,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RecvBuffer <= 0 {
 		o.RecvBuffer = 65536
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o, nil
 }
@@ -151,6 +161,14 @@ type port struct {
 	subnetTO uint8
 	gidPfx   uint64
 	capMask  uint32
+
+	// M_Key state (IBA 14.2.4). A CA port checks SMPs against its own; a
+	// switch keeps one set on port 0 for the whole switch.
+	mkey      uint64
+	mkeyProt  uint8     // M_KeyProtectBits 0..3
+	mkeyLease uint16    // M_KeyLeasePeriod in seconds; 0 = never expires
+	mkeyViol  uint16    // M_KeyViolations, saturating
+	leaseEnd  time.Time // lease timer running until then; zero = stopped
 
 	attached atomic.Pointer[conn]
 }
@@ -474,6 +492,14 @@ type PortSnapshot struct {
 	MasterSMLID uint16
 	OpVLs       uint8
 	IsSM        bool
+	// M_Key state of the port (a switch's: port 0's): the key, its
+	// protection level and lease period, the violations counted and
+	// whether the lease timer runs.
+	MKey           uint64
+	MKeyProtect    uint8
+	MKeyLease      uint16
+	MKeyViolations uint16
+	LeaseRunning   bool
 }
 
 // PortInfo returns a snapshot of port p of node guid. For switch ports other
@@ -490,8 +516,12 @@ func (f *Fabric) PortInfo(guid uint64, p uint8) (PortSnapshot, error) {
 		base = &n.ports[0]
 	}
 	lid, lmc := base.lid()
+	kp := mkeyHolder(n, p)
+	expireLocked(kp, f.opts.Now())
 	return PortSnapshot{LID: lid, LMC: lmc, State: uint8(pt.state.Load()), PhysState: physState(n, uint8(p)),
-		MasterSMLID: base.smLID, OpVLs: pt.opVLs, IsSM: pt.capMask&smp.CapIsSM != 0}, nil
+		MasterSMLID: base.smLID, OpVLs: pt.opVLs, IsSM: pt.capMask&smp.CapIsSM != 0,
+		MKey: kp.mkey, MKeyProtect: kp.mkeyProt, MKeyLease: kp.mkeyLease, MKeyViolations: kp.mkeyViol,
+		LeaseRunning: !kp.leaseEnd.IsZero()}, nil
 }
 
 // SL2VL returns the SL-to-VL table of a switch port pair (in, out), or of

@@ -88,7 +88,10 @@ func (f *Fabric) directed(c *conn, s *smp.SMP) {
 // real SMA gives to what nobody handles. It reports whether s now holds a
 // response the caller must carry back.
 func (f *Fabric) answerAt(dst *node, in uint8, s *smp.SMP, hdr transport.Packet) bool {
-	if !f.sma(dst, in, s) {
+	switch f.sma(dst, in, s) {
+	case smaRefused:
+		return false // counted in Stats.MKeyRefused; the requester times out
+	case smaNotMine:
 		if a := agentAt(dst, in); a != nil && s.Method != smp.MethodTrapRepress {
 			f.forward(a, hdr, s)
 			return false

@@ -9,20 +9,32 @@ import (
 // LinkSpeedExt* fields are valid (FDR and faster).
 const capExtSpeeds = 1 << 14
 
+// smaResult is what the SMA did with a request.
+type smaResult uint8
+
+const (
+	smaNotMine  smaResult = iota // an attribute the SMA does not implement
+	smaAnswered                  // s now holds the response
+	smaRefused                   // the M_Key check failed: no response
+)
+
 // sma runs node n's subnet management agent on a request that arrived on
-// port in, turning s into the response in place. It returns false for
-// attributes the SMA does not implement, which the caller forwards to an
-// attached agent or answers as unsupported.
-func (f *Fabric) sma(n *node, in uint8, s *smp.SMP) bool {
+// port in, turning s into the response in place. Attributes the SMA does
+// not implement (smaNotMine) the caller forwards to an attached agent or
+// answers as unsupported; an SMP that fails the M_Key check is dropped.
+func (f *Fabric) sma(n *node, in uint8, s *smp.SMP) smaResult {
 	switch s.AttrID {
 	case smp.AttrNodeDescription, smp.AttrNodeInfo, smp.AttrSwitchInfo, smp.AttrGUIDInfo, smp.AttrPortInfo,
 		smp.AttrPKeyTable, smp.AttrSLtoVLMappingTable, smp.AttrLinearForwardingTable, smp.AttrVLArbitrationTable:
 	default:
-		return false
+		return smaNotMine
 	}
 	if s.Method != smp.MethodGet && s.Method != smp.MethodSet {
 		s.TurnAround(smp.StatusUnsupportedMethod)
-		return true
+		return smaAnswered
+	}
+	if f.checkMKey(n, in, s) {
+		return smaRefused
 	}
 	set := s.Method == smp.MethodSet
 	var st uint16
@@ -63,7 +75,7 @@ func (f *Fabric) sma(n *node, in uint8, s *smp.SMP) bool {
 		st = f.vlArbTable(n, in, s, set)
 	}
 	s.TurnAround(st)
-	return true
+	return smaAnswered
 }
 
 func readOnly(set bool) uint16 {
@@ -153,6 +165,7 @@ func (f *Fabric) fillPortInfo(n *node, in, q uint8, s *smp.SMP) {
 		MTUCap: 5, VLHighLimit: 0, VLArbitrationHighCap: 8, VLArbitrationLowCap: 8,
 		HOQLife: pt.hoqLife, OperationalVLs: pt.opVLs, SubnetTimeOut: base.subnetTO, GUIDCap: 1,
 	}
+	f.fillMKey(n, q, s, &pi)
 	if pt.up() || q == 0 {
 		pi.NeighborMTU = 5
 	}
@@ -244,6 +257,7 @@ func (f *Fabric) applyPortInfo(n *node, q uint8, pt *port, pi *smp.PortInfo, ev 
 	if addressed {
 		pt.addr.Store(uint32(pi.LID) | uint32(pi.LMC)<<16)
 		pt.smLID, pt.smSL, pt.subnetTO, pt.gidPfx = pi.MasterSMLID, pi.MasterSMSL, pi.SubnetTimeOut, pi.GIDPrefix
+		applyMKey(pt, pi)
 	}
 	pt.hoqLife = pi.HOQLife
 	if pi.OperationalVLs != 0 {

@@ -27,6 +27,9 @@ type Stats struct {
 	// Malformed counts undecodable MADs; Overruns packets dropped because
 	// an agent's receive queue was full.
 	Malformed, Overruns uint64
+	// MKeyRefused counts SMPs an SMA dropped because they failed its M_Key
+	// check (each also counts in the port's M_KeyViolations).
+	MKeyRefused uint64
 }
 
 const attrSlots = 0x40
@@ -36,6 +39,7 @@ type counters struct {
 	answered, dropped, lost      atomic.Uint64
 	traps, trapsLost             atomic.Uint64
 	malformed, overruns          atomic.Uint64
+	mkeyRefused                  atomic.Uint64
 	byAttr                       [attrSlots]atomic.Uint64
 	otherAttr                    sync64map
 }
@@ -72,7 +76,8 @@ func (f *Fabric) Stats() Stats {
 		Received: c.received.Load(), Gets: c.gets.Load(), Sets: c.sets.Load(), Others: c.others.Load(),
 		Answered: c.answered.Load(), Dropped: c.dropped.Load(), Lost: c.lost.Load(),
 		Traps: c.traps.Load(), TrapsLost: c.trapsLost.Load(), Malformed: c.malformed.Load(), Overruns: c.overruns.Load(),
-		ByAttr: map[uint16]uint64{},
+		MKeyRefused: c.mkeyRefused.Load(),
+		ByAttr:      map[uint16]uint64{},
 	}
 	for i := range c.byAttr {
 		if v := c.byAttr[i].Load(); v != 0 {
