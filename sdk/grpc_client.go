@@ -48,7 +48,7 @@ func (c *RemoteClient) GetInfo(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return Info{Name: r.Name, Version: r.Version, Kind: Kind(r.Kind), Capabilities: r.Capabilities}, nil
+	return Info{Name: r.Name, Version: r.Version, Kind: Kind(r.Kind), Capabilities: r.Capabilities, SDKVersion: r.SdkVersion}, nil
 }
 
 // GetSchema fetches the plugin's config schema.

@@ -27,8 +27,15 @@ type Info struct {
 	Name    string
 	Version string
 	Kind    Kind
-	// Capabilities are minor-feature flags (e.g. "lmc", "paths").
+	// Capabilities are minor-feature flags (CapLMC, CapPaths, CapPlanes);
+	// the host refuses a pipeline whose plugins' capabilities do not fit
+	// together before anything runs (see capabilities.go).
 	Capabilities []string
+	// SDKVersion is the version of the SDK the plugin was built with. The
+	// SDK fills it in on the wire (plugins leave it empty); the host reads
+	// it from GetInfo, records it in the lock file and lists it. Plugins
+	// built before SDK 0.2.0 report "".
+	SDKVersion string
 }
 
 // Plugin is what every kind implements.

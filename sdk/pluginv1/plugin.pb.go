@@ -74,7 +74,8 @@ type Info struct {
 	// kind is "routing_engine", "lid_assigner" or "vl_assigner".
 	Kind         string   `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
 	Capabilities []string `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	// sdk_version is the version of the ibsm SDK the plugin was built with.
+	// sdk_version is the version of the ibsm SDK the plugin was built with
+	// (filled in by the SDK's server; the host records it in the lock file).
 	SdkVersion    string `protobuf:"bytes,5,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -236,8 +237,12 @@ type Attribute struct {
 	HasDefault     bool   `protobuf:"varint,4,opt,name=has_default,json=hasDefault,proto3" json:"has_default,omitempty"`
 	DefaultMsgpack []byte `protobuf:"bytes,5,opt,name=default_msgpack,json=defaultMsgpack,proto3" json:"default_msgpack,omitempty"`
 	Doc            string `protobuf:"bytes,6,opt,name=doc,proto3" json:"doc,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// file: the value names a file (type string). The operator writes a
+	// path; the host reads the file and sends its contents in Configure in
+	// place of the path. Hosts that predate the field send the path.
+	File          bool `protobuf:"varint,7,opt,name=file,proto3" json:"file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Attribute) Reset() {
@@ -310,6 +315,13 @@ func (x *Attribute) GetDoc() string {
 		return x.Doc
 	}
 	return ""
+}
+
+func (x *Attribute) GetFile() bool {
+	if x != nil {
+		return x.File
+	}
+	return false
 }
 
 type ConfigureRequest struct {
@@ -491,7 +503,7 @@ const file_ibsm_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06Schema\x129\n" +
 	"\n" +
 	"attributes\x18\x01 \x03(\v2\x19.ibsm.plugin.v1.AttributeR\n" +
-	"attributes\"\xb4\x01\n" +
+	"attributes\"\xc8\x01\n" +
 	"\tAttribute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\ttype_json\x18\x02 \x01(\fR\btypeJson\x12\x1a\n" +
@@ -499,7 +511,8 @@ const file_ibsm_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vhas_default\x18\x04 \x01(\bR\n" +
 	"hasDefault\x12'\n" +
 	"\x0fdefault_msgpack\x18\x05 \x01(\fR\x0edefaultMsgpack\x12\x10\n" +
-	"\x03doc\x18\x06 \x01(\tR\x03doc\"T\n" +
+	"\x03doc\x18\x06 \x01(\tR\x03doc\x12\x12\n" +
+	"\x04file\x18\a \x01(\bR\x04file\"T\n" +
 	"\x10ConfigureRequest\x12\x1b\n" +
 	"\ttype_json\x18\x01 \x01(\fR\btypeJson\x12#\n" +
 	"\rvalue_msgpack\x18\x02 \x01(\fR\fvalueMsgpack\"\x13\n" +

@@ -14,6 +14,14 @@ type Attribute struct {
 	// Default applies when the attribute is absent (cty.NilVal: null).
 	Default cty.Value
 	Doc     string
+	// File marks an attribute whose value names a file (AsFile). The
+	// operator writes a path, relative to the configuration file; the host
+	// reads the file and the plugin receives its contents as the string
+	// value, never the path: a plugin runs without access to the host's
+	// files, and the contents, not the name, enter the plan cache's key.
+	// The attribute's type must be cty.String. Hosts that predate File
+	// send the path.
+	File bool
 }
 
 // Block is a plugin's whole config block.
@@ -28,6 +36,11 @@ func Attr(name string, t cty.Type, doc string) Attribute {
 
 // WithDefault returns a copy of a with a default value.
 func (a Attribute) WithDefault(v cty.Value) Attribute { a.Default = v; return a }
+
+// AsFile returns a copy of a whose value names a file: the plugin
+// receives the file's contents (text, at most 4 MiB), read by the host
+// relative to the configuration file. a must be of type cty.String.
+func (a Attribute) AsFile() Attribute { a.File = true; return a }
 
 // AsRequired returns a copy of a that must be set.
 func (a Attribute) AsRequired() Attribute { a.Required = true; return a }

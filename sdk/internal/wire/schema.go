@@ -18,7 +18,7 @@ func SchemaToProto(b schema.Block) (*pb.Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schema attribute %q: type: %w", a.Name, err)
 		}
-		m := &pb.Attribute{Name: a.Name, TypeJson: tj, Required: a.Required, Doc: a.Doc}
+		m := &pb.Attribute{Name: a.Name, TypeJson: tj, Required: a.Required, Doc: a.Doc, File: a.File}
 		if a.Default != cty.NilVal {
 			d, err := msgpack.Marshal(a.Default, a.Type)
 			if err != nil {
@@ -47,7 +47,7 @@ func SchemaFromProto(s *pb.Schema) (schema.Block, error) {
 		if err != nil {
 			return schema.Block{}, fmt.Errorf("schema attribute %q: type: %w", m.Name, err)
 		}
-		a := schema.Attribute{Name: m.Name, Type: ty, Required: m.Required, Doc: m.Doc}
+		a := schema.Attribute{Name: m.Name, Type: ty, Required: m.Required, Doc: m.Doc, File: m.File}
 		if m.HasDefault {
 			v, err := msgpack.Unmarshal(m.DefaultMsgpack, ty)
 			if err != nil {

@@ -1,0 +1,87 @@
+package sdk
+
+import "slices"
+
+// Capabilities a plugin reports in Info.Capabilities. They announce what a
+// plugin does within the protocol (the protocol major itself is the
+// go-plugin handshake version). The host reads them at launch and refuses,
+// before any plugin is asked for a plan, a pipeline whose plugins cannot
+// work together: a routing engine that returns explicit paths with a LID
+// assigner that only numbers planes, or an LMC the LID assigner cannot
+// give. What a plugin does not declare, the host does not assume; the
+// inferences below keep plugins built before these constants were written
+// down working as they did.
+const (
+	// CapLMC: a routing engine returns up to 2^LMC planes per destination
+	// (RouteRequest.LMC); a LID assigner gives ports 2^LMC LIDs. A LID
+	// assigner without it is refused when sm.lmc > 0.
+	CapLMC = "lmc"
+	// CapPaths: a routing engine returns paths-form routes (plan.Routes.
+	// Paths); a LID assigner numbers paths-form routes (it turns each
+	// destination's paths into LIDs). A LID assigner without it numbers
+	// planes-form routes only.
+	CapPaths = "paths"
+	// CapPlanes: a routing engine returns planes-form routes
+	// (plan.Routes.Planes). Engines that declare CapLMC and not CapPaths
+	// are taken to return planes too (what every planes engine declared
+	// before CapPlanes existed). LID assigners number planes whatever they
+	// declare (path assigners split planes into paths).
+	CapPlanes = "planes"
+)
+
+// HasCapability reports whether the plugin declared capability c.
+func (i Info) HasCapability(c string) bool { return slices.Contains(i.Capabilities, c) }
+
+// RouteForm is the form of the routes a routing engine returns.
+type RouteForm int
+
+const (
+	// FormUnknown: the engine declares neither form; the host cannot
+	// check its pairing before it runs.
+	FormUnknown RouteForm = iota
+	// FormPlanes: destination-based forwarding trees.
+	FormPlanes
+	// FormPaths: explicit hop lists per (source, destination).
+	FormPaths
+	// FormBoth: the engine may return either, depending on its config.
+	FormBoth
+)
+
+func (f RouteForm) String() string {
+	switch f {
+	case FormPlanes:
+		return "planes"
+	case FormPaths:
+		return "paths"
+	case FormBoth:
+		return "planes or paths"
+	}
+	return "unknown"
+}
+
+// RouteForm is the form of routes a routing engine's Info says it
+// returns: CapPaths and CapPlanes name it; CapLMC alone means planes.
+func (i Info) RouteForm() RouteForm {
+	paths, planes := i.HasCapability(CapPaths), i.HasCapability(CapPlanes)
+	switch {
+	case paths && planes:
+		return FormBoth
+	case paths:
+		return FormPaths
+	case planes, i.HasCapability(CapLMC):
+		return FormPlanes
+	}
+	return FormUnknown
+}
+
+// Numbers reports whether a LID assigner's Info says it numbers routes of
+// form f: planes always, paths with CapPaths.
+func (i Info) Numbers(f RouteForm) bool {
+	switch f {
+	case FormPaths:
+		return i.HasCapability(CapPaths)
+	case FormBoth:
+		return i.HasCapability(CapPaths) // it may be handed paths
+	}
+	return true
+}
