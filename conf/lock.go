@@ -28,7 +28,12 @@ type LockEntry struct {
 	Kind    sdk.Kind
 	Name    string
 	Version string // as the plugin reported it; may be empty
-	SHA256  string // 64 lower-case hex digits
+	// SDKVersion and Protocol are the SDK version the plugin reported and
+	// the plugin protocol the host negotiated with it ("" and 0 in lock
+	// files written before they were recorded: not checked then).
+	SDKVersion string
+	Protocol   int
+	SHA256     string // 64 lower-case hex digits
 	// DeclRange is where ReadLock found the entry (zero for new entries).
 	DeclRange hcl.Range
 }
@@ -48,7 +53,7 @@ var lockSchema = &hcl.BodySchema{
 }
 
 var lockEntrySchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "version"}, {Name: "sha256", Required: true}},
+	Attributes: []hcl.AttributeSchema{{Name: "version"}, {Name: "sdk_version"}, {Name: "protocol"}, {Name: "sha256", Required: true}},
 }
 
 // ReadLock reads a lock file. A missing file is an error; callers for whom
@@ -106,6 +111,10 @@ func parseLock(name string, src []byte) ([]LockEntry, hcl.Diagnostics) {
 			continue
 		}
 		attr(d, bc.Attributes, "version", &e.Version)
+		attr(d, bc.Attributes, "sdk_version", &e.SDKVersion)
+		if f := attr(d, bc.Attributes, "protocol", &e.Protocol); f.ok && e.Protocol < 1 {
+			d.errorf(f.rng, "Invalid protocol", "protocol = %d must be a plugin protocol major version (1 or more).", e.Protocol)
+		}
 		if f := attr(d, bc.Attributes, "sha256", &e.SHA256); f.ok {
 			if !validSHA256(e.SHA256) {
 				d.errorf(f.rng, "Invalid sha256", "sha256 = %q must be 64 hex digits.", e.SHA256)
@@ -154,6 +163,12 @@ func FormatLock(entries []LockEntry) ([]byte, error) {
 		blk := body.AppendNewBlock("plugin", []string{string(e.Kind), e.Name}).Body()
 		if e.Version != "" {
 			blk.SetAttributeValue("version", cty.StringVal(e.Version))
+		}
+		if e.SDKVersion != "" {
+			blk.SetAttributeValue("sdk_version", cty.StringVal(e.SDKVersion))
+		}
+		if e.Protocol != 0 {
+			blk.SetAttributeValue("protocol", cty.NumberIntVal(int64(e.Protocol)))
 		}
 		blk.SetAttributeValue("sha256", cty.StringVal(strings.ToLower(e.SHA256)))
 	}

@@ -17,6 +17,12 @@ import (
 // attribute, at the plugin block). Unknown attributes and blocks, values of
 // the wrong type and required attributes set to null are errors at their
 // line. On error the value is cty.NilVal.
+//
+// Attributes the schema marks as naming a file (schema.Attribute.File)
+// hold the file's contents in the result, read relative to the
+// configuration file: the result is what the plugin is sent, and its
+// HashValue changes when a named file's contents do. A file that cannot be
+// read is an error at the attribute.
 func (p *Plugin) DecodeConfig(b schema.Block) (cty.Value, hcl.Diagnostics) {
 	v, diags := p.decodeConfig(b)
 	return v, shortenDiags(diags)
@@ -28,6 +34,11 @@ func (p *Plugin) decodeConfig(b schema.Block) (cty.Value, hcl.Diagnostics) {
 		return cty.NilVal, diags
 	}
 	v, d := hcldec.Decode(p.Body, spec, nil)
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return cty.NilVal, diags
+	}
+	v, d = p.readConfigFiles(b, v)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return cty.NilVal, diags
@@ -61,6 +72,9 @@ func (p *Plugin) spec(b schema.Block) (hcldec.ObjectSpec, hcl.Diagnostics) {
 			continue
 		case a.Type == cty.NilType:
 			bad("attribute %q has no type", a.Name)
+			continue
+		case a.File && a.Type != cty.String:
+			bad("attribute %q names a file but has type %s; file attributes are strings", a.Name, a.Type.FriendlyName())
 			continue
 		}
 		var s hcldec.Spec = &hcldec.AttrSpec{Name: a.Name, Type: a.Type, Required: a.Required}
