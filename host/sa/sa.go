@@ -22,8 +22,21 @@
 //
 // No SA Set/Delete (InformInfo, ServiceRecord, multicast), no
 // partitions beyond the default P_Key, no QoS classes, no off-subnet
-// (router) paths. SMInfo Sets from other SMs are answered with our own
-// SMInfo and logged; there is no SM handover or standby logic.
+// (router) paths. SMInfo Sets go to the Elector (the SM's election) when
+// the Source is one.
+//
+// # Untrusted input
+//
+// Every MAD from the fabric may come from a hostile or broken peer. Each
+// source (SLID, or the directed route of an SMP) is rate-limited before
+// anything is decoded, and answered from a queue of its own, round robin
+// with the others (see guard.go), so a flood costs the flooder its
+// requests and nobody else theirs. Malformed MADs are dropped; MADs that
+// can be answered get the spec's status: bad version (0x0004) for a class
+// version other than the one the class defines, unsupported method
+// (0x0008) or method/attribute (0x000C). SA requests with a non-zero
+// SM_Key other than ours are dropped unanswered (IBA C15-0.1.5, as
+// OpenSM does). Nothing a request says changes the agent's state.
 package sa
 
 import (
@@ -34,6 +47,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/internal/flood"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/smp"
@@ -62,6 +76,13 @@ type Options struct {
 	// PacketLifeTime is PathRecord.PacketLifeTime (6 bits; 0 selects 18,
 	// about 1 s, the common SA default).
 	PacketLifeTime uint8
+	// SARate and SMPRate are how many SA requests and SMPs per second one
+	// source may send (burst: one second's worth); 0 selects
+	// DefaultSARate and DefaultSMPRate, a negative value no limit.
+	SARate, SMPRate float64
+	// QueuePerSource and QueueTotal bound the requests waiting for an
+	// answer (0: DefaultQueuePerSource, DefaultQueueTotal).
+	QueuePerSource, QueueTotal int
 }
 
 // DefaultPacketLifeTime is used when Options.PacketLifeTime is 0.
@@ -78,6 +99,9 @@ type Agent struct {
 	idx    *index
 	warned map[string]bool
 	smKey  atomic.Uint64 // Options.SMKey, replaced by SetSMKey
+
+	saLimit, smpLimit *flood.Limiter
+	queue             *fairQueue
 }
 
 var _ sm.Agent = (*Agent)(nil)
@@ -98,17 +122,45 @@ func New(src Source, t transport.Transport, opts Options, log hclog.Logger) *Age
 		log.Warn("packet lifetime is 6 bits; clamping", "packet_lifetime", opts.PacketLifeTime, "used", 0x3F)
 		opts.PacketLifeTime = 0x3F
 	}
-	a := &Agent{src: src, t: t, opts: opts, log: log, warned: map[string]bool{}}
+	if opts.SARate == 0 {
+		opts.SARate = DefaultSARate
+	}
+	if opts.SMPRate == 0 {
+		opts.SMPRate = DefaultSMPRate
+	}
+	if opts.QueuePerSource <= 0 {
+		opts.QueuePerSource = DefaultQueuePerSource
+	}
+	if opts.QueueTotal <= 0 {
+		opts.QueueTotal = DefaultQueueTotal
+	}
+	a := &Agent{src: src, t: t, opts: opts, log: log, warned: map[string]bool{},
+		saLimit:  flood.New(flood.Config{Kind: "SA requests", Rate: opts.SARate}, log),
+		smpLimit: flood.New(flood.Config{Kind: "SMPs to the SM", Rate: opts.SMPRate, Burst: 2 * int(opts.SMPRate)}, log),
+		queue:    newFairQueue(opts.QueuePerSource, opts.QueueTotal),
+	}
 	a.smKey.Store(opts.SMKey)
 	return a
+}
+
+// Counters are the agent's drop counters (see package flood).
+type Counters struct {
+	SA, SMP flood.Stats
+}
+
+// Counters returns what the agent let through and dropped, per kind.
+func (a *Agent) Counters() Counters {
+	return Counters{SA: a.saLimit.Stats(), SMP: a.smpLimit.Stats()}
 }
 
 // SetSMKey replaces the SM_Key that makes SA requests trusted (SIGHUP).
 func (a *Agent) SetSMKey(k uint64) { a.smKey.Store(k) }
 
-// Handle answers p if it is an SA request or an SMP addressed to the SM
+// Handle takes p if it is an SA request or an SMP addressed to the SM
 // (SMInfo, or any other attribute the fabric handed us because no SMA
-// implements it) and reports whether it was. Traps are not ours.
+// implements it) and reports whether it was. Traps are not ours. Handle
+// never blocks: p is answered (or dropped, see guard.go) by the agent's
+// worker.
 func (a *Agent) Handle(ctx context.Context, p transport.Packet) (handled bool) {
 	defer func() {
 		// A bug here must not take the sweep loop down with it; say loudly
@@ -118,7 +170,7 @@ func (a *Agent) Handle(ctx context.Context, p transport.Packet) (handled bool) {
 			handled = true
 		}
 	}()
-	return a.handle(p)
+	return a.admit(p)
 }
 
 func (a *Agent) handle(p transport.Packet) bool {
@@ -217,8 +269,15 @@ func (a *Agent) handleSMP(p transport.Packet) bool {
 	if m&smp.MethodResponse != 0 || m == smp.MethodTrap || m == smp.MethodTrapRepress {
 		return false
 	}
+	mad, badVersion := p.MAD, false
+	if len(mad) >= smp.MADLen && mad[0] == smp.BaseVersion && mad[2] != smp.SMPClassVersion {
+		// Answer in the version we speak, with the status that says why
+		// (IBA 13.4.7.2); Decode refuses other versions.
+		mad = append([]byte(nil), mad[:smp.MADLen]...)
+		mad[2], badVersion = smp.SMPClassVersion, true
+	}
 	var s smp.SMP
-	if err := s.Decode(p.MAD); err != nil {
+	if err := s.Decode(mad); err != nil {
 		a.log.Debug("malformed SMP dropped", "slid", p.SLID, "error", err)
 		return true
 	}
@@ -228,6 +287,8 @@ func (a *Agent) handleSMP(p transport.Packet) bool {
 	}
 	var status uint16
 	switch {
+	case badVersion:
+		status = smp.StatusBadVersion
 	case s.Method != smp.MethodGet && s.Method != smp.MethodSet:
 		status = smp.StatusUnsupportedMethod
 	case s.AttrID != smp.AttrSMInfo:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/host/discovery"
@@ -51,11 +52,20 @@ func (f *fakeTransport) Send(p transport.Packet) error {
 	f.sent = append(f.sent, p)
 	return nil
 }
+func (f *fakeTransport) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sent)
+}
 func (f *fakeTransport) Stats() transport.Stats { return transport.Stats{Sent: 42} }
 func (f *fakeTransport) Close() error           { return nil }
 
+// take returns the one answer the agent sent, waiting for its worker.
 func (f *fakeTransport) take(t *testing.T) transport.Packet {
 	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && f.count() == 0; {
+		time.Sleep(time.Millisecond)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.sent) != 1 {

@@ -164,6 +164,12 @@ func (a *Agent) handleSA(p transport.Packet) {
 		a.log.Debug("SA request without a source LID: cannot answer", "attr", req.AttrID)
 		return
 	}
+	if req.SMKey != 0 && req.SMKey != a.smKey.Load() {
+		// C15-0.1.5: SM_Key is 0 or the SM's; anything else is discarded
+		// (OpenSM: ERR 1A04), not answered as if untrusted.
+		a.saLimit.Drop(source(p), "wrong SM_Key")
+		return
+	}
 	get, getTable := req.Method == smp.MethodGet, req.Method == smp.MethodGetTable
 	switch req.Method {
 	case smp.MethodGet, smp.MethodGetTable, smp.MethodSet, smp.MethodDelete, smp.MethodGetMulti, 0x13: // 0x13: GetTraceTable
