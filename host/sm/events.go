@@ -221,14 +221,21 @@ func isTrap(p transport.Packet) bool {
 }
 
 // handleTrap answers a trap with TrapRepress, logs it and adds what it
-// reports to b. It reports whether the trap calls for a sweep.
+// reports to b. It reports whether the trap calls for a sweep. Traps are
+// untrusted input: every line it logs, malformed traps included, comes out
+// of lb's budget.
 func (s *SM) handleTrap(p transport.Packet, b *trapBatch, lb *logBudget) bool {
 	if !isTrap(p) {
 		return false
 	}
+	warn := func(msg string, kv ...any) {
+		if lb.allow() {
+			s.Log.Warn(msg, append([]any{"from_lid", p.SLID}, kv...)...)
+		}
+	}
 	var req smp.SMP
 	if err := req.Decode(p.MAD); err != nil {
-		s.Log.Warn("malformed trap ignored", "from_lid", p.SLID, "error", err)
+		warn("malformed trap ignored", "error", err)
 		return false
 	}
 	// Repress first, whatever the trap says: the sender stops repeating it.
@@ -236,17 +243,17 @@ func (s *SM) handleTrap(p transport.Packet, b *trapBatch, lb *logBudget) bool {
 	rep.Method = smp.MethodTrapRepress
 	buf := make([]byte, smp.MADLen)
 	if err := rep.EncodeTo(buf); err != nil {
-		s.Log.Warn("TrapRepress not encoded", "from_lid", p.SLID, "error", err)
+		warn("TrapRepress not encoded", "error", err)
 	} else if err := s.T.Send(transport.Packet{DLID: p.SLID, SL: p.SL, MAD: buf}); err != nil {
-		s.Log.Warn("TrapRepress not sent", "from_lid", p.SLID, "error", err)
+		warn("TrapRepress not sent", "error", err)
 	}
 	if req.AttrID != smp.AttrNotice {
-		s.Log.Warn("trap with an attribute other than Notice ignored", "from_lid", p.SLID, "attr", fmt.Sprintf("%#04x", req.AttrID))
+		warn("trap with an attribute other than Notice ignored", "attr", fmt.Sprintf("%#04x", req.AttrID))
 		return false
 	}
 	var n smp.Notice
 	if err := req.Attr(&n); err != nil {
-		s.Log.Warn("malformed trap ignored", "from_lid", p.SLID, "error", err)
+		warn("malformed trap ignored", "error", err)
 		return false
 	}
 	if !n.IsGeneric {
@@ -264,7 +271,7 @@ func (s *SM) handleTrap(p transport.Packet, b *trapBatch, lb *logBudget) bool {
 	case smp.TrapPortStateChange:
 		lid, err := n.Trap128()
 		if err != nil {
-			s.Log.Warn("malformed trap ignored", "trap", n.TrapNumber, "from_lid", p.SLID, "error", err)
+			warn("malformed trap ignored", "trap", n.TrapNumber, "error", err)
 			return false
 		}
 		ref, ok := s.portOfLID(lid)
@@ -278,7 +285,7 @@ func (s *SM) handleTrap(p transport.Packet, b *trapBatch, lb *logBudget) bool {
 	case smp.TrapLinkIntegrity, smp.TrapBufferOverrun, smp.TrapFlowControlWatchdog:
 		lid, port, err := n.LinkTrap()
 		if err != nil {
-			s.Log.Warn("malformed trap ignored", "trap", n.TrapNumber, "from_lid", p.SLID, "error", err)
+			warn("malformed trap ignored", "trap", n.TrapNumber, "error", err)
 			return false
 		}
 		ref, ok := s.portOfLID(lid)
@@ -295,7 +302,7 @@ func (s *SM) handleTrap(p transport.Packet, b *trapBatch, lb *logBudget) bool {
 	case smp.TrapCapabilityMaskChange:
 		d, err := n.Trap144()
 		if err != nil {
-			s.Log.Warn("malformed trap ignored", "trap", n.TrapNumber, "from_lid", p.SLID, "error", err)
+			warn("malformed trap ignored", "trap", n.TrapNumber, "error", err)
 			return false
 		}
 		ref, _ := s.portOfLID(d.LID)

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/internal/fanout"
+	"github.com/ibsm/ibsm/host/internal/flood"
 	"github.com/ibsm/ibsm/host/lidstore"
 	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/host/pipeline"
@@ -433,12 +434,19 @@ func (s *SM) LightSweepChanges(ctx context.Context) (discovery.Changes, string, 
 }
 
 // demux reads unsolicited MADs: traps go to the sweep loop, everything else
-// to the Agent, so SA queries are answered while a heavy sweep runs.
+// to the Agent, so SA queries are answered while a heavy sweep runs. It
+// never blocks on the sweep loop: traps over their source's rate
+// (trapRate), or that find the loop's queue full (it is sweeping), are
+// dropped and counted (package flood logs the counts, a bounded number of
+// lines); the light sweep's PortStateChange poll finds what they reported,
+// as it does for traps the fabric lost.
 func (s *SM) demux(ctx context.Context) <-chan transport.Packet {
 	traps := make(chan transport.Packet, 64)
 	in := s.T.Unsolicited()
+	limit := flood.New(flood.Config{Kind: "traps", Rate: trapRate, Burst: trapBurst}, s.Log)
 	go func() {
 		defer close(traps)
+		defer limit.Flush()
 		for {
 			select {
 			case <-ctx.Done():
@@ -448,10 +456,14 @@ func (s *SM) demux(ctx context.Context) <-chan transport.Packet {
 					return
 				}
 				if isTrap(p) {
+					src := flood.SourceOf(p.MAD, p.SLID)
+					if !limit.Allow(src) {
+						continue
+					}
 					select {
 					case traps <- p:
-					case <-ctx.Done():
-						return
+					default:
+						limit.Drop(src, "sweep loop busy")
 					}
 					continue
 				}
