@@ -117,7 +117,29 @@ type SM struct {
 	PollingRetries  int
 	// HonorPriority: a master hands over to a better SM that appears.
 	HonorPriority bool
+	// MKey (m_key) is the one M_Key every port gets; MKeySecret
+	// (m_key_secret) instead gives each port its own key derived from the
+	// secret and the port GUID (host/mkey.Derive). At most one is set;
+	// neither: ibsm sets no M_Keys.
+	MKey       uint64
+	MKeySecret string
+	// MKeyProtectBits (m_key_protect_bits, 0..3, default 1) and
+	// MKeyLeasePeriod (m_key_lease_period, whole seconds up to 65535 s,
+	// default 0 = never expires) are what every protected port gets.
+	MKeyProtectBits uint8
+	MKeyLeasePeriod time.Duration
 }
+
+// DefaultMKeyProtectBits is m_key_protect_bits when keys are configured:
+// level 1 hides the key from readers and refuses Sets without it, while
+// Gets (ibnetdiscover, smpquery) still work for diagnosis.
+const DefaultMKeyProtectBits = 1
+
+// MinMKeySecret is the shortest m_key_secret accepted (bytes).
+const MinMKeySecret = 16
+
+// MKeysEnabled reports whether the config sets M_Keys on ports.
+func (s *SM) MKeysEnabled() bool { return s.MKey != 0 || s.MKeySecret != "" }
 
 // Plugin is one plugin "<kind>" "<name>" {} block.
 type Plugin struct {

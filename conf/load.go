@@ -120,7 +120,8 @@ var smSchema = &hcl.BodySchema{
 		{Name: "sweep_interval"}, {Name: "lmc"}, {Name: "state_dir"}, {Name: "mad_window"},
 		{Name: "mad_timeout"}, {Name: "mad_retries"}, {Name: "plugin_timeout"}, {Name: "priority"},
 		{Name: "audit_smps"}, {Name: "sm_key"}, {Name: "polling_interval"}, {Name: "polling_retries"},
-		{Name: "honor_priority"},
+		{Name: "honor_priority"}, {Name: "m_key"}, {Name: "m_key_secret"}, {Name: "m_key_protect_bits"},
+		{Name: "m_key_lease_period"},
 	},
 }
 

@@ -1,6 +1,8 @@
 package conf
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -97,6 +99,7 @@ func (d *decoder) sm(b *hcl.Block, transport Transport) SM {
 			s.SMKey = k
 		}
 	}
+	d.mkeys(a, &s)
 	var dir string
 	if f := attr(d, a, "state_dir", &dir); f.ok {
 		if dir == "" {
@@ -124,5 +127,66 @@ func (d *decoder) duration(a hcl.Attributes, name string, dst *time.Duration, wh
 		d.errorf(f.rng, "Invalid duration", "%s = %q must be positive (%s).", name, s, what)
 	default:
 		*dst = v
+	}
+}
+
+// mkeys decodes m_key, m_key_secret, m_key_protect_bits and
+// m_key_lease_period.
+func (d *decoder) mkeys(a hcl.Attributes, s *SM) {
+	var key, secret, lease string
+	var bits int
+	fk := attr(d, a, "m_key", &key)
+	if fk.ok {
+		// 0x is required: HCL turns m_key = 1234 into "1234", which is not
+		// the key 1234 the writer meant.
+		h, prefixed := strings.CutPrefix(strings.Replace(key, "0X", "0x", 1), "0x")
+		k, err := strconv.ParseUint(h, 16, 64)
+		switch {
+		case !prefixed || err != nil || len(h) > 16:
+			d.errorf(fk.rng, "Invalid M_Key", "m_key = %q is not a 64-bit key in hex; write it as a string with 0x, like \"0x1234abcd5678ef00\" (or set m_key_secret instead to give every port its own key).", key)
+		case k == 0:
+			d.errorf(fk.rng, "Invalid M_Key", "m_key = %q: M_Key 0 means no protection; remove the line to leave ports unprotected, or give a 64-bit key like \"0x1234abcd5678ef00\".", key)
+		default:
+			s.MKey = k
+		}
+	}
+	fs := attr(d, a, "m_key_secret", &secret)
+	if fs.ok {
+		switch {
+		case fk.present:
+			d.errorf(fs.rng, "Conflicting M_Key settings", "m_key_secret and m_key (at %s) both set; keep one: m_key gives every port the same key, m_key_secret derives a key per port.", fk.rng)
+		case len(secret) < MinMKeySecret:
+			d.errorf(fs.rng, "M_Key secret too short", "m_key_secret is %d bytes; use at least %d random characters (e.g. the output of \"openssl rand -hex 16\"), the same on every SM of the subnet.", len(secret), MinMKeySecret)
+		default:
+			s.MKeySecret = secret
+		}
+	}
+	configured := fk.present || fs.present
+	if !configured {
+		for _, name := range []string{"m_key_protect_bits", "m_key_lease_period"} {
+			if x, ok := a[name]; ok {
+				d.errorf(x.Range, "M_Key setting without a key", "%s has no effect without m_key or m_key_secret; add one of them, or remove this line.", name)
+			}
+		}
+		return
+	}
+	s.MKeyProtectBits = DefaultMKeyProtectBits
+	if f := attr(d, a, "m_key_protect_bits", &bits); f.ok {
+		if bits < 0 || bits > 3 {
+			d.errorf(f.rng, "M_Key protection out of range", "m_key_protect_bits = %d; use 0..3: 0 lets anyone read the key, 1 hides it, 2 and 3 also refuse reads without it (Sets without the key are refused at every level).", bits)
+		} else {
+			s.MKeyProtectBits = uint8(bits)
+		}
+	}
+	if f := attr(d, a, "m_key_lease_period", &lease); f.ok {
+		v, err := time.ParseDuration(lease)
+		switch {
+		case err != nil:
+			d.errorf(f.rng, "Invalid duration", `m_key_lease_period = %q is not a duration. Write whole seconds with a unit, e.g. "60s" or "15m", or "0s" for a lease that never expires.`, lease)
+		case v < 0 || v > 65535*time.Second || v%time.Second != 0:
+			d.errorf(f.rng, "M_Key lease out of range", `m_key_lease_period = %q; PortInfo holds whole seconds, 0s (never expires) to 65535s (18h12m15s).`, lease)
+		default:
+			s.MKeyLeasePeriod = v
+		}
 	}
 }
