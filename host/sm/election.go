@@ -68,13 +68,31 @@ type election struct {
 	// wake asks the sweep loop for a heavy sweep (we became master by
 	// HANDOVER, or were told to DISCOVER).
 	wake chan struct{}
+	// own is this SM's port GUID, read before the first discovery so that
+	// SMInfo never reports GUID 0 (OpenSM drops such an answer, ERR 2F19).
+	own uint64
+	// newTerm: this SM became master and the next heavy sweep starts its
+	// term (clients re-register). followed: another SM was master (or
+	// was waited for) since this SM last programmed the fabric, so the
+	// fabric, not this SM's memory, holds the truth: the term adopts the
+	// LIDs the ports hold and reads back what the switches hold.
+	newTerm, followed bool
+	// contested: this SM is master but another master is on the subnet;
+	// it writes nothing until one of them steps down. rival and
+	// rivalSeen count how many checks in a row a master with another
+	// SM_Key (which can neither hand over to us nor take our HANDOVER)
+	// stayed beside this one.
+	contested bool
+	rival     uint64
+	rivalSeen int
+	warned    map[uint64]bool // SMs with another SM_Key already reported
 	// stats for status and tests
 	takeovers, stepDowns, handovers int
 	refused                         int // SMInfo Sets with a wrong SM_Key
 }
 
 func newElection(o ElectionOptions) *election {
-	return &election{opts: o, state: smp.SMStateDiscovering, wake: make(chan struct{}, 1)}
+	return &election{opts: o, state: smp.SMStateDiscovering, wake: make(chan struct{}, 1), warned: map[uint64]bool{}}
 }
 
 func (e *election) poke() {
@@ -99,14 +117,24 @@ func (s *SM) State() uint8 {
 	return s.elect.state
 }
 
-// IsMaster reports whether this SM may write to the fabric.
+// IsMaster reports whether this SM is master. A master beside another
+// master (contested) still writes nothing: see mayProgram.
 func (s *SM) IsMaster() bool { return s.State() == smp.SMStateMaster }
+
+// mayProgram reports whether this SM may write to the fabric now: it is
+// master and no other master is on the subnet.
+func (s *SM) mayProgram() bool {
+	s.elect.mu.Lock()
+	defer s.elect.mu.Unlock()
+	return s.elect.state == smp.SMStateMaster && !s.elect.contested
+}
 
 // ElectionStats says how often this SM took over, stepped down, handed
 // over and refused an SMInfo Set for a wrong SM_Key.
 type ElectionStats struct {
-	State                                  uint8
-	Master                                 uint64 // the master a standby follows
+	State                                    uint8
+	Master                                   uint64 // the master a standby follows
+	Contested                                bool   // master, but another master is on the subnet
 	Takeovers, StepDowns, Handovers, Refused int
 }
 
@@ -115,11 +143,28 @@ func (s *SM) ElectionStats() ElectionStats {
 	e := s.elect
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return ElectionStats{State: e.state, Master: e.master, Takeovers: e.takeovers, StepDowns: e.stepDowns, Handovers: e.handovers, Refused: e.refused}
+	return ElectionStats{State: e.state, Master: e.master, Contested: e.contested, Takeovers: e.takeovers, StepDowns: e.stepDowns, Handovers: e.handovers, Refused: e.refused}
 }
 
 func (e *election) set(state uint8, master uint64) {
 	e.state, e.master, e.failed = state, master, 0
+	if state != smp.SMStateMaster {
+		e.contested, e.rival, e.rivalSeen = false, 0, 0
+	}
+	if state == smp.SMStateStandby {
+		e.followed = true
+	}
+}
+
+// becomeMaster makes this SM master (e.mu held); a new term begins.
+func (e *election) becomeMaster() bool {
+	if e.state == smp.SMStateMaster {
+		return false
+	}
+	e.takeovers++
+	e.newTerm = true
+	e.set(smp.SMStateMaster, 0)
+	return true
 }
 
 // ownPortGUID is the GUID of the port the SM is attached through.
@@ -136,30 +181,84 @@ func ownPortGUID(fab *discovery.Fabric) uint64 {
 	return 0
 }
 
-// SMInfo is what this SM reports about itself; the SM_Key only when
-// revealKey (the requester presented it) or when there is none to hide.
+// learnOwnPort reads the GUID of the SM's port (NodeInfo at hop 0 names
+// the port the SMP entered by), so SMInfo answers carry it before the
+// first discovery ends. A failure is left to discovery.
+func (s *SM) learnOwnPort(ctx context.Context) {
+	var ni smp.NodeInfo
+	if err := s.client.Get(ctx, nil, smp.AttrNodeInfo, 0, &ni); err != nil {
+		s.Log.Debug("own NodeInfo not read before discovery", "error", err)
+		return
+	}
+	s.elect.mu.Lock()
+	if s.elect.own == 0 {
+		s.elect.own = ni.PortGUID
+	}
+	s.elect.mu.Unlock()
+}
+
+// ownGUID is this SM's port GUID as last discovered (or read at start).
+func (s *SM) ownGUID() uint64 {
+	if g := ownPortGUID(s.Fabric()); g != 0 {
+		return g
+	}
+	s.elect.mu.Lock()
+	defer s.elect.mu.Unlock()
+	return s.elect.own
+}
+
+// keyHidden reports whether this SM's port is M_Key protected (as last
+// discovered): then only a requester that presents our SM_Key learns it.
+func (s *SM) keyHidden() bool {
+	fab := s.Fabric()
+	if fab == nil {
+		return false
+	}
+	if n := fab.Nodes[fab.SMGUID]; n != nil && int(fab.SMPort) < len(n.Ports) {
+		pi := &n.Ports[fab.SMPort].Info
+		return pi.MKey != 0 && pi.MKeyProtectBits > 0
+	}
+	return false
+}
+
+// SMInfo is what this SM reports about itself. The SM_Key is revealed to a
+// requester that presented it (revealKey), and to every requester while
+// this SM's port has no M_Key protection: the requester then passes the
+// M_Key check, which is the authentication IBA 14.2.5.13 asks for and
+// what OpenSM applies; OpenSM ignores an SM whose SMInfo shows another
+// SM_Key than its own (ERR 2F18), zero included, so hiding it would make
+// OpenSM a second master beside us.
 func (s *SM) SMInfo(revealKey bool) smp.SMInfo {
+	hidden := !revealKey && s.keyHidden()
 	e := s.elect
 	e.mu.Lock()
 	si := smp.SMInfo{Priority: e.opts.Priority, SMState: e.state}
-	if revealKey || e.opts.SMKey == 0 {
+	if !hidden {
 		si.SMKey = e.opts.SMKey
 	}
 	e.mu.Unlock()
 	// ActCount is a heartbeat (IBA 14.4.1): it grows while the SM works.
 	si.ActCount = uint32(s.T.Stats().Sent)
-	si.GUID = ownPortGUID(s.Fabric())
+	si.GUID = s.ownGUID()
 	return si
 }
 
 // HandleSMInfoSet carries out an SMInfo Set another SM sent us (from the
 // SA agent's goroutine) and returns the SMInfo to answer with. A Set
-// without our SM_Key changes nothing (IBA 14.4.2).
+// without our SM_Key changes nothing (IBA 14.4.2), with one exception:
+// a HANDOVER from the master this SM follows may carry SM_Key 0, because
+// OpenSM shows its key only to an SM it knows as master (its standby is
+// not). HANDOVER, DISABLE, STANDBY and DISCOVER come from a master (the
+// sender's SMInfo says so) or are ignored, as OpenSM does.
 func (s *SM) HandleSMInfoSet(mod uint32, req smp.SMInfo) smp.SMInfo {
 	e := s.elect
 	e.mu.Lock()
 	keyOK := e.opts.SMKey == 0 || req.SMKey == e.opts.SMKey
+	if !keyOK && mod == smCtlHandover && req.SMKey == 0 && e.state == smp.SMStateStandby && req.GUID == e.master {
+		keyOK = true
+	}
 	from := fmt.Sprintf("%#016x", req.GUID)
+	fromMaster := req.SMState == smp.SMStateMaster
 	switch {
 	case !keyOK:
 		e.refused++
@@ -169,22 +268,28 @@ func (s *SM) HandleSMInfoSet(mod uint32, req smp.SMInfo) smp.SMInfo {
 			s.Log.Warn("SMInfo Set with a wrong SM_Key ignored", "from", from, "control", mod, "refused_total", n)
 		}
 		return s.SMInfo(false)
+	case mod != smCtlAcknowledge && !fromMaster:
+		s.Log.Debug("SMInfo Set from an SM that is not master ignored", "from", from, "control", mod, "sender_state", req.SMState)
 	case mod == smCtlHandover && (e.state == smp.SMStateStandby || e.state == smp.SMStateDiscovering):
-		e.set(smp.SMStateMaster, 0)
+		e.becomeMaster()
 		e.handover = req.GUID
-		e.takeovers++
-		s.prog.Reregister()
 		e.poke()
 		s.Log.Info("mastership handed over to us", "from", from)
+	case mod == smCtlHandover && e.state == smp.SMStateMaster:
+		// Another master relinquishes its part of the subnet (IBA
+		// C14-60.2.1): sweep and take all of it.
+		e.handover = req.GUID
+		e.poke()
+		s.Log.Info("another master handed its part of the subnet over to us", "from", from)
 	case mod == smCtlAcknowledge:
 		s.Log.Debug("handover acknowledged", "by", from)
-	case mod == smCtlDisable:
+	case mod == smCtlDisable && (e.state == smp.SMStateStandby || e.state == smp.SMStateDiscovering):
 		e.set(SMStateNotActive, 0)
 		s.Log.Warn("disabled by another SM (SMInfo DISABLE); this SM stays inactive until told to DISCOVER", "from", from)
-	case mod == smCtlStandby && e.state == smp.SMStateDiscovering:
+	case mod == smCtlStandby && (e.state == smp.SMStateDiscovering || e.state == SMStateNotActive):
 		e.set(smp.SMStateStandby, req.GUID)
 		s.Log.Info("told to stand by", "master", from)
-	case mod == smCtlDiscover && e.state == SMStateNotActive:
+	case mod == smCtlDiscover && (e.state == SMStateNotActive || e.state == smp.SMStateStandby):
 		e.set(smp.SMStateDiscovering, 0)
 		e.poke()
 		s.Log.Info("told to discover (SMInfo DISCOVER)", "from", from)
@@ -259,89 +364,196 @@ func (s *SM) querySMs(ctx context.Context, rs []remoteSM) {
 }
 
 // arbitrate runs the election on a fresh discovery and reports whether
-// this SM is master afterwards. It may send a HANDOVER (master to a better
-// standby) or an ACKNOWLEDGE (new master to the SM that handed over).
+// this SM may program the fabric afterwards: it is master and no other
+// master is on the subnet. It may send a HANDOVER (to a better master or a
+// better standby) or an ACKNOWLEDGE (to the SM that handed over to us).
+//
+// The rules (IBA 14.4, as OpenSM 3.3 applies them):
+//   - an SM that is not master follows a master it finds (standby),
+//     whatever the priorities; else it waits for a better SM that is
+//     discovering or standing by (that one takes the subnet), else it
+//     becomes master;
+//   - a master that finds a better master hands its part of the subnet
+//     over to it (HANDOVER) and stands by; one that finds a worse master
+//     waits for that one's HANDOVER and writes nothing meanwhile;
+//   - a master hands over to a better SM that is discovering or
+//     standing by when HonorPriority is set;
+//   - an SM whose SM_Key differs from ours (as its SMInfo shows it) takes
+//     neither our HANDOVER nor our mastership (OpenSM ignores it
+//     outright), so it is never handed anything: when it is master, this
+//     SM stands by (at once if it ranks higher, else after PollRetries
+//     checks in a row, which lets a worse ibsm step down first), and when
+//     it is not, it is not waited for.
 func (s *SM) arbitrate(ctx context.Context, fab *discovery.Fabric) bool {
 	rs := remoteSMs(fab)
 	s.querySMs(ctx, rs)
 	own := ownPortGUID(fab)
 	e := s.elect
 	e.mu.Lock()
-	state, prio, honor, key, ack := e.state, e.opts.Priority, e.opts.HonorPriority, e.opts.SMKey, e.handover
+	if e.own == 0 {
+		e.own = own
+	}
+	state, prio, honor, key, ack, retries := e.state, e.opts.Priority, e.opts.HonorPriority, e.opts.SMKey, e.handover, e.opts.PollRetries
 	e.handover = 0
 	e.mu.Unlock()
+	if retries <= 0 {
+		retries = DefaultPollRetries
+	}
 	if state == SMStateNotActive {
 		return false
 	}
 	if ack != 0 {
 		for _, r := range rs {
 			if r.guid == ack {
-				s.sendControl(ctx, r, smCtlAcknowledge, key)
+				s.sendControl(ctx, r, smCtlAcknowledge, key, state)
 			}
 		}
 	}
-	var master, best *remoteSM // a remote master; the best remote SM still discovering or standing by
+	// master: the best remote master with our SM_Key; foreign: the best
+	// remote master with another; best: the best remote SM with our
+	// SM_Key that is discovering or standing by.
+	var master, foreign, best *remoteSM
+	pick := func(cur, r *remoteSM) *remoteSM {
+		if cur == nil || better(r.info.Priority, r.guid, cur.info.Priority, cur.guid) {
+			return r
+		}
+		return cur
+	}
 	for i := range rs {
 		r := &rs[i]
-		if !r.ok || r.info.SMState == SMStateNotActive {
+		if !r.ok || r.info.SMState == SMStateNotActive || r.info.SMState > smp.SMStateMaster {
 			continue
 		}
-		if r.info.SMState == smp.SMStateMaster {
-			if master == nil || better(r.info.Priority, r.guid, master.info.Priority, master.guid) {
-				master = r
-			}
-			continue
+		alien := r.info.SMKey != key
+		if alien {
+			s.warnForeign(r)
 		}
-		if best == nil || better(r.info.Priority, r.guid, best.info.Priority, best.guid) {
-			best = r
+		switch {
+		case r.info.SMState == smp.SMStateMaster && alien:
+			foreign = pick(foreign, r)
+		case r.info.SMState == smp.SMStateMaster:
+			master = pick(master, r)
+		case !alien:
+			best = pick(best, r)
 		}
 	}
-	switch {
-	case master != nil && state != smp.SMStateMaster:
-		s.follow(master, "found a master")
-		return false
-	case master != nil && better(master.info.Priority, master.guid, prio, own):
-		// Two masters: the worse one steps down, so the better keeps the
-		// subnet (its own sweep sees us as standby).
-		e.mu.Lock()
-		e.stepDowns++
-		e.mu.Unlock()
-		s.follow(master, "another master outranks this one; stepping down")
-		return false
-	case master != nil:
-		s.Log.Warn("another master on the subnet ranks below this SM; it should step down", "guid", fmt.Sprintf("%#016x", master.guid), "priority", master.info.Priority)
-	}
-	if best != nil && better(best.info.Priority, best.guid, prio, own) {
-		if state == smp.SMStateMaster && !honor {
-			return true // honor_priority off: keep mastership
-		}
-		if state == smp.SMStateMaster {
-			// Hand over: once the better SM answered our HANDOVER it is
-			// master; from then on this one only follows it.
-			if s.sendControl(ctx, *best, smCtlHandover, key) {
-				e.mu.Lock()
-				e.handovers++
-				e.mu.Unlock()
-				s.follow(best, "handed mastership to a better SM")
-				return false
-			}
-			s.Log.Warn("handover to a better SM failed; staying master", "guid", fmt.Sprintf("%#016x", best.guid))
+	outranks := func(r *remoteSM) bool { return better(r.info.Priority, r.guid, prio, own) }
+
+	if state != smp.SMStateMaster {
+		switch {
+		case master != nil:
+			s.follow(master, "found a master")
+		case foreign != nil:
+			s.follow(foreign, "found a master with another SM_Key (it takes no handover from this SM)")
+		case best != nil && outranks(best):
+			s.follow(best, "a better SM is discovering or standing by; it takes the subnet")
+		default:
+			e.mu.Lock()
+			e.becomeMaster()
+			e.mu.Unlock()
+			s.Log.Info("this SM is master", "priority", prio, "guid", fmt.Sprintf("%#016x", own), "other_sms", len(rs))
 			return true
 		}
-		if best.info.SMState == smp.SMStateDiscovering {
-			// It will be master; wait for it.
-			s.follow(best, "a better SM is discovering")
+		return false
+	}
+
+	// This SM is master.
+	if master != nil {
+		if outranks(master) {
+			// Two masters (subnets merged, or an election race): the
+			// worse one hands its part over and stands by.
+			s.handOver(ctx, master, key, "another master outranks this one")
+			return false
+		}
+		s.contest(master, "another master with this SM's SM_Key ranks below this one; waiting for its HANDOVER")
+		return false
+	}
+	if foreign != nil {
+		e.mu.Lock()
+		if e.rival != foreign.guid {
+			e.rival, e.rivalSeen = foreign.guid, 0
+		}
+		e.rivalSeen++
+		seen := e.rivalSeen
+		e.mu.Unlock()
+		if outranks(foreign) || seen >= retries {
+			e.mu.Lock()
+			e.stepDowns++
+			e.mu.Unlock()
+			s.follow(foreign, "a master with another SM_Key will not step down for this SM; standing by")
+			return false
+		}
+		s.contest(foreign, "a master with another SM_Key is on the subnet; this SM stands by if it stays")
+		return false
+	}
+	e.mu.Lock()
+	if e.contested {
+		s.Log.Info("no other master on the subnet any more; programming again")
+	}
+	e.contested, e.rival, e.rivalSeen = false, 0, 0
+	e.mu.Unlock()
+	if best != nil && outranks(best) && honor {
+		if s.handOver(ctx, best, key, "a better SM stands by (honor_priority)") {
 			return false
 		}
 	}
+	return true
+}
+
+// contest records that this master has another master beside it and
+// writes nothing until one of them steps down.
+func (s *SM) contest(r *remoteSM, why string) {
+	e := s.elect
 	e.mu.Lock()
-	if e.state != smp.SMStateMaster {
-		e.takeovers++
-		s.prog.Reregister() // clients re-register with the new master
-		s.Log.Info("this SM is master", "priority", prio, "guid", fmt.Sprintf("%#016x", own), "other_sms", len(rs))
-	}
-	e.set(smp.SMStateMaster, 0)
+	first := !e.contested
+	e.contested = true
 	e.mu.Unlock()
+	if first {
+		s.Log.Warn("two masters on the subnet: "+why, "other", fmt.Sprintf("%#016x", r.guid), "other_priority", r.info.Priority, "other_state", r.info.SMState)
+	}
+}
+
+// warnForeign reports, once per SM, an SM whose SM_Key differs from ours.
+func (s *SM) warnForeign(r *remoteSM) {
+	e := s.elect
+	e.mu.Lock()
+	first := !e.warned[r.guid]
+	e.warned[r.guid] = true
+	e.mu.Unlock()
+	if first {
+		s.Log.Warn("an SM with another SM_Key is on the subnet: no handover is possible between us (set the same sm_key on every SM)",
+			"guid", fmt.Sprintf("%#016x", r.guid), "priority", r.info.Priority, "state", r.info.SMState)
+	}
+}
+
+// handOver makes this master the standby of r and sends r a HANDOVER. The
+// state changes first, so the subnet never has two masters on our account
+// (at worst none, while r starts its term). If r does not answer, a
+// master r is followed anyway (it polls as master) and this SM stays
+// master beside a standby r. It reports whether this SM stood down.
+func (s *SM) handOver(ctx context.Context, r *remoteSM, key uint64, why string) bool {
+	e := s.elect
+	e.mu.Lock()
+	e.set(smp.SMStateStandby, r.guid)
+	e.mu.Unlock()
+	ok := s.sendControl(ctx, *r, smCtlHandover, key, smp.SMStateMaster)
+	if !ok && r.info.SMState != smp.SMStateMaster {
+		e.mu.Lock()
+		if e.state == smp.SMStateStandby && e.master == r.guid {
+			e.set(smp.SMStateMaster, 0)
+		}
+		e.mu.Unlock()
+		s.Log.Warn("handover to a better SM not answered; staying master", "guid", fmt.Sprintf("%#016x", r.guid))
+		return false
+	}
+	e.mu.Lock()
+	if r.info.SMState == smp.SMStateMaster {
+		e.stepDowns++
+	} else {
+		e.handovers++
+	}
+	e.mu.Unlock()
+	s.Log.Info("standing by: handed mastership over", "reason", why, "to", fmt.Sprintf("%#016x", r.guid), "to_priority", r.info.Priority, "answered", ok)
 	return true
 }
 
@@ -350,18 +562,22 @@ func (s *SM) follow(r *remoteSM, why string) {
 	e := s.elect
 	e.mu.Lock()
 	changed := e.state != smp.SMStateStandby || e.master != r.guid
-	e.set(smp.SMStateStandby, r.guid)
+	if e.state == smp.SMStateStandby && e.master == r.guid {
+		e.failed = 0
+	} else {
+		e.set(smp.SMStateStandby, r.guid)
+	}
 	e.mu.Unlock()
 	if changed {
-		s.Log.Info("standing by", "reason", why, "master", fmt.Sprintf("%#016x", r.guid), "master_priority", r.info.Priority)
+		s.Log.Info("standing by", "reason", why, "master", fmt.Sprintf("%#016x", r.guid), "master_priority", r.info.Priority, "master_state", r.info.SMState)
 	}
 }
 
-// sendControl sends SubnSet(SMInfo) with control code mod to r and reports
-// whether r answered.
-func (s *SM) sendControl(ctx context.Context, r remoteSM, mod uint32, key uint64) bool {
+// sendControl sends SubnSet(SMInfo) with control code mod to r, speaking
+// as an SM in state as, and reports whether r answered.
+func (s *SM) sendControl(ctx context.Context, r remoteSM, mod uint32, key uint64, as uint8) bool {
 	si := s.SMInfo(true)
-	si.SMKey = key
+	si.SMKey, si.SMState = key, as
 	var out smp.SMInfo
 	if err := s.client.Set(ctx, r.path, smp.AttrSMInfo, mod, &si, &out); err != nil {
 		s.Log.Warn("SMInfo Set not answered", "to", fmt.Sprintf("%#016x", r.guid), "control", mod, "error", err)
@@ -433,8 +649,9 @@ func (s *SM) pollSettings() (time.Duration, int) {
 }
 
 // peersChanged is a master's cheap check of the SMs it knows: true when
-// one of them is master too, or outranks this SM while standing by (a
-// handover is due), so the caller sweeps and elects.
+// one of them is master too, or outranks this SM while discovering or
+// standing by with our SM_Key and HonorPriority is set (a handover is
+// due), so the caller sweeps and elects.
 func (s *SM) peersChanged(ctx context.Context) bool {
 	fab := s.Fabric()
 	if fab == nil {
@@ -447,16 +664,67 @@ func (s *SM) peersChanged(ctx context.Context) bool {
 	s.querySMs(ctx, rs)
 	e := s.elect
 	e.mu.Lock()
-	prio, honor := e.opts.Priority, e.opts.HonorPriority
+	prio, honor, key, contested := e.opts.Priority, e.opts.HonorPriority, e.opts.SMKey, e.contested
 	e.mu.Unlock()
 	own := ownPortGUID(fab)
 	for _, r := range rs {
 		if !r.ok {
 			continue
 		}
-		if r.info.SMState == smp.SMStateMaster || (honor && better(r.info.Priority, r.guid, prio, own)) {
+		switch {
+		case r.info.SMState == smp.SMStateMaster:
+			return true
+		case honor && r.info.SMKey == key && r.info.SMState != SMStateNotActive && better(r.info.Priority, r.guid, prio, own):
 			return true
 		}
 	}
-	return false
+	return contested // the other master is gone: elect again, then program
+}
+
+// startTerm begins this SM's term as master on the heavy sweep that
+// follows its election: clients re-register (PortInfo ClientReregister,
+// IBA 14.4.11). If another SM ran the subnet since this one last
+// programmed it, what this SM remembers is stale: the plan in force is
+// dropped (the LIDs come from the fabric, see previousLIDs) and the
+// programmer forgets what it wrote, so nothing is skipped on the strength
+// of a table the other SM may have rewritten.
+func (s *SM) startTerm() {
+	e := s.elect
+	e.mu.Lock()
+	nt, adopt := e.newTerm, e.followed
+	e.newTerm = false
+	e.mu.Unlock()
+	if !nt {
+		return
+	}
+	s.prog.Reregister()
+	if !adopt {
+		return
+	}
+	s.mu.Lock()
+	had := s.applied != nil
+	s.applied, s.lids = nil, nil
+	s.mu.Unlock()
+	if had {
+		s.prog.Forget()
+	}
+}
+
+// programmed records that this master programmed the subnet: from now on
+// its own plan and guid2lid are the truth again.
+func (e *election) programmed() {
+	e.mu.Lock()
+	if e.state == smp.SMStateMaster {
+		e.followed = false
+	}
+	e.mu.Unlock()
+}
+
+// adopting reports whether the next plan takes the LIDs the fabric holds
+// over those this SM remembers: it is master and another SM ran the
+// subnet since this one last programmed it.
+func (e *election) adopting() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state == smp.SMStateMaster && e.followed
 }

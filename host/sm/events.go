@@ -62,6 +62,7 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 	pollEvery, peerTicks := s.pollSettings()
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
+	s.learnOwnPort(ctx)
 	polls := 0
 	traps := s.demux(ctx)
 
@@ -116,7 +117,7 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 				traps = nil // transport closed: stop selecting on it
 				continue
 			}
-			if !s.IsMaster() {
+			if !s.mayProgram() {
 				continue // traps are the master's; a standby writes nothing, not even TrapRepress
 			}
 			if !s.handleTrap(pkt, &pend, logBudget) || timer != nil {
@@ -133,14 +134,14 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			b := pend
 			pend = trapBatch{}
 			lastTrap = time.Now()
-			if heavy || !s.IsMaster() {
+			if heavy || !s.mayProgram() {
 				continue // a heavy sweep is due anyway
 			}
 			rep, err := s.trapSweep(ctx, b, logBudget.take())
 			report(rep, err)
 			heavy = err != nil
 		case <-tick.C:
-			if heavy || !s.IsMaster() {
+			if heavy || !s.mayProgram() {
 				continue
 			}
 			heavy = s.periodic(ctx, report)

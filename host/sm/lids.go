@@ -18,28 +18,40 @@ import (
 // breaks every connection to it, so a fabric LID is kept unless it is no
 // valid base for the port (zero, out of range, misaligned for the LMC) or
 // some other port claims a LID of its range.
+//
+// On the first plan of a term that follows another SM's (takeover,
+// handover: election.adopting), the fabric is the truth and this SM's
+// memory may be stale: every valid, unclaimed fabric LID is kept first,
+// and guid2lid only fills in ports without one, where it collides with
+// no kept LID (as OpenSM drops its guid2lid when it leaves standby).
 func (s *SM) previousLIDs(fab *discovery.Fabric, topo *topology.Topology, lmc uint8) (map[uint64]uint16, error) {
-	prev := map[uint64]uint16{}
+	remembered := map[uint64]uint16{}
+	spans := map[uint64]int{} // guid2lid ranges, for the adopting collision check
 	if s.Opts.LIDFile != "" {
 		m, err := lidstore.Load(s.Opts.LIDFile)
 		if err != nil {
 			return nil, fmt.Errorf("LID file: %w (fix or remove it; ports without an entry keep the LID the fabric shows, or get new LIDs)", err)
 		}
 		for g, r := range m {
-			prev[g] = r.Min
+			remembered[g] = r.Min
+			if r.Max >= r.Min {
+				spans[g] = int(r.Max-r.Min) + 1
+			}
 		}
 	}
 	if a := s.Applied(); a != nil {
 		for i, ep := range a.Topo.Endpoints() {
 			g := a.Topo.PortGUID(ep)
-			if _, ok := prev[g]; !ok && g != 0 {
-				prev[g] = a.Result.LIDs.Ports[i].Base
+			if _, ok := remembered[g]; !ok && g != 0 {
+				remembered[g] = a.Result.LIDs.Ports[i].Base
+				spans[g] = a.Result.LIDs.Ports[i].Count()
 			}
 		}
 	}
 	if fab == nil {
-		return prev, nil
+		return remembered, nil
 	}
+	adopt := s.elect.adopting()
 	type cand struct {
 		guid uint64
 		base uint16
@@ -56,6 +68,10 @@ func (s *SM) previousLIDs(fab *discovery.Fabric, topo *topology.Topology, lmc ui
 		for l := int(base); l < int(base)+n && l <= plan.MaxUnicastLID; l++ {
 			claims[l] = min(claims[l]+by, 2)
 		}
+	}
+	prev := map[uint64]uint16{}
+	if !adopt {
+		prev = remembered
 	}
 	var cands []cand
 	for _, ep := range topo.Endpoints() {
@@ -85,6 +101,39 @@ func (s *SM) previousLIDs(fab *discovery.Fabric, topo *topology.Topology, lmc ui
 			prev[c.guid] = c.base
 			kept++
 		}
+	}
+	if adopt {
+		// What this SM remembers fills in the rest where it collides with
+		// nothing the fabric holds.
+		taken := make([]bool, plan.MaxUnicastLID+1)
+		for _, c := range cands {
+			if prev[c.guid] == c.base {
+				for l := int(c.base); l < int(c.base)+c.n && l <= plan.MaxUnicastLID; l++ {
+					taken[l] = true
+				}
+			}
+		}
+		dropped := 0
+		for g, lid := range remembered {
+			if _, ok := prev[g]; ok {
+				continue
+			}
+			n := max(spans[g], 1)
+			free := int(lid)+n-1 <= plan.MaxUnicastLID
+			for l := int(lid); free && l < int(lid)+n; l++ {
+				free = !taken[l]
+			}
+			if !free {
+				dropped++
+				continue
+			}
+			prev[g] = lid
+			for l := int(lid); l < int(lid)+n; l++ {
+				taken[l] = true
+			}
+		}
+		s.Log.Info("taking over: keeping the LIDs the fabric holds", "ports", kept, "candidates", len(cands), "remembered_dropped", dropped)
+		return prev, nil
 	}
 	if kept > 0 {
 		s.Log.Info("keeping LIDs the fabric already holds for ports guid2lid does not list", "ports", kept, "candidates", len(cands))

@@ -233,8 +233,9 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 	rep.Discovery.Gets, rep.Discovery.Sets = delta(st0, st1)
 	rep.State = s.State()
 	if !master {
-		// A standby (or inactive) SM writes nothing: it keeps the fabric
-		// it saw, so its polls and a takeover start from it.
+		// A standby (or inactive) SM writes nothing, nor does a master
+		// beside another master: it keeps the fabric it saw, so its
+		// polls and a takeover start from it.
 		countTopo(rep, topo)
 		s.mu.Lock()
 		s.fabric = fab
@@ -243,7 +244,12 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 		s.finishStats(rep, st0)
 		return rep, nil
 	}
-	return s.route(ctx, rep, fab, topo, start, st0, nil)
+	s.startTerm()
+	rep, err = s.route(ctx, rep, fab, topo, start, st0, nil)
+	if err == nil {
+		s.elect.programmed()
+	}
+	return rep, err
 }
 
 // route plans and programs a freshly discovered fabric. clear lists the
