@@ -53,6 +53,9 @@ type Config struct {
 	// SHA256 pins the binary (hex); when set, it is verified before every
 	// launch and a mismatch refuses to start the plugin.
 	SHA256 string
+	// PinSource says where the pin comes from in errors (e.g. "the lock
+	// entry at plugins.lock.hcl:3,1-33"); default "the pin".
+	PinSource string
 	// Env is passed to the plugin in addition to the variables go-plugin
 	// and the manager set; the host's own environment is not inherited.
 	Env []string
@@ -357,6 +360,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		rpc   *sdk.RemoteClient
 		info  sdk.Info
 		sch   schema.Block
+		proto int
 		stage string
 		err   error
 	}
@@ -367,6 +371,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		defer func() { ch <- l }()
 		proto, err := inst.client.Client()
 		if err == nil {
+			l.proto = inst.client.NegotiatedVersion()
 			var raw any
 			if raw, err = proto.Dispense(string(cfg.Kind)); err == nil {
 				l.rpc = raw.(*sdk.RemoteClient)
@@ -404,6 +409,9 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	if l.err != nil {
 		inst.kill(false)
 		if errors.Is(l.err, errPinMismatch) {
+			if cfg.PinSource != "" {
+				return nil, fmt.Errorf("plugin %s: refusing to run %s: its sha256 is %s, %s records %s; reinstall the plugin, or run \"ibsm plugins lock\" if it was upgraded on purpose", cfg.Name, cfg.Path, fileSHA256(cfg.Path), cfg.PinSource, cfg.SHA256)
+			}
 			return nil, fmt.Errorf("plugin %s: refusing to run %s: its sha256 is %s, the pin says %s; reinstall the plugin or update the pin", cfg.Name, cfg.Path, fileSHA256(cfg.Path), cfg.SHA256)
 		}
 		return nil, fmt.Errorf("plugin %s (%s): %s: %w%s", cfg.Name, cfg.Path, l.stage, l.err, stderrNote(errTail))
@@ -414,7 +422,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("plugin %s: %s is a %q plugin (%s %s), but it is configured as %q; fix the plugin block's kind or path", cfg.Name, cfg.Path, info.Kind, info.Name, info.Version, cfg.Kind)
 	}
 	p.mu.Lock()
-	p.info, p.schema = l.info, l.sch
+	p.info, p.schema, p.protocol = l.info, l.sch, l.proto
 	p.mu.Unlock()
 	p.log.Debug("plugin started", "pid", inst.pid, "name", l.info.Name, "version", l.info.Version)
 	return inst, nil

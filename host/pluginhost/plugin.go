@@ -33,6 +33,7 @@ type Plugin struct {
 	inst     *instance // nil after a death or a kill, until the next call
 	info     sdk.Info
 	schema   schema.Block
+	protocol int
 	// config is the last accepted config, re-sent after a restart.
 	config    cty.Value
 	hasConfig bool
@@ -59,6 +60,14 @@ func (p *Plugin) Info() sdk.Info {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.info
+}
+
+// Protocol is the plugin protocol major negotiated with the binary at its
+// last start (sdk.ProtocolVersion for any binary that starts).
+func (p *Plugin) Protocol() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.protocol
 }
 
 // Schema is the config schema the binary reported at its last start.
