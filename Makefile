@@ -12,7 +12,7 @@ EXAMPLE ?= conf/examples/ft2-648.hcl
 all: build
 
 build: plugins
-	$(GO) build -o $(BIN)/ibsm ./host/cmd/ibsm
+	$(GO) build -ldflags "-X main.commit=$$(git rev-parse --short HEAD 2>/dev/null)" -o $(BIN)/ibsm ./host/cmd/ibsm
 
 plugins:
 	@mkdir -p $(BIN)

@@ -36,6 +36,7 @@ Commands:
                                      compute the plan and print its metrics (no Set is sent)
   dump    --config FILE [--out DIR]  compute the plan and write OpenSM-format dumps for ibdmchk
   topo    <kind> [flags]             write a generated test topology (ibsm topo -h)
+  version                            print the version, commit and plugin SDK version (also --version)
 `
 
 func main() {
@@ -56,6 +57,9 @@ func main() {
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
+	case "--version", "version":
+		fmt.Print(versionString())
+		return
 	default:
 		fmt.Fprintf(os.Stderr, "ibsm: unknown command %q\n%s", os.Args[1], usage)
 		os.Exit(2)
@@ -70,6 +74,7 @@ type common struct {
 	config   string
 	logLevel string
 	logJSON  bool
+	logOut   io.Writer // default os.Stderr
 }
 
 func (c *common) flags(fs *flag.FlagSet) {
@@ -79,7 +84,11 @@ func (c *common) flags(fs *flag.FlagSet) {
 }
 
 func (c *common) logger() hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: "ibsm", Level: hclog.LevelFromString(c.logLevel), JSONFormat: c.logJSON, Output: os.Stderr})
+	out := c.logOut
+	if out == nil {
+		out = os.Stderr
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "ibsm", Level: hclog.LevelFromString(c.logLevel), JSONFormat: c.logJSON, Output: out})
 }
 
 // load reads and validates the config; errors carry file:line:column.
@@ -103,6 +112,8 @@ func cmdRun(args []string) error {
 	c.flags(fs)
 	once := fs.Bool("once", false, "bring the subnet up, print a summary and exit 0 at SUBNET UP")
 	dumpDir := fs.String("dump-dir", "", "after every SUBNET UP that re-routed, write the programmed plan as OpenSM dumps (as `ibsm dump` does) into this directory")
+	logPath := fs.String("log-file", "", "append the log to this file instead of stderr; SIGUSR1 reopens it (logrotate)")
+	pidPath := fs.String("pid-file", "", "write the daemon's PID to this file (removed at exit)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -110,6 +121,26 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return err
 	}
+	stopDaemon := make(chan struct{})
+	defer close(stopDaemon)
+	if *logPath != "" {
+		lf, err := openLogFile(*logPath)
+		if err != nil {
+			return err
+		}
+		defer lf.Close()
+		reopenOnUSR1(lf, stopDaemon)
+		c.logOut = lf
+	}
+	if *pidPath != "" {
+		remove, err := writePIDFile(*pidPath)
+		if err != nil {
+			return err
+		}
+		defer remove()
+	}
+	notify := newNotifier()
+	defer notify.Close()
 	log := c.logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -140,7 +171,10 @@ func cmdRun(args []string) error {
 	trigger := make(chan struct{}, 1)
 	go func() {
 		for range hup {
-			if err := reload(ctx, &c, a, log); err != nil {
+			notify.send("RELOADING=1")
+			err := reload(ctx, &c, a, log)
+			notify.send("READY=1")
+			if err != nil {
 				log.Error("reload failed; the running configuration stays in force", "error", err)
 				continue
 			}
@@ -150,10 +184,18 @@ func cmdRun(args []string) error {
 			}
 		}
 	}()
+	notify.watchdog(stopDaemon, sweeping(a, cfg))
 	return a.SM.Run(ctx, trigger, func(rep *sm.Report, err error) {
 		if err != nil {
 			log.Error("heavy sweep failed; the last good plan stays programmed", "error", err)
+			notify.Status("heavy sweep failed: " + err.Error())
 			return
+		}
+		switch rep.State {
+		case smpStateMaster:
+			notify.Ready(fmt.Sprintf("SUBNET UP: master, %d switches, %d CAs", rep.Switches, rep.CAs))
+		case smpStateStandby:
+			notify.Ready("standby")
 		}
 		if rep.Rerouted {
 			logSummary(log, rep)
