@@ -9,6 +9,7 @@ import (
 
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
@@ -86,6 +87,10 @@ type election struct {
 	rival     uint64
 	rivalSeen int
 	warned    map[uint64]bool // SMs with another SM_Key already reported
+	// nudges is how many trap 144s this standby sent the master it
+	// outranks (nudgedFor), asking it to hand over.
+	nudges    int
+	nudgedFor uint64
 	// stats for status and tests
 	takeovers, stepDowns, handovers int
 	refused                         int // SMInfo Sets with a wrong SM_Key
@@ -612,6 +617,9 @@ func (s *SM) pollMaster(ctx context.Context) bool {
 		var si smp.SMInfo
 		err := s.client.Get(ctx, target.path, smp.AttrSMInfo, 0, &si)
 		ok = err == nil && si.SMState == smp.SMStateMaster
+		if ok {
+			s.nudge(fab, target, si)
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -728,3 +736,67 @@ func (e *election) adopting() bool {
 	defer e.mu.Unlock()
 	return e.state == smp.SMStateMaster && e.followed
 }
+
+// maxNudges bounds the trap 144s a standby sends one master.
+const maxNudges = 3
+
+// nudge tells a master this standby outranks (same SM_Key) that it
+// should hand over, as OpenSM's standby does: a trap 144 with "SM
+// priority changed" to the master's LID. OpenSM sweeps on it and hands
+// over; a master that keeps its mastership (ibsm without honor_priority)
+// ignores it. It is sent at most maxNudges times per master, one per
+// PollRetries polls.
+func (s *SM) nudge(fab *discovery.Fabric, master *remoteSM, si smp.SMInfo) {
+	e := s.elect
+	own := ownPortGUID(fab)
+	e.mu.Lock()
+	prio, key, retries := e.opts.Priority, e.opts.SMKey, max(e.opts.PollRetries, 1)
+	if si.SMKey != key || !better(prio, own, si.Priority, master.guid) {
+		e.mu.Unlock()
+		return
+	}
+	if e.nudgedFor != master.guid {
+		e.nudgedFor, e.nudges = master.guid, 0
+	}
+	n := e.nudges
+	e.nudges++
+	e.mu.Unlock()
+	if n%retries != 0 || n/retries >= maxNudges {
+		return
+	}
+	mn, on := fab.Nodes[fab.SMGUID], (*discovery.Node)(nil)
+	for _, nd := range fab.Nodes {
+		if int(master.port) < len(nd.Ports) && nd.Ports[master.port].Valid && (nd.Ports[master.port].GUID == master.guid || (nd.Ports[master.port].GUID == 0 && nd.Info.PortGUID == master.guid)) {
+			on = nd
+			break
+		}
+	}
+	if mn == nil || on == nil || int(fab.SMPort) >= len(mn.Ports) {
+		return
+	}
+	ownPI, masterLID := mn.Ports[fab.SMPort].Info, on.Ports[master.port].Info.LID
+	if masterLID == 0 || ownPI.LID == 0 {
+		return
+	}
+	producer := uint32(mn.Info.NodeType)
+	notice := smp.NewTrap144(producer, smp.Trap144{LID: ownPI.LID, CapabilityMask: ownPI.CapabilityMask, ChangeFlags: trap144SMPriority})
+	req := smp.SMP{MgmtClass: smp.ClassSMPLID, ClassVersion: smp.SMPClassVersion, Method: smp.MethodTrap, TID: uint64(time.Now().UnixNano()) & 0xFFFFFFFF}
+	buf := make([]byte, smp.MADLen)
+	if err := req.SetAttr(notice); err != nil {
+		s.Log.Debug("trap 144 not built", "error", err)
+		return
+	}
+	if err := req.EncodeTo(buf); err != nil {
+		s.Log.Debug("trap 144 not encoded", "error", err)
+		return
+	}
+	if err := s.T.Send(transport.Packet{DLID: masterLID, MAD: buf}); err != nil {
+		s.Log.Debug("trap 144 not sent", "to_lid", masterLID, "error", err)
+		return
+	}
+	s.Log.Info("this standby outranks its master; asked it to hand over (trap 144, SM priority changed)",
+		"master", fmt.Sprintf("%#016x", master.guid), "master_lid", masterLID, "master_priority", si.Priority, "priority", prio)
+}
+
+// trap144SMPriority is trap 144's "SM priority changed" flag.
+const trap144SMPriority = 0x0008

@@ -363,6 +363,14 @@ func TestElectionHandover(t *testing.T) {
 				if a.s.State() != smp.SMStateMaster || b.s.State() != smp.SMStateStandby {
 					t.Fatalf("without honor_priority: a %d b %d; want master, standby", a.s.State(), b.s.State())
 				}
+				// b asked a to hand over, as OpenSM's standby would
+				// (trap 144), a bounded number of times.
+				if n := strings.Count(b.log.String(), "asked it to hand over"); n == 0 || n > 3 {
+					t.Errorf("b sent %d trap 144s to a; want 1..3", n)
+				}
+				if !strings.Contains(a.log.String(), "trap=144") {
+					t.Errorf("a never received b's trap 144")
+				}
 				return
 			}
 			programmedBy(t, b, 5*time.Second)
