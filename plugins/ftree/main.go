@@ -44,25 +44,43 @@ func (e *engine) Schema() schema.Block {
 		schema.Attr("root_guids", cty.List(cty.String),
 			`Node GUIDs ("0x...") of the top switches of the tree. Default: per connected component, the switches farthest from any CA-carrying switch. Set it when spare or partially cabled switches make that guess wrong.`),
 		schema.Attr("root_guid_file", cty.String,
-			`A file with one root node GUID per line, as OpenSM's root_guid_file ('#' starts a comment). Combined with root_guids.`),
+			`A file with one root node GUID per line, as OpenSM's root_guid_file ('#' starts a comment), relative to the configuration file. Combined with root_guids. The host reads it and sends its contents, so editing it re-routes at the next start or reload.`).AsFile(),
 		schema.Attr("ca_order", cty.List(cty.String),
 			`CA node or port GUIDs in the order of the application's ranks. Routes are spread by this order, so rank shifts are congestion-free. Default: leaf by leaf (leaves sharing parents together), CAs by port.`),
 		schema.Attr("ca_order_file", cty.String,
-			`A file with one CA node or port GUID per line, as OpenSM's cn_guid_file but ordered. Listed after ca_order.`),
+			`A file with one CA node or port GUID per line, as OpenSM's cn_guid_file but ordered, relative to the configuration file. Listed after ca_order. The host reads it and sends its contents.`).AsFile(),
 	)
 }
 
 func (e *engine) Configure(v cty.Value) error {
-	roots, err := pcfg.GUIDs(v, "root_guids", "root_guid_file")
+	roots, err := guids(v, "root_guids", "root_guid_file")
 	if err != nil {
 		return fmt.Errorf("ftree: %w", err)
 	}
-	order, err := pcfg.GUIDs(v, "ca_order", "ca_order_file")
+	order, err := guids(v, "ca_order", "ca_order_file")
 	if err != nil {
 		return fmt.Errorf("ftree: %w", err)
 	}
 	e.cfg = ftree.Config{Roots: roots, CAOrder: order}
 	return nil
+}
+
+// guids reads the GUIDs listed in listAttr, then those in the contents of
+// the file fileAttr names (the host sends the contents, not the path).
+func guids(v cty.Value, listAttr, fileAttr string) ([]uint64, error) {
+	list, err := pcfg.GUIDs(v, listAttr, "")
+	if err != nil {
+		return nil, err
+	}
+	contents, err := pcfg.String(v, fileAttr, "")
+	if err != nil {
+		return nil, err
+	}
+	more, err := ftree.ParseGUIDFile(fileAttr, contents)
+	if err != nil {
+		return nil, err
+	}
+	return ftree.AppendUnique(list, more), nil
 }
 
 func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,15 +17,9 @@ import (
 )
 
 func TestConfigure(t *testing.T) {
-	dir := t.TempDir()
-	rootFile := filepath.Join(dir, "roots")
-	if err := os.WriteFile(rootFile, []byte("# spines\n0x0002c90000000003\n\n  0x0002c90000000004 # second\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	badFile := filepath.Join(dir, "bad")
-	if err := os.WriteFile(badFile, []byte("0x1\nnot-a-guid\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// File attributes carry the file's contents: the host reads the file.
+	rootFile := "# spines\n0x0002c90000000003\n\n  0x0002c90000000004 # second\n"
+	badFile := "0x1\nnot-a-guid\n"
 	e := &engine{log: hclog.NewNullLogger()}
 	obj := func(m map[string]cty.Value) cty.Value {
 		full := map[string]cty.Value{}
@@ -56,8 +48,10 @@ func TestConfigure(t *testing.T) {
 		{"null", cty.NullVal(e.Schema().ObjectType()), nil, nil, ""},
 		{"lists, repeats dropped", obj(map[string]cty.Value{"root_guids": list("0x2", " 0X1", "0x2"), "ca_order": list("0x10", "0x11")}), []uint64{2, 1}, []uint64{0x10, 0x11}, ""},
 		{"list then file", obj(map[string]cty.Value{"root_guids": list("0x9"), "root_guid_file": cty.StringVal(rootFile)}), []uint64{9, 0x0002c90000000003, 0x0002c90000000004}, nil, ""},
-		{"file line in error", obj(map[string]cty.Value{"ca_order_file": cty.StringVal(badFile)}), nil, nil, "bad line 2"},
-		{"missing file", obj(map[string]cty.Value{"root_guid_file": cty.StringVal(filepath.Join(dir, "nope"))}), nil, nil, "no such file"},
+		{"file repeats the list", obj(map[string]cty.Value{"ca_order": list("0x3", "0x1"), "ca_order_file": cty.StringVal("0x2\n0x1\n0x4\n")}), nil, []uint64{3, 1, 2, 4}, ""},
+		{"file line in error", obj(map[string]cty.Value{"ca_order_file": cty.StringVal(badFile)}), nil, nil, "ca_order_file line 2"},
+		{"empty file", obj(map[string]cty.Value{"root_guid_file": cty.StringVal("")}), nil, nil, ""},
+		{"a path from an old host", obj(map[string]cty.Value{"root_guid_file": cty.StringVal("/etc/ibsm/roots")}), nil, nil, "upgrade the host"},
 		{"no prefix", obj(map[string]cty.Value{"root_guids": list("0002c90000000001")}), nil, nil, "0x prefix"},
 		{"zero", obj(map[string]cty.Value{"ca_order": list("0x0")}), nil, nil, "not a non-zero"},
 	}
@@ -79,6 +73,11 @@ func TestConfigure(t *testing.T) {
 	}
 	if info := e.Info(); info.Name != "ftree" || info.Kind != sdk.KindRouting || !slices.Contains(info.Capabilities, "lmc") {
 		t.Errorf("Info = %+v", info)
+	}
+	for _, a := range e.Schema().Attributes {
+		if want := strings.HasSuffix(a.Name, "_file"); a.File != want {
+			t.Errorf("attribute %s: File = %v, want %v", a.Name, a.File, want)
+		}
 	}
 }
 
