@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/ibsm/ibsm/conf"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/pluginhost"
@@ -162,20 +164,53 @@ func (a *App) openFabric(ctx context.Context) error {
 	return nil
 }
 
+// checkLock reads the lock file beside the configuration, if there is
+// one, and checks every declared plugin binary against it before any
+// plugin runs (conf.CheckLock). Without a lock file it returns nil: only
+// sha256 pins in the configuration are then enforced.
+func (a *App) checkLock(cfg *conf.Config) (*conf.Lock, error) {
+	lock, diags := cfg.ReadLockFile()
+	if lock != nil {
+		diags = append(diags, cfg.CheckLock(lock)...)
+	}
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("plugin lock check failed, no plugin was started:\n%s", conf.FormatDiagnostics(diags))
+	}
+	for _, d := range diags {
+		a.Log.Warn("plugin lock", "warning", strings.TrimSpace(conf.FormatDiagnostics(hcl.Diagnostics{d})))
+	}
+	return lock, nil
+}
+
 // launch starts, checks and configures one plugin and returns its cache
-// identity.
-func (a *App) launch(ctx context.Context, p *conf.Plugin) (*pluginhost.Plugin, pipeline.Identity, error) {
+// identity. With a lock file the binary is pinned to its lock entry (the
+// plugin manager verifies the sha256 again at exec) and what it reports
+// must match the entry.
+func (a *App) launch(ctx context.Context, p *conf.Plugin, lock *conf.Lock) (*pluginhost.Plugin, pipeline.Identity, error) {
 	var id pipeline.Identity
+	pin, pinSource := p.SHA256, ""
+	entry := lock.Find(p)
+	if entry != nil {
+		pin, pinSource = entry.SHA256, "the lock entry at "+entry.DeclRange.String()
+	}
 	pl, err := a.Plugins.Launch(ctx, pluginhost.Config{
 		Name:        p.Name,
 		Kind:        p.Kind,
 		Path:        p.Path,
-		SHA256:      p.SHA256,
+		SHA256:      pin,
+		PinSource:   pinSource,
 		CallTimeout: a.Config.SM.PluginTimeout,
 	})
 	if err != nil {
 		return nil, id, fmt.Errorf("%s: plugin %q: %w", p.DeclRange, p.Name, err)
 	}
+	if entry != nil {
+		if err := entry.CheckReported(pl.Info(), pl.Protocol()); err != nil {
+			return nil, id, fmt.Errorf("%s: plugin %q: %w", p.DeclRange, p.Name, err)
+		}
+	}
+	// File-valued attributes are read here, relative to the config file:
+	// v carries their contents, so HashValue(v) changes with them.
 	v, diags := p.DecodeConfig(pl.Schema())
 	if diags.HasErrors() {
 		return nil, id, fmt.Errorf("%s", conf.FormatDiagnostics(diags))
@@ -183,12 +218,36 @@ func (a *App) launch(ctx context.Context, p *conf.Plugin) (*pluginhost.Plugin, p
 	if err := pl.ConfigureContext(ctx, v); err != nil {
 		return nil, id, fmt.Errorf("%s: plugin %q rejected its config: %w", p.ConfigRange, p.Name, err)
 	}
-	sum, err := conf.FileSHA256(p.Path)
-	if err != nil {
-		return nil, id, err
+	sum := pin // verified when the binary was exec'd
+	if sum == "" {
+		if sum, err = conf.FileSHA256(p.Path); err != nil {
+			return nil, id, err
+		}
 	}
 	id = pipeline.Identity{Name: p.Name, SHA256: sum, Version: pl.Info().Version, ConfigHash: conf.HashValue(v)}
 	return pl, id, nil
+}
+
+// CheckCompat refuses plugin pairs whose declared capabilities cannot work
+// together (pluginhost.Pipeline.Check), before any plugin is asked for a
+// plan. launched holds the routing pipeline's plugins (engines, fallbacks,
+// LID and VL assigner), started.
+func CheckCompat(cfg *conf.Config, launched map[*conf.Plugin]*pluginhost.Plugin) error {
+	m := func(role string, p *conf.Plugin) pluginhost.Member {
+		return pluginhost.Member{Role: role, Name: p.Name, Where: p.DeclRange.String(), Info: launched[p].Info()}
+	}
+	pl := pluginhost.Pipeline{LID: m("routing.lid_assigner", cfg.LIDAssigner()), VL: m("routing.vl_assigner", cfg.VLAssigner()), LMC: cfg.SM.LMC}
+	for i, p := range cfg.Engines() {
+		role := "routing.engine"
+		if i > 0 {
+			role = "routing.fallback"
+		}
+		pl.Engines = append(pl.Engines, m(role, p))
+	}
+	if err := pl.Check(); err != nil {
+		return fmt.Errorf("%s: the configured plugins cannot work together, nothing was routed:\n%w", cfg.Routing.DeclRange, err)
+	}
+	return nil
 }
 
 func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner, error) {
@@ -214,35 +273,46 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 		VerifyPolicy: "switch_to_switch=" + string(policy) + ";rules=" + verify.Rules,
 		Log:          a.Log.Named("pipeline"),
 	}
+	lock, err := a.checkLock(cfg)
+	if err != nil {
+		return nil, err
+	}
+	launched := map[*conf.Plugin]*pluginhost.Plugin{}
 	for _, p := range cfg.Engines() {
-		pl, id, err := a.launch(ctx, p)
+		pl, id, err := a.launch(ctx, p, lock)
 		if err != nil {
 			return nil, err
 		}
+		launched[p] = pl
 		impl, err := pl.RoutingEngine()
 		if err != nil {
 			return nil, err
 		}
 		r.Engines = append(r.Engines, pipeline.Engine{Identity: id, Impl: impl})
 	}
-	pl, id, err := a.launch(ctx, cfg.LIDAssigner())
+	pl, id, err := a.launch(ctx, cfg.LIDAssigner(), lock)
 	if err != nil {
 		return nil, err
 	}
+	launched[cfg.LIDAssigner()] = pl
 	lid, err := pl.LIDAssigner()
 	if err != nil {
 		return nil, err
 	}
 	r.LID = pipeline.LIDStage{Identity: id, Impl: lid}
-	pl, id, err = a.launch(ctx, cfg.VLAssigner())
+	pl, id, err = a.launch(ctx, cfg.VLAssigner(), lock)
 	if err != nil {
 		return nil, err
 	}
+	launched[cfg.VLAssigner()] = pl
 	vl, err := pl.VLAssigner()
 	if err != nil {
 		return nil, err
 	}
 	r.VL = pipeline.VLStage{Identity: id, Impl: vl}
+	if err := CheckCompat(cfg, launched); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
