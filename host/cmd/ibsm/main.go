@@ -36,6 +36,8 @@ Commands:
                                      compute the plan and print its metrics (no Set is sent)
   dump    --config FILE [--out DIR]  compute the plan and write OpenSM-format dumps for ibdmchk
   topo    <kind> [flags]             write a generated test topology (ibsm topo -h)
+  plugins lock|verify|list --config FILE [--json]
+                                     pin plugin binaries in plugins.lock.hcl, check or list them
   version                            print the version, commit and plugin SDK version (also --version)
 `
 
@@ -54,6 +56,8 @@ func main() {
 		err = cmdDump(os.Args[2:])
 	case "topo":
 		err = topogen.Run(os.Args[2:], os.Stdout)
+	case "plugins":
+		err = cmdPlugins(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
