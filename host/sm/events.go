@@ -296,6 +296,13 @@ func (s *SM) handleTrap(p transport.Packet, b *trapBatch, lb *logBudget) bool {
 			break
 		}
 		if ref.Port == 0 { // a switch: the trap names one of its ports
+			// A port the switch does not have would make the update
+			// give up and re-discover everything, at every trap: such a
+			// trap is malformed, whoever sent it.
+			if fab := s.Fabric(); fab == nil || fab.Nodes[ref.GUID] == nil || int(port) >= len(fab.Nodes[ref.GUID].Ports) {
+				warn("link trap names a port the switch does not have; ignored", "trap", n.TrapNumber, "lid", lid, "port", port)
+				return false
+			}
 			ref.Port = port
 		}
 		log("link trap; re-reading the port", "lid", lid, "guid", fmt.Sprintf("0x%016x", ref.GUID), "port", ref.Port)

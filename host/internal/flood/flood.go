@@ -77,7 +77,9 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Stats are a Limiter's counters since it was made.
+// Stats are a Limiter's counters since it was made. Allowed counts the
+// MADs Allow let through (a later Drop, e.g. a full queue, may still drop
+// them); Dropped counts every drop, for any reason.
 type Stats struct {
 	Allowed, Dropped uint64
 	// Sources is the size of the table now.
@@ -308,7 +310,7 @@ func (l *Limiter) reportLocked() {
 	now := l.cfg.Now()
 	l.log.Warn(fmt.Sprintf("%s dropped: %d in %s", l.cfg.Kind, total, now.Sub(l.since).Round(time.Millisecond)),
 		"sources", len(counts), "top", strings.Join(top, ", "), "reasons", strings.Join(whys, ", "),
-		"dropped_total", l.stats.Dropped, "allowed_total", l.stats.Allowed, "rate_limit", l.rateText())
+		"dropped_total", l.stats.Dropped, "within_rate_total", l.stats.Allowed, "rate_limit", l.rateText())
 	l.window = map[Source]bool{}
 	l.lines = 0
 	l.purgeLocked(now)
