@@ -245,7 +245,9 @@ func (l *Limiter) rateText() string {
 func (l *Limiter) report() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.reportLocked()
+	if l.scheduled { // else Flush reported it while this timer fired
+		l.reportLocked()
+	}
 }
 
 // Flush logs the summary of the current window now (if anything was
