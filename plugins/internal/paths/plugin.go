@@ -65,7 +65,7 @@ func NewEngine(k Kind, log hclog.Logger) *Engine {
 func (e *Engine) Config() Config { return e.cfg }
 
 func (e *Engine) Info() sdk.Info {
-	return sdk.Info{Name: string(e.kind), Version: Version, Kind: sdk.KindRouting}
+	return sdk.Info{Name: string(e.kind), Version: Version, Kind: sdk.KindRouting, Capabilities: []string{sdk.CapPaths}}
 }
 
 func (e *Engine) Schema() schema.Block { return schema.Object(SchemaAttrs(e.kind.withK())...) }
