@@ -21,8 +21,12 @@ type Attribute interface {
 // Client sends directed-route SMPs.
 type Client struct {
 	T transport.Transport
-	// MKey is sent in every SMP (0 when M_Key protection is not used).
+	// MKey is sent in every SMP when there are no Keys (0 when M_Key
+	// protection is not used).
 	MKey uint64
+	// K, when set, supplies each SMP's M_Key by destination; nil: the
+	// transport's (WithKeys), if any.
+	K Keys
 }
 
 // Path is a directed route: the out-port at each hop, starting with the
@@ -76,34 +80,41 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 	if len(path) > smp.MaxHops {
 		return fmt.Errorf("DR path %s longer than %d hops", path, smp.MaxHops)
 	}
-	s := smp.SMP{
-		MgmtClass:    smp.ClassSMPDR,
-		ClassVersion: smp.SMPClassVersion,
-		Method:       method,
-		HopCount:     uint8(len(path)),
-		AttrID:       attrID,
-		AttrMod:      mod,
-		MKey:         c.MKey,
-		DrSLID:       smp.PermissiveLID,
-		DrDLID:       smp.PermissiveLID,
-	}
-	copy(s.InitialPath[1:], path)
-	if a != nil {
-		if err := a.MarshalTo(s.Data[:]); err != nil {
-			return err
+	send := func(key uint64) (*smp.SMP, error) {
+		s := smp.SMP{
+			MgmtClass:    smp.ClassSMPDR,
+			ClassVersion: smp.SMPClassVersion,
+			Method:       method,
+			HopCount:     uint8(len(path)),
+			AttrID:       attrID,
+			AttrMod:      mod,
+			MKey:         key,
+			DrSLID:       smp.PermissiveLID,
+			DrDLID:       smp.PermissiveLID,
 		}
+		copy(s.InitialPath[1:], path)
+		if a != nil {
+			if err := a.MarshalTo(s.Data[:]); err != nil {
+				return nil, err
+			}
+		}
+		buf := make([]byte, smp.MADLen)
+		if err := s.EncodeTo(buf); err != nil {
+			return nil, err
+		}
+		resp, err := c.T.Do(ctx, transport.Packet{DLID: smp.PermissiveLID, MAD: buf})
+		if err != nil {
+			return nil, fmt.Errorf("SMP attr %#04x mod %d via DR %s: %w", attrID, mod, path, err)
+		}
+		r := new(smp.SMP)
+		if err := r.Decode(resp.MAD); err != nil {
+			return nil, fmt.Errorf("SMP attr %#04x via DR %s: malformed response: %w", attrID, path, err)
+		}
+		return r, nil
 	}
-	buf := make([]byte, smp.MADLen)
-	if err := s.EncodeTo(buf); err != nil {
-		return err
-	}
-	resp, err := c.T.Do(ctx, transport.Packet{DLID: smp.PermissiveLID, MAD: buf})
+	r, err := c.keyAttempts(ctx, method, path, send)
 	if err != nil {
-		return fmt.Errorf("SMP attr %#04x mod %d via DR %s: %w", attrID, mod, path, err)
-	}
-	var r smp.SMP
-	if err := r.Decode(resp.MAD); err != nil {
-		return fmt.Errorf("SMP attr %#04x via DR %s: malformed response: %w", attrID, path, err)
+		return err
 	}
 	if r.Status&smp.StatusCodeMask != 0 {
 		return &Error{Method: method, Attr: attrID, Mod: mod, Path: path, Status: r.Status}
