@@ -6,7 +6,10 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -80,6 +83,10 @@ type walk struct {
 
 	// inc is set for an incremental update (Update); nil for a full walk.
 	inc *incState
+
+	// locked lists the routes whose port answered no M_Key because its key
+	// could only be guessed (mad.KeyError with Known false).
+	locked []string
 }
 
 func newWalk(ctx context.Context, d *Discoverer, f *Fabric) *walk {
@@ -158,7 +165,58 @@ func (d *Discoverer) Run(ctx context.Context) (*Fabric, error) {
 		return nil, ctx.Err()
 	}
 	w.f.SMPs = w.smps.Load()
+	if err := w.keysSettled(); err != nil {
+		return nil, err
+	}
 	return w.f, nil
+}
+
+// LockedError is a discovery that found ports it could not identify
+// because they answer only SMPs that carry their M_Key, while the M_Keys
+// say they are probably the SM's own, locked by an earlier run whose
+// state was lost (host/mkey.Ring.Recovering): routing the rest would cut
+// them off, so discovery fails and the tables in place stay.
+type LockedError struct {
+	Routes []string // directed routes to the silent ports (at most 10)
+	Count  int
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("%d directed routes (e.g. %s) lead to ports that answer no M_Key ibsm can derive without knowing which ports they are: they are protected at level 2 or 3, probably by an earlier run with this M_Key policy whose state directory (mkey/neighbors, mkey/guid2mkey) was lost; not routing a partial fabric, the tables in place stay. Each such port becomes readable when its M_Key lease expires, one hop further from the SM each lease period; restore the mkey directory from a backup or a standby to manage them at once",
+		e.Count, strings.Join(e.Routes, " "))
+}
+
+// noteLocked records a route whose port answered no guessed M_Key.
+func (w *walk) noteLocked(path mad.Path, err error) {
+	var ke *mad.KeyError
+	if !errors.As(err, &ke) || ke.Known {
+		return
+	}
+	w.mu.Lock()
+	w.locked = append(w.locked, path.String())
+	w.mu.Unlock()
+}
+
+// keysSettled fails a full discovery that left ports locked while the
+// M_Keys say it should wait for them, and tells the keys when discovery
+// reached every port.
+func (w *walk) keysSettled() error {
+	k := w.d.C.Keys()
+	if k == nil {
+		return nil
+	}
+	if len(w.locked) == 0 {
+		if s, ok := k.(interface{ Settle() }); ok {
+			s.Settle()
+		}
+		return nil
+	}
+	if r, ok := k.(interface{ Recovering() bool }); ok && r.Recovering() {
+		sort.Strings(w.locked)
+		e := &LockedError{Count: len(w.locked), Routes: w.locked[:min(len(w.locked), 10)]}
+		return e
+	}
+	return nil
 }
 
 func (w *walk) warn(format string, args ...any) {
@@ -261,6 +319,7 @@ func (w *walk) probe(n *Node, p uint8) {
 	path := n.Path.Extend(p)
 	var ni smp.NodeInfo
 	if err := w.get(path, smp.AttrNodeInfo, 0, &ni); err != nil {
+		w.noteLocked(path, err)
 		if w.inc != nil {
 			w.inc.fail(n, p, n.Path, "NodeInfo of the far end", err)
 			return

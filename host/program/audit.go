@@ -19,10 +19,13 @@ import (
 // programmed and repairs what differs: tables and settings changed behind
 // the SM's back (another SM, a tool, a firmware bug) that no trap and no
 // PortStateChange report. Its items, in one rotation that covers them all:
-// per switch of the plan its port-0 PortInfo (LID, LMC, MasterSMLID), its
-// SwitchInfo (LinearFDBTop) and every LFT block the plan spans; per linked
-// port the OperationalVLs a multi-VL plan set; every SL2VL table and
-// VLArbitration block the plan programmed. CA port LIDs are not items: the
+// per switch of the plan its port-0 PortInfo (LID, LMC, MasterSMLID, and
+// the M_Key fields when M_Keys are managed), its SwitchInfo (LinearFDBTop)
+// and every LFT block the plan spans; per linked port the OperationalVLs a
+// multi-VL plan set; every SL2VL table and VLArbitration block the plan
+// programmed; when M_Keys are managed, each programmed CA port's M_Key,
+// M_KeyProtectBits and M_KeyLeasePeriod (a lease that ran out leaves
+// protection 0: the audit puts it back). CA port LIDs are not items: the
 // sweep loop's CA check reads them.
 //
 // The expected value is always what this Programmer believes it wrote (its
@@ -78,6 +81,7 @@ const (
 	itemOpVLs                      // a port's OperationalVLs (multi-VL plans)
 	itemSL2VL                      // one SL-to-VL table
 	itemVLArb                      // one VLArbitration block
+	itemMKey                       // a CA port's M_Key fields (M_Keys managed)
 )
 
 // item is one thing the audit reads back.
@@ -96,12 +100,13 @@ type auditNode struct {
 	sw           bool // switch of the plan: port 0, SwitchInfo, blocks
 	blocks       int
 	opVLs        []uint8
+	mkey         []uint8 // CA ports whose M_Key fields are audited
 	sl2vl, vlarb [][2]uint8
 	first        int // rotation index of its first item
 }
 
 func (n *auditNode) count() int {
-	c := n.blocks + len(n.opVLs) + len(n.sl2vl) + len(n.vlarb)
+	c := n.blocks + len(n.opVLs) + len(n.mkey) + len(n.sl2vl) + len(n.vlarb)
 	if n.sw {
 		c += 2
 	}
@@ -130,6 +135,11 @@ func (n *auditNode) item(i int) item {
 		return it
 	}
 	i -= len(n.opVLs)
+	if i < len(n.mkey) {
+		it.kind, it.a = itemMKey, n.mkey[i]
+		return it
+	}
+	i -= len(n.mkey)
 	if i < len(n.sl2vl) {
 		it.kind, it.a, it.b = itemSL2VL, n.sl2vl[i][0], n.sl2vl[i][1]
 		return it
@@ -193,6 +203,7 @@ func (p *Programmer) AuditStats() AuditStats {
 // nodes of fab, in node GUID order. a.mu held.
 func (p *Programmer) rebuild(fab *discovery.Fabric) {
 	a := &p.aud
+	keyed := p.C.Keys() != nil
 	p.mu.Lock()
 	a.gen, a.fab, a.built = p.gen, fab, true
 	a.nodes = a.nodes[:0]
@@ -215,6 +226,12 @@ func (p *Programmer) rebuild(fab *discovery.Fabric) {
 			an.opVLs = append(an.opVLs, q)
 		}
 		slices.Sort(an.opVLs)
+		if keyed && n.Switch == nil {
+			for q := range ks.caLID {
+				an.mkey = append(an.mkey, q)
+			}
+			slices.Sort(an.mkey)
+		}
 		if c := an.count(); c > 0 {
 			a.nodes = append(a.nodes, an)
 			total += c
@@ -417,19 +434,48 @@ func (p *Programmer) probeFor(fab *discovery.Fabric, it item) *probe {
 	switch it.kind {
 	case itemPort0:
 		lid, lmc, smLID := ks.lid, ks.lmc, ks.smLID
+		keys := p.C.Keys()
 		var got smp.PortInfo
 		pr.what, pr.attr, pr.mod, pr.got = "port 0 PortInfo", smp.AttrPortInfo, 0, &got
 		pr.differs = func() string {
-			if got.LID == lid && got.LMC == lmc && got.MasterSMLID == smLID {
+			d := keyDiff(keys, n, 0, &got)
+			if got.LID == lid && got.LMC == lmc && got.MasterSMLID == smLID && d == "" {
 				return ""
 			}
-			return fmt.Sprintf("LID %d LMC %d SM LID %d, programmed LID %d LMC %d SM LID %d", got.LID, got.LMC, got.MasterSMLID, lid, lmc, smLID)
+			if d != "" {
+				d = "; " + d
+			}
+			return fmt.Sprintf("LID %d LMC %d SM LID %d, programmed LID %d LMC %d SM LID %d%s", got.LID, got.LMC, got.MasterSMLID, lid, lmc, smLID, d)
 		}
 		pr.zeroLID = func() bool { return got.LID == 0 }
 		pr.fix = func() mad.Attribute {
 			pi := got
 			noChange(&pi)
 			pi.LID, pi.LMC, pi.MasterSMLID = lid, lmc, smLID
+			withKey(keys, n, 0, &pi)
+			return &pi
+		}
+	case itemMKey:
+		keys := p.C.Keys()
+		if keys == nil {
+			return nil
+		}
+		path, err := caPath(fab, n, it.a)
+		if err != nil {
+			return nil
+		}
+		q := it.a
+		pr.path = path
+		if l, ok := ks.caLID[q]; ok {
+			pr.lid = l
+		}
+		var got smp.PortInfo
+		pr.what, pr.attr, pr.mod, pr.got = fmt.Sprintf("port %d M_Key", q), smp.AttrPortInfo, 0, &got
+		pr.differs = func() string { return keyDiff(keys, n, q, &got) }
+		pr.fix = func() mad.Attribute {
+			pi := got
+			noChange(&pi)
+			withKey(keys, n, q, &pi)
 			return &pi
 		}
 	case itemSwitchInfo:

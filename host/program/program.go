@@ -52,6 +52,10 @@ type Stats struct {
 	// Reregistered counts CA ports asked to re-register (in PortInfo Sets
 	// counted above).
 	Reregistered int64
+	// Keyed counts PortInfo Sets (counted above) that changed a port's
+	// M_Key, protection bits or lease period: the port did not hold what
+	// the M_Key policy wants.
+	Keyed int64
 }
 
 // Sets is the total number of Set SMPs.
@@ -163,6 +167,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	p.mu.Lock()
 	rereg := p.reregister
 	p.mu.Unlock()
+	keys := p.C.Keys()
 	for i, ep := range eps {
 		n := fab.Nodes[topo.Nodes[ep.Node].GUID]
 		want := rz.LIDs.Ports[i]
@@ -172,12 +177,17 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		}
 		cur := pt.Info
 		ca := n.Info.NodeType != smp.NodeTypeSwitch
-		if cur.LID == want.Base && cur.LMC == want.LMC && cur.MasterSMLID == smLID && !(rereg && ca) {
+		keyed := keys == nil || keys.Holds(guardGUID(n, ep.Port))
+		if cur.LID == want.Base && cur.LMC == want.LMC && cur.MasterSMLID == smLID && keyed && !(rereg && ca) {
 			continue
 		}
 		pi := cur
 		pi.LID, pi.LMC, pi.MasterSMLID = want.Base, want.LMC, smLID
 		noChange(&pi)
+		withKey(keys, n, ep.Port, &pi)
+		if !keyed {
+			st.Keyed++
+		}
 		if rereg && ca {
 			st.Reregistered++
 			pi.ClientReregister = true
@@ -198,6 +208,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		}
 		pi := info
 		noChange(&pi)
+		withKey(keys, n, k.port, &pi)
 		pi.OperationalVLs, pi.VLHighLimit = code, 0
 		if info.PortState >= smp.PortStateInit && info.PortState < smp.PortStateArmed {
 			written[k] = pi // carried by the Armed Set below
@@ -205,17 +216,21 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		}
 		opOnly[k] = &piSet{n.Path, pi}
 	}
+	// Ports that hide their M_Key from every key ibsm knows refuse these
+	// Sets; they go out anyway (a refused SMP starts the port's lease, after
+	// which it can be re-keyed) but cannot fail the Apply.
+	foreign := newForeign(p, keys)
 	for k, s := range lidSets {
 		written[k] = s.pi
 		atomic.AddInt64(&st.PortInfoSets, 1)
 		s, port := s, uint32(k.port)
-		r.Go(func() error { return p.C.Set(ctx, s.path, smp.AttrPortInfo, port, &s.pi, nil) })
+		foreign.pick(r, fab, k).Go(func() error { return p.C.Set(ctx, s.path, smp.AttrPortInfo, port, &s.pi, nil) })
 	}
 	for k, s := range opOnly {
 		written[k] = s.pi
 		atomic.AddInt64(&st.OpVLsSets, 1)
 		s, port := s, uint32(k.port)
-		r.Go(func() error { return p.C.Set(ctx, s.path, smp.AttrPortInfo, port, &s.pi, nil) })
+		foreign.pick(r, fab, k).Go(func() error { return p.C.Set(ctx, s.path, smp.AttrPortInfo, port, &s.pi, nil) })
 	}
 	blocks := (int(rz.TopLID) + 64) / 64
 	st.LFTBlocksRead = p.learn(ctx, fab, topo, blocks)
@@ -256,6 +271,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	own := owned{sl2vl: map[uint64][][2]uint8{}, vlarb: map[uint64][][2]uint8{}}
 	st.SL2VLSets = p.sl2vl(ctx, r, fab, topo, vls, own.sl2vl)
 	st.VLArbSets = p.vlArb(ctx, r, fab, opVLs, need, own.vlarb)
+	foreign.wait("programming LIDs")
 	if err := r.Wait("programming LIDs and forwarding tables"); err != nil {
 		st.Failed = r.Failed()
 		p.Forget() // what the switches hold is now uncertain
@@ -309,12 +325,14 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 					pi = w
 				}
 				noChange(&pi)
+				withKey(keys, n, uint8(port), &pi)
 				pi.PortState = state
 				path, pn := n.Path, uint32(port)
 				atomic.AddInt64(&st.StateSets, 1)
-				r.Go(func() error { return p.C.Set(ctx, path, smp.AttrPortInfo, pn, &pi, nil) })
+				foreign.pick(r, fab, portKey{guid, uint8(port)}).Go(func() error { return p.C.Set(ctx, path, smp.AttrPortInfo, pn, &pi, nil) })
 			}
 		}
+		foreign.wait(fmt.Sprintf("moving ports to state %d", state))
 		if err := r.Wait(fmt.Sprintf("moving ports to state %d", state)); err != nil {
 			st.Failed = r.Failed()
 			return st, err
