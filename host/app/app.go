@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/ibsm/ibsm/conf"
+	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/host/mkey"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/pluginhost"
 	"github.com/ibsm/ibsm/host/sa"
@@ -41,7 +43,10 @@ type App struct {
 	// IBSim is the ibsim attachment when transport = "ibsim" (its
 	// Attachment names the SM's port), nil otherwise.
 	IBSim *ibsim.Conn
-	Log   hclog.Logger
+	// Keys is the M_Key ring when sm.m_key or sm.m_key_secret is set (or
+	// a previous run left keys in the state directory), nil otherwise.
+	Keys *mkey.Ring
+	Log  hclog.Logger
 
 	stateDir *statedir.Dir // locked for our lifetime
 }
@@ -109,6 +114,7 @@ func election(cfg *conf.Config) sm.ElectionOptions {
 func (a *App) openFabric(ctx context.Context) error {
 	cfg := a.Config
 	var conn transport.Conn
+	var selfGUID uint64 // the SM's own port: its M_Key guards SMPs to itself
 	switch cfg.Fabric.Transport {
 	case conf.TransportSim:
 		f, err := sim.Load(cfg.Fabric.Topology, sim.Options{})
@@ -124,6 +130,7 @@ func (a *App) openFabric(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("attaching the SM to the embedded fabric: %w", err)
 		}
+		selfGUID, _ = f.PortGUID(guid, port)
 	case conf.TransportIBSim:
 		// ibsim picks the node by name (attach); sm_node/sm_port, when
 		// given, are checked against where it put us.
@@ -142,6 +149,7 @@ func (a *App) openFabric(ctx context.Context) error {
 			return fmt.Errorf("%s: attaching the SM to ibsim: %w", cfg.Fabric.DeclRange, err)
 		}
 		a.IBSim, conn = c, c
+		selfGUID = c.Attachment().PortGUID
 	case conf.TransportUMAD:
 		c, info, err := umad.Open(cfg.Fabric.Device, int(cfg.Fabric.Port), umad.Options{
 			Timeout: cfg.SM.MADTimeout,
@@ -151,7 +159,7 @@ func (a *App) openFabric(ctx context.Context) error {
 			return fmt.Errorf("%s: opening the InfiniBand port: %w", cfg.Fabric.DeclRange, err)
 		}
 		a.Log.Info("attached to HCA port", "port_guid", fmt.Sprintf("%#016x", info.PortGUID), "lid", info.LID, "state", info.State)
-		conn = c
+		conn, selfGUID = c, info.PortGUID
 	default:
 		return fmt.Errorf("transport %q is not available in this build; use transport = \"sim\", \"ibsim\" or \"umad\"", cfg.Fabric.Transport)
 	}
@@ -161,6 +169,33 @@ func (a *App) openFabric(ctx context.Context) error {
 		Retries: cfg.SM.MADRetries,
 		Logger:  a.Log.Named("transport"),
 	})
+	return a.openKeys(selfGUID)
+}
+
+// mkeyPolicy is the M_Key policy the config asks for.
+func mkeyPolicy(cfg *conf.Config) mkey.Policy {
+	return mkey.Policy{Key: cfg.SM.MKey, Secret: cfg.SM.MKeySecret, Protect: cfg.SM.MKeyProtectBits, Lease: cfg.SM.MKeyLeasePeriod}
+}
+
+// openKeys opens the M_Key ring (state_dir/mkey: guid2mkey, neighbors)
+// when keys are configured or a previous run left some, and makes every
+// SMP carry its destination's key. self is the SM's own port GUID.
+func (a *App) openKeys(self uint64) error {
+	cfg := a.Config
+	dir := filepath.Join(cfg.SM.StateDir, "mkey")
+	_, err := os.Stat(filepath.Join(dir, mkey.KeysFile))
+	if !cfg.SM.MKeysEnabled() && err != nil {
+		return nil
+	}
+	ro := a.stateDir != nil && a.stateDir.ReadOnly
+	a.Keys, err = mkey.Open(mkey.Options{Policy: mkeyPolicy(cfg), Dir: dir, Self: self, Log: a.Log.Named("mkey"), ReadOnly: ro})
+	if err != nil {
+		return fmt.Errorf("%w: fix or remove the file (ibsm then uses the configured keys)", err)
+	}
+	if !cfg.SM.MKeysEnabled() {
+		a.Log.Warn("M_Keys are not configured but the state directory holds keys from a previous run: ibsm uses them to reach the ports and sets their M_Key to 0", "dir", dir)
+	}
+	a.T = mad.WithKeys(a.T, a.Keys)
 	return nil
 }
 
@@ -345,6 +380,12 @@ func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
 	}
 	a.SM.Reconfigure(runner, cfg.SM.LMC)
 	a.SM.SetElection(election(cfg))
+	switch {
+	case a.Keys != nil:
+		a.Keys.SetPolicy(mkeyPolicy(cfg)) // ports are re-keyed by the next Apply and the audit
+	case cfg.SM.MKeysEnabled():
+		a.Log.Warn("M_Keys were configured while ibsm ran without them; they take effect at the next restart")
+	}
 	if ag, ok := a.SM.Agent.(*sa.Agent); ok {
 		ag.SetSMKey(cfg.SM.SMKey)
 	}
@@ -387,6 +428,9 @@ func (a *App) Close() {
 	}
 	if a.T != nil {
 		a.T.Close()
+	}
+	if a.Keys != nil {
+		a.Keys.Close() // writes what is pending
 	}
 	a.stateDir.Close()
 }
