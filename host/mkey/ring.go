@@ -46,7 +46,10 @@ type portState struct {
 	// hidden: the last PortInfo Get hid the key from every key tried (a
 	// port at protection level 1 with a key ibsm does not know).
 	hidden bool
-	warned bool
+	// noMKey: the port answered a PortInfo Set with a key and still shows
+	// M_Key 0 — it does not implement M_Keys (ibsim ignores them): it
+	// cannot be protected, and is not re-keyed over and over.
+	noMKey bool
 }
 
 // Ring is the SM's M_Key ring. It implements mad.Keys; all methods are
@@ -76,6 +79,7 @@ type Ring struct {
 	saveFailed            bool
 	violLogged            int
 	violWindow            time.Time
+	noMKeyPorts           int
 }
 
 var _ mad.Keys = (*Ring)(nil)
@@ -281,6 +285,16 @@ func (r *Ring) Observe(path mad.Path, method uint8, key uint64, resp *smp.SMP) b
 			return true
 		}
 		st.hidden = false
+		if set && pi.MKey == 0 && r.wantLocked(g).Key != 0 {
+			if !st.noMKey {
+				r.noMKeyPorts++
+				if r.noMKeyPorts == 1 {
+					r.log.Warn("a port ignores M_Keys: it took a PortInfo Set carrying a key and still holds M_Key 0 (the device does not implement M_Key protection; ibsim does not); such ports are not protected",
+						"port_guid", fmt.Sprintf("0x%016x", g))
+				}
+			}
+			st.noMKey = true
+		}
 		r.learnKeyLocked(st, pi.MKey)
 		if g == r.self && r.policy.Enabled() && pi.MKey == r.policy.KeyFor(g) && pi.MKeyProtectBits >= 2 {
 			r.evidence = true
@@ -410,6 +424,9 @@ func (r *Ring) Holds(g uint64) bool {
 	if st == nil || !st.seen || !st.known || st.hidden {
 		return false
 	}
+	if st.noMKey {
+		return true // nothing to set: it would not take the key
+	}
 	w := r.wantLocked(g)
 	return st.key == w.Key && st.protect == w.Protect && st.lease == w.Lease
 }
@@ -437,6 +454,9 @@ type Status struct {
 	Violations uint64
 	// Known is how many ports' keys the store holds.
 	Known int
+	// NoMKey is how many ports ignore M_Keys (took a Set with a key and
+	// still hold 0): they cannot be protected.
+	NoMKey int
 }
 
 // Status returns the ring's summary.
@@ -455,6 +475,10 @@ func (r *Ring) Status() Status {
 		s.Violations += uint64(st.viol)
 		if st.hidden {
 			s.Hidden = append(s.Hidden, g)
+			continue
+		}
+		if st.noMKey {
+			s.NoMKey++
 			continue
 		}
 		w := r.wantLocked(g)

@@ -112,9 +112,10 @@ func keyDiff(k mad.Keys, n *discovery.Node, q uint8, got *smp.PortInfo) string {
 	if k == nil || (n.Info.NodeType == smp.NodeTypeSwitch && q != 0) {
 		return ""
 	}
-	w, ok := k.Want(guardGUID(n, q))
-	if !ok || (got.MKey == w.Key && got.MKeyProtectBits == w.Protect && got.MKeyLeasePeriod == w.Lease) {
-		return ""
+	g := guardGUID(n, q)
+	w, ok := k.Want(g)
+	if !ok || (got.MKey == w.Key && got.MKeyProtectBits == w.Protect && got.MKeyLeasePeriod == w.Lease) || k.Holds(g) {
+		return "" // Holds: as the port answered this read (or it ignores M_Keys)
 	}
 	key := "the key ibsm uses"
 	if got.MKey != w.Key {
