@@ -800,3 +800,46 @@ func (s *SM) nudge(fab *discovery.Fabric, master *remoteSM, si smp.SMInfo) {
 
 // trap144SMPriority is trap 144's "SM priority changed" flag.
 const trap144SMPriority = 0x0008
+
+// smTrap reports whether p is a trap 144 about an SM: the port now
+// advertises IsSM (an SM started there) or says its SM priority changed
+// (a standby that outranks the master asks for a handover). A master
+// elects on it at once rather than at its next re-discovery.
+func (s *SM) smTrap(p transport.Packet) bool {
+	if len(p.MAD) < smp.MADLen || smp.PeekMethod(p.MAD) != smp.MethodTrap || smp.PeekAttrID(p.MAD) != smp.AttrNotice {
+		return false
+	}
+	var req smp.SMP
+	if err := req.Decode(p.MAD); err != nil {
+		return false
+	}
+	var n smp.Notice
+	if err := req.Attr(&n); err != nil || !n.IsGeneric || n.TrapNumber != smp.TrapCapabilityMaskChange {
+		return false
+	}
+	d, err := n.Trap144()
+	if err != nil || (d.CapabilityMask&smp.CapIsSM == 0 && d.ChangeFlags&trap144SMPriority == 0) {
+		return false
+	}
+	s.elect.mu.Lock()
+	honor := s.elect.opts.HonorPriority
+	s.elect.mu.Unlock()
+	if honor {
+		return true // a priority change may call for a handover
+	}
+	// Without honor_priority only a new SM matters: OpenSM's standby
+	// repeats its trap with every poll of a master it outranks.
+	fab := s.Fabric()
+	if fab == nil {
+		return true
+	}
+	for _, nd := range fab.Nodes {
+		for i := range nd.Ports {
+			pt := &nd.Ports[i]
+			if pt.Valid && pt.Info.LID == d.LID && pt.Info.CapabilityMask&smp.CapIsSM != 0 {
+				return false // an SM this one knows
+			}
+		}
+	}
+	return true
+}

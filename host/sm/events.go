@@ -64,6 +64,9 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 	defer poll.Stop()
 	s.learnOwnPort(ctx)
 	polls := 0
+	// elect: an SM trap asked for an election sweep within the last poll
+	// interval; lastElect: when a trap last caused one.
+	elect, lastElect := false, time.Time{}
 	traps := s.demux(ctx)
 
 	// Traps wait in pend until the coalescing timer fires.
@@ -108,14 +111,25 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			case smp.SMStateStandby:
 				heavy = heavy || s.pollMaster(ctx)
 			case smp.SMStateMaster:
-				if polls++; polls%peerTicks == 0 || s.peersChanged(ctx) {
+				if polls++; polls%peerTicks == 0 || elect || s.peersChanged(ctx) {
 					heavy = true
 				}
 			}
+			elect = false
 		case pkt, ok := <-traps:
 			if !ok {
 				traps = nil // transport closed: stop selecting on it
 				continue
+			}
+			if s.IsMaster() && s.smTrap(pkt) {
+				// An SM port came up or an SM's priority changed:
+				// elect now (at most once per poll interval), before a
+				// light sweep takes a new master's work for drift.
+				if time.Since(lastElect) >= pollEvery {
+					heavy, lastElect = true, time.Now()
+				} else {
+					elect = true // at the next poll tick
+				}
 			}
 			if !s.mayProgram() {
 				continue // traps are the master's; a standby writes nothing, not even TrapRepress
@@ -142,6 +156,12 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			heavy = err != nil
 		case <-tick.C:
 			if heavy || !s.mayProgram() {
+				continue
+			}
+			// Another master may have started since the last check:
+			// what it programmed would look like drift to repair.
+			if s.peersChanged(ctx) {
+				heavy = true
 				continue
 			}
 			heavy = s.periodic(ctx, report)
