@@ -351,8 +351,10 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		Stderr:           errTail,
 		SyncStdout:       &lineLogger{log: p.log, stream: "stdout"},
 		SyncStderr:       &lineLogger{log: p.log, stream: "stderr"},
-		StartTimeout:     cfg.StartTimeout,
-		GRPCDialOptions:  sdk.GRPCDialOptions(),
+		// go-plugin's own handshake timeout must never beat the host's
+		// deadline below, which kills the process and says so.
+		StartTimeout:    cfg.StartTimeout + time.Second,
+		GRPCDialOptions: sdk.GRPCDialOptions(),
 	})
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
