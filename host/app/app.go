@@ -54,10 +54,25 @@ type App struct {
 // New builds everything the config names. On error nothing is left
 // running.
 func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err error) {
+	return newApp(ctx, cfg, log, nil)
+}
+
+// NewOnFabric is New with transport = "sim" on an embedded fabric that
+// already exists instead of one loaded from the topology file: the fabric
+// outlives an SM as a real one does (tests restart ibsm over the state a
+// previous App left in the ports, e.g. their M_Keys).
+func NewOnFabric(ctx context.Context, cfg *conf.Config, log hclog.Logger, f *sim.Fabric) (*App, error) {
+	if cfg.Fabric.Transport != conf.TransportSim || f == nil {
+		return nil, fmt.Errorf("NewOnFabric needs transport = \"sim\" and a fabric")
+	}
+	return newApp(ctx, cfg, log, f)
+}
+
+func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fabric) (_ *App, err error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	a := &App{Config: cfg, Log: log}
+	a := &App{Config: cfg, Log: log, Sim: fab}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -117,11 +132,13 @@ func (a *App) openFabric(ctx context.Context) error {
 	var selfGUID uint64 // the SM's own port: its M_Key guards SMPs to itself
 	switch cfg.Fabric.Transport {
 	case conf.TransportSim:
-		f, err := sim.Load(cfg.Fabric.Topology, sim.Options{})
-		if err != nil {
-			return err
+		f, err := a.Sim, error(nil) // a.Sim: NewOnFabric's
+		if f == nil {
+			if f, err = sim.Load(cfg.Fabric.Topology, sim.Options{}); err != nil {
+				return err
+			}
+			a.Sim = f
 		}
-		a.Sim = f
 		guid, port := cfg.Fabric.SMNode, cfg.Fabric.SMPort
 		if guid == 0 {
 			guid, port = f.DefaultSMPort()
