@@ -483,3 +483,52 @@ func lftsEqual(a, b map[uint64][]uint8) bool {
 	return true
 }
 
+
+// TestRestartSingleKeyFreshState: with one configured key (m_key) a port's
+// key does not depend on which port it is, so even a fresh state directory
+// reaches every level-2 port at once.
+func TestRestartSingleKeyFreshState(t *testing.T) {
+	b := newBench(t, 2)
+	ctx := context.Background()
+	pol := mkey.Policy{Key: 0x5eed, Protect: 2, Lease: 30 * time.Second}
+	x := b.start(t.TempDir(), pol)
+	_, err := x.s.HeavySweep(ctx)
+	must(t, err)
+	b.checkKeys(pol)
+	x.stop()
+	y := b.start(t.TempDir(), pol)
+	rep, err := y.s.HeavySweep(ctx)
+	must(t, err)
+	if rep.Program.Keyed != 0 || rep.Program.LFTBlocksSent != 0 || len(rep.Warnings) != 0 {
+		t.Fatalf("restart: %+v, warnings %q", rep.Program, rep.Warnings)
+	}
+	b.checkKeys(pol)
+	b.checkProgrammed(y.s)
+}
+
+// TestPolicyChange: a new policy (SIGHUP: another secret, level, lease)
+// re-keys every port through the audit, using the keys the ports hold now;
+// a policy without keys takes them off.
+func TestPolicyChange(t *testing.T) {
+	b := newBench(t, 2)
+	ctx := context.Background()
+	old := mkey.Policy{Secret: "the first secret, 0123456789", Protect: 2, Lease: 30 * time.Second}
+	x := b.start(t.TempDir(), old)
+	_, err := x.s.HeavySweep(ctx)
+	must(t, err)
+	b.checkKeys(old)
+	for _, pol := range []mkey.Policy{
+		{Secret: "the second secret, 987654321", Protect: 3, Lease: time.Minute},
+		{Key: 0xabc, Protect: 1},
+		{},
+	} {
+		x.ring.SetPolicy(pol)
+		if need, err := x.s.LightSweep(ctx); err != nil || need {
+			t.Fatalf("light sweep after the policy change: %v %v", need, err)
+		}
+		b.checkKeys(pol)
+		if st := x.ring.Status(); st.Holding != st.Ports {
+			t.Fatalf("ring after the change to %+v: %+v", pol, st)
+		}
+	}
+}
