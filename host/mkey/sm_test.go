@@ -483,7 +483,6 @@ func lftsEqual(a, b map[uint64][]uint8) bool {
 	return true
 }
 
-
 // TestRestartSingleKeyFreshState: with one configured key (m_key) a port's
 // key does not depend on which port it is, so even a fresh state directory
 // reaches every level-2 port at once.
