@@ -61,6 +61,7 @@ type Ring struct {
 
 	mu     sync.Mutex
 	policy Policy
+	keyFor map[uint64]uint64 // policy.KeyFor, memoised (an HMAC per SMP is not free)
 	self   uint64
 	ports  map[uint64]*portState
 	sw     map[uint64]bool   // port GUID is a switch's
@@ -129,8 +130,24 @@ func Open(opts Options) (*Ring, error) {
 // programmer and the audit next reach them.
 func (r *Ring) SetPolicy(p Policy) {
 	r.mu.Lock()
-	r.policy = p
+	r.policy, r.keyFor = p, nil
 	r.mu.Unlock()
+}
+
+// keyForLocked is policy.KeyFor(g), memoised. r.mu held.
+func (r *Ring) keyForLocked(g uint64) uint64 {
+	if r.policy.Secret == "" {
+		return r.policy.Key
+	}
+	if k, ok := r.keyFor[g]; ok {
+		return k
+	}
+	if r.keyFor == nil {
+		r.keyFor = map[uint64]uint64{}
+	}
+	k := r.policy.KeyFor(g)
+	r.keyFor[g] = k
+	return k
 }
 
 // Policy returns the policy in force.
@@ -200,10 +217,10 @@ func (r *Ring) Candidates(path mad.Path) ([]uint64, bool) {
 				if st := r.ports[g2]; st != nil && st.known {
 					add(st.key)
 				}
-				add(r.policy.KeyFor(g2))
+				add(r.keyForLocked(g2))
 			}
 		}
-		add(r.policy.KeyFor(g))
+		add(r.keyForLocked(g))
 	} else {
 		if r.policy.Secret == "" {
 			add(r.policy.Key)
@@ -296,7 +313,7 @@ func (r *Ring) Observe(path mad.Path, method uint8, key uint64, resp *smp.SMP) b
 			st.noMKey = true
 		}
 		r.learnKeyLocked(st, pi.MKey)
-		if g == r.self && r.policy.Enabled() && pi.MKey == r.policy.KeyFor(g) && pi.MKeyProtectBits >= 2 {
+		if g == r.self && r.policy.Enabled() && pi.MKey == r.keyForLocked(g) && pi.MKeyProtectBits >= 2 {
 			r.evidence = true
 		}
 		return false
@@ -413,7 +430,7 @@ func (r *Ring) wantLocked(g uint64) mad.KeySetting {
 	if !p.Enabled() {
 		return mad.KeySetting{} // keys off: take ibsm's keys off the ports
 	}
-	return mad.KeySetting{Key: p.KeyFor(g), Protect: p.Protect, Lease: p.LeaseSeconds()}
+	return mad.KeySetting{Key: r.keyForLocked(g), Protect: p.Protect, Lease: p.LeaseSeconds()}
 }
 
 // Holds implements mad.Keys.
