@@ -31,7 +31,9 @@ func (b *base) Configure(v cty.Value) error { return nil }
 
 type engine struct{ base }
 
-func (e *engine) Route(context.Context, sdk.RouteRequest) (*plan.Routes, error) { return nil, errCalled }
+func (e *engine) Route(context.Context, sdk.RouteRequest) (*plan.Routes, error) {
+	return nil, errCalled
+}
 
 type assigner struct{ base }
 
