@@ -106,7 +106,7 @@ func newSM(t *testing.T, r *rig, name string, node *netfile.Node, spec smSpec) *
 	t.Cleanup(p.stop)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s (%s on %s) log:\n%s", name, spec.kind, node.Name, tail(p.logText(), 5000))
+			t.Logf("%s (%s on %s) log:\n%s", name, spec.kind, node.Name, tail(p.logText(), 12000))
 		}
 	})
 	return p

@@ -9,6 +9,8 @@ import (
 
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/host/pipeline"
+	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/smp"
 )
@@ -91,6 +93,9 @@ type election struct {
 	// outranks (nudgedFor), asking it to hand over.
 	nudges    int
 	nudgedFor uint64
+	// extra are SMs learnt from their trap 144 since the last discovery
+	// (an SM that started): checked with the ones discovery found.
+	extra map[uint64]remoteSM
 	// stats for status and tests
 	takeovers, stepDowns, handovers int
 	refused                         int // SMInfo Sets with a wrong SM_Key
@@ -390,7 +395,10 @@ func (s *SM) querySMs(ctx context.Context, rs []remoteSM) {
 //     checks in a row, which lets a worse ibsm step down first), and when
 //     it is not, it is not waited for.
 func (s *SM) arbitrate(ctx context.Context, fab *discovery.Fabric) bool {
-	rs := remoteSMs(fab)
+	rs := s.knownSMs(fab)
+	s.elect.mu.Lock()
+	s.elect.extra = nil // this discovery sees every SM port
+	s.elect.mu.Unlock()
 	s.querySMs(ctx, rs)
 	own := ownPortGUID(fab)
 	e := s.elect
@@ -605,7 +613,7 @@ func (s *SM) pollMaster(ctx context.Context) bool {
 	fab := s.Fabric()
 	var target *remoteSM
 	if fab != nil {
-		for _, r := range remoteSMs(fab) {
+		for _, r := range s.knownSMs(fab) {
 			if r.guid == master {
 				target = &r
 				break
@@ -665,7 +673,7 @@ func (s *SM) peersChanged(ctx context.Context) bool {
 	if fab == nil {
 		return false
 	}
-	rs := remoteSMs(fab)
+	rs := s.knownSMs(fab)
 	if len(rs) == 0 {
 		return false
 	}
@@ -801,45 +809,139 @@ func (s *SM) nudge(fab *discovery.Fabric, master *remoteSM, si smp.SMInfo) {
 // trap144SMPriority is trap 144's "SM priority changed" flag.
 const trap144SMPriority = 0x0008
 
-// smTrap reports whether p is a trap 144 about an SM: the port now
-// advertises IsSM (an SM started there) or says its SM priority changed
-// (a standby that outranks the master asks for a handover). A master
-// elects on it at once rather than at its next re-discovery.
-func (s *SM) smTrap(p transport.Packet) bool {
+// smTrapLID returns the LID a trap 144 about an SM comes from: the port
+// now advertises IsSM (an SM started there) or says its SM priority
+// changed (a standby that outranks the master asks for a handover).
+func smTrapLID(p transport.Packet) (uint16, bool) {
 	if len(p.MAD) < smp.MADLen || smp.PeekMethod(p.MAD) != smp.MethodTrap || smp.PeekAttrID(p.MAD) != smp.AttrNotice {
-		return false
+		return 0, false
 	}
 	var req smp.SMP
 	if err := req.Decode(p.MAD); err != nil {
-		return false
+		return 0, false
 	}
 	var n smp.Notice
 	if err := req.Attr(&n); err != nil || !n.IsGeneric || n.TrapNumber != smp.TrapCapabilityMaskChange {
-		return false
+		return 0, false
 	}
 	d, err := n.Trap144()
-	if err != nil || (d.CapabilityMask&smp.CapIsSM == 0 && d.ChangeFlags&trap144SMPriority == 0) {
-		return false
+	if err != nil || (d.CapabilityMask&smp.CapIsSM == 0 && d.ChangeFlags&trap144SMPriority == 0) || d.LID == 0 {
+		return 0, false
 	}
-	s.elect.mu.Lock()
-	honor := s.elect.opts.HonorPriority
-	s.elect.mu.Unlock()
-	if honor {
-		return true // a priority change may call for a handover
-	}
-	// Without honor_priority only a new SM matters: OpenSM's standby
-	// repeats its trap with every poll of a master it outranks.
+	return d.LID, true
+}
+
+// learnSM asks the port at lid (from a trap 144 about an SM) for its
+// SMInfo and, if an SM answers, keeps it among the SMs this master checks
+// (peersChanged, checkAlone) until the next discovery. It reports whether
+// an election is due now: that SM is master, or outranks this one with
+// our SM_Key while HonorPriority is set.
+func (s *SM) learnSM(ctx context.Context, lid uint16) bool {
 	fab := s.Fabric()
 	if fab == nil {
 		return true
 	}
+	var r *remoteSM
 	for _, nd := range fab.Nodes {
-		for i := range nd.Ports {
-			pt := &nd.Ports[i]
-			if pt.Valid && pt.Info.LID == d.LID && pt.Info.CapabilityMask&smp.CapIsSM != 0 {
-				return false // an SM this one knows
+		for p := range nd.Ports {
+			pt := &nd.Ports[p]
+			isSwitch := nd.Info.NodeType == smp.NodeTypeSwitch
+			if !pt.Valid || pt.Info.LID != lid || isSwitch != (p == 0) {
+				continue
+			}
+			g := pt.GUID
+			if g == 0 {
+				g = nd.Info.PortGUID
+			}
+			r = &remoteSM{guid: g, path: nd.Path, port: uint8(p)}
+		}
+	}
+	if r == nil || r.guid == ownPortGUID(fab) {
+		return false
+	}
+	var si smp.SMInfo
+	if err := s.client.Get(ctx, r.path, smp.AttrSMInfo, 0, &si); err != nil {
+		s.Log.Debug("trap 144 about an SM: its SMInfo not read", "lid", lid, "error", err)
+		return false
+	}
+	r.info, r.ok = si, true
+	e := s.elect
+	e.mu.Lock()
+	if e.extra == nil {
+		e.extra = map[uint64]remoteSM{}
+	}
+	_, known := e.extra[r.guid]
+	e.extra[r.guid] = *r
+	prio, honor, key := e.opts.Priority, e.opts.HonorPriority, e.opts.SMKey
+	e.mu.Unlock()
+	if !known {
+		s.Log.Info("an SM announced itself (trap 144)", "guid", fmt.Sprintf("%#016x", r.guid), "lid", lid, "priority", si.Priority, "state", si.SMState)
+	}
+	return si.SMState == smp.SMStateMaster || (honor && si.SMKey == key && si.SMState != SMStateNotActive && better(si.Priority, r.guid, prio, ownPortGUID(fab)))
+}
+
+// knownSMs are the remote SMs of fab and those learnt from traps since.
+func (s *SM) knownSMs(fab *discovery.Fabric) []remoteSM {
+	rs := remoteSMs(fab)
+	e := s.elect
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for g, r := range e.extra {
+		dup := false
+		for _, q := range rs {
+			dup = dup || q.guid == g
+		}
+		if !dup {
+			rs = append(rs, remoteSM{guid: r.guid, path: r.path, port: r.port})
+		}
+	}
+	return rs
+}
+
+// checkAlone is a master's last look before it writes: if an SM it knows
+// (in fab or in the fabric it last saw) now says it is master, nothing is
+// written and a heavy sweep elects. It catches a master that started
+// between two elections, whose Sets a light sweep would otherwise take
+// for drift and undo. An incremental sweep (which elects nothing) also
+// stops when a port it re-read names an SM LID other than the one this
+// SM programmed: another SM set it, maybe one that started as master
+// since the last discovery.
+func (s *SM) checkAlone(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result, incremental bool) error {
+	if a := s.Applied(); incremental && a != nil {
+		ours := smLIDOf(a.Topo, a.Result)
+		if ours != 0 && ours == smLIDOf(topo, res) {
+			for _, ep := range topo.Endpoints() {
+				n := fab.Nodes[topo.Nodes[ep.Node].GUID]
+				if n == nil || int(ep.Port) >= len(n.Ports) {
+					continue
+				}
+				if pt := &n.Ports[ep.Port]; pt.Valid && pt.Info.MasterSMLID != 0 && pt.Info.MasterSMLID != ours {
+					s.elect.poke()
+					return fmt.Errorf("port %#016x/%d names SM LID %d, not this SM's %d: another SM set it; nothing written, electing first",
+						n.Info.NodeGUID, ep.Port, pt.Info.MasterSMLID, ours)
+				}
 			}
 		}
 	}
-	return true
+	seen := map[uint64]bool{}
+	var rs []remoteSM
+	for _, f := range []*discovery.Fabric{fab, s.Fabric()} {
+		for _, r := range s.knownSMs(f) {
+			if !seen[r.guid] {
+				seen[r.guid] = true
+				rs = append(rs, r)
+			}
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	s.querySMs(ctx, rs)
+	for _, r := range rs {
+		if r.ok && r.info.SMState == smp.SMStateMaster {
+			s.elect.poke()
+			return fmt.Errorf("another master (%#016x, priority %d) is on the subnet: nothing written, electing first", r.guid, r.info.Priority)
+		}
+	}
+	return nil
 }

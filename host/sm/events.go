@@ -121,20 +121,24 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 				traps = nil // transport closed: stop selecting on it
 				continue
 			}
-			if s.IsMaster() && s.smTrap(pkt) {
-				// An SM port came up or an SM's priority changed:
-				// elect now (at most once per poll interval), before a
-				// light sweep takes a new master's work for drift.
-				if time.Since(lastElect) >= pollEvery {
-					heavy, lastElect = true, time.Now()
-				} else {
-					elect = true // at the next poll tick
-				}
-			}
 			if !s.mayProgram() {
 				continue // traps are the master's; a standby writes nothing, not even TrapRepress
 			}
-			if !s.handleTrap(pkt, &pend, logBudget) || timer != nil {
+			sweep := s.handleTrap(pkt, &pend, logBudget)
+			if lid, ok := smTrapLID(pkt); ok {
+				// An SM port came up or an SM's priority changed: know
+				// it from now on (peersChanged, checkAlone) and elect at
+				// once if it is master or due a handover, at most once
+				// per poll interval (else at the next poll tick).
+				if s.learnSM(ctx, lid) {
+					if time.Since(lastElect) >= pollEvery {
+						heavy, lastElect = true, time.Now()
+					} else {
+						elect = true
+					}
+				}
+			}
+			if !sweep || timer != nil {
 				continue
 			}
 			wait := coalesce

@@ -283,6 +283,13 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 		s.finishStats(rep, st0)
 		return rep, nil
 	}
+	if err := s.checkAlone(ctx, fab, topo, res, clear != nil); err != nil {
+		// Another master started since the last election: what looked
+		// like drift to repair is its work. Elect first.
+		rep.Total = time.Since(start)
+		s.finishStats(rep, st0)
+		return rep, err
+	}
 	rep.Rerouted = true
 	t2 := time.Now()
 	st2 := s.T.Stats()
