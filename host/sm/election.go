@@ -416,9 +416,12 @@ func (s *SM) arbitrate(ctx context.Context, fab *discovery.Fabric) bool {
 		return false
 	}
 	if ack != 0 {
+		// The ACKNOWLEDGE answers the HANDOVER in the role this SM had
+		// when it got it: OpenSM takes it only from a standby (else
+		// ERR 2F04, "Check legality failed").
 		for _, r := range rs {
 			if r.guid == ack {
-				s.sendControl(ctx, r, smCtlAcknowledge, key, state)
+				s.sendControl(ctx, r, smCtlAcknowledge, key, smp.SMStateStandby)
 			}
 		}
 	}
