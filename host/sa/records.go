@@ -2,8 +2,10 @@ package sa
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
@@ -13,6 +15,9 @@ type query struct {
 	x       *index
 	req     *smp.SAMAD
 	trusted bool // the request carried our SM_Key
+	// src is the request as it arrived (requester's LID, SL, QP): Sets
+	// record who registered what.
+	src transport.Packet
 }
 
 // queryKind is one supported SA attribute.
@@ -23,16 +28,39 @@ type queryKind struct {
 	// run adds the matching records to t (at most limit, 0: no limit,
 	// setting t.more when more exist) or returns an SA status and why.
 	run func(q *query, t *table, limit int) (uint16, string)
+	// set and del, when not nil, handle SubnAdmSet and SubnAdmDelete: the
+	// record to answer with (stride bytes), or an SA status and why.
+	set, del func(q *query) (rec []byte, status uint16, why string)
 }
 
 func stride(n int) int { return int(smp.SARecordStride(n)) * 8 }
 
-var queryKinds = map[uint16]queryKind{
-	smp.SAAttrClassPortInfo:  {"ClassPortInfo", stride(smp.ClassPortInfoLen), false, runClassPortInfo},
-	smp.SAAttrNodeRecord:     {"NodeRecord", stride(smp.NodeRecordLen), true, runNodeRecord},
-	smp.SAAttrPortInfoRecord: {"PortInfoRecord", stride(smp.PortInfoRecordLen), true, runPortInfoRecord},
-	smp.SAAttrSMInfoRecord:   {"SMInfoRecord", stride(smp.SMInfoRecordLen), true, runSMInfoRecord},
-	smp.SAAttrPathRecord:     {"PathRecord", stride(smp.PathRecordLen), true, runPath},
+// queryKinds is every attribute this SA answers. Each file that
+// implements a group of attributes keeps its own table; they are merged
+// here (an attribute in two tables is a bug caught by the tests).
+var queryKinds = mergeKinds(coreKinds)
+
+var coreKinds = map[uint16]queryKind{
+	smp.SAAttrClassPortInfo:  {name: "ClassPortInfo", stride: stride(smp.ClassPortInfoLen), run: runClassPortInfo},
+	smp.SAAttrNodeRecord:     {name: "NodeRecord", stride: stride(smp.NodeRecordLen), table: true, run: runNodeRecord},
+	smp.SAAttrPortInfoRecord: {name: "PortInfoRecord", stride: stride(smp.PortInfoRecordLen), table: true, run: runPortInfoRecord},
+	smp.SAAttrSMInfoRecord:   {name: "SMInfoRecord", stride: stride(smp.SMInfoRecordLen), table: true, run: runSMInfoRecord},
+	smp.SAAttrPathRecord:     {name: "PathRecord", stride: stride(smp.PathRecordLen), table: true, run: runPath},
+}
+
+// mergeKinds joins per-file attribute tables; an attribute defined twice
+// panics at package initialisation (a build-time bug, never input).
+func mergeKinds(tables ...map[uint16]queryKind) map[uint16]queryKind {
+	all := map[uint16]queryKind{}
+	for _, t := range tables {
+		for id, k := range t {
+			if _, dup := all[id]; dup {
+				panic(fmt.Sprintf("sa: attribute %#04x (%s) defined twice", id, k.name))
+			}
+			all[id] = k
+		}
+	}
+	return all
 }
 
 // field is a record field as (bit offset, bit width), bit 0 being the most

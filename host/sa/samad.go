@@ -91,9 +91,10 @@ func (a *Agent) saError(p transport.Packet, req *smp.SAMAD, method uint8, status
 	a.send(out, "SA error")
 }
 
-// replyOne answers a Get with one record.
-func (a *Agent) replyOne(p transport.Packet, req *smp.SAMAD, rec []byte, stride int) {
-	r := respHeader(req, smp.MethodGetResp, 0)
+// replyOne answers a Get, Set (method GetResp) or Delete (DeleteResp)
+// with one record.
+func (a *Agent) replyOne(p transport.Packet, req *smp.SAMAD, method uint8, rec []byte, stride int) {
+	r := respHeader(req, method, 0)
 	r.AttributeOffset = uint16(stride / 8)
 	copy(r.Data[:], rec[:stride])
 	buf := make([]byte, smp.MADLen)
@@ -178,7 +179,9 @@ func (a *Agent) handleSA(p transport.Packet) {
 		return
 	}
 	kind, ok := queryKinds[req.AttrID]
-	if !ok || !(get || (getTable && kind.table)) {
+	set := req.Method == smp.MethodSet && kind.set != nil
+	del := req.Method == smp.MethodDelete && kind.del != nil
+	if !ok || !(get || (getTable && kind.table) || set || del) {
 		a.saError(p, &req, method, smp.StatusUnsupportedMethodAttr, "attribute/method not supported by this SA")
 		return
 	}
@@ -188,7 +191,20 @@ func (a *Agent) handleSA(p transport.Packet) {
 		return
 	}
 	// SM_Key 0 is what untrusted clients send (saquery's default).
-	q := query{a: a, x: x, req: &req, trusted: req.SMKey != 0 && req.SMKey == a.smKey.Load()}
+	q := query{a: a, x: x, req: &req, trusted: req.SMKey != 0 && req.SMKey == a.smKey.Load(), src: p}
+	if set || del {
+		change := kind.set
+		if del {
+			change = kind.del
+		}
+		rec, status, why := change(&q)
+		if status != 0 {
+			a.saError(p, &req, method, status, why)
+			return
+		}
+		a.replyOne(p, &req, method, rec, kind.stride)
+		return
+	}
 	limit := 0
 	switch {
 	case get:
@@ -207,7 +223,7 @@ func (a *Agent) handleSA(p transport.Packet) {
 	case get && t.more:
 		a.saError(p, &req, method, smp.SAStatusTooManyRecords, "more than one record matches a Get")
 	case get:
-		a.replyOne(p, &req, t.data, t.stride)
+		a.replyOne(p, &req, smp.MethodGetResp, t.data, t.stride)
 	default:
 		if t.more {
 			a.warnOnce(kind.name, "SA GetTable answer truncated to one MAD: this transport has no RMPP (ibsim); the requester sees only the first records",
