@@ -52,10 +52,10 @@ type MCMemberRecord struct {
 	MTU                    uint8 // 306, 6
 	TClass                 uint8 // 312
 	PKey                   uint16
-	RateSelector           uint8 // 336, 2
-	Rate                   uint8 // 338, 6
-	PacketLifeTimeSelector uint8 // 344, 2
-	PacketLifeTime         uint8 // 346, 6
+	RateSelector           uint8  // 336, 2
+	Rate                   uint8  // 338, 6
+	PacketLifeTimeSelector uint8  // 344, 2
+	PacketLifeTime         uint8  // 346, 6
 	SL                     uint8  // 352, 4
 	FlowLabel              uint32 // 356, 20
 	HopLimit               uint8  // 376, 8
