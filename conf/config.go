@@ -70,6 +70,8 @@ type Config struct {
 	SM      SM
 	Plugins []*Plugin // in declaration order
 	Routing Routing
+	// Candidate is the candidate {} block (nil when absent).
+	Candidate *Candidate
 }
 
 // Fabric is the fabric {} block.

@@ -105,6 +105,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "sm"},
 		{Type: "plugin", LabelNames: []string{"kind", "name"}},
 		{Type: "routing"},
+		{Type: "candidate"},
 	},
 }
 
@@ -239,6 +240,9 @@ func (d *decoder) file(body hcl.Body) *Config {
 	} else {
 		d.errorf(body.MissingItemRange(), "Missing routing block",
 			`Add a routing block naming the plugins to use, for example routing { engine = "minhop"  lid_assigner = "sequential"  vl_assigner = "single" }.`)
+	}
+	if b := d.singleton(c.Blocks, "candidate"); b != nil {
+		cfg.Candidate = d.candidate(b, cfg.Routing, cfg.Plugins)
 	}
 	return cfg
 }
