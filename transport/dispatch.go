@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -92,7 +93,12 @@ const NoRetries = -1
 //
 // A response is accepted only if its R bit is set, its low TID bits match
 // a pending attempt and its class and attribute ID equal the request's;
-// anything else that carries the R bit is counted in Unmatched and dropped.
+// for SMPs also its AttributeModifier (an SMA echoes it, IBA 14.2.1.1) and,
+// directed route, its hop count and initial path (IBA 14.2.2: the
+// responder keeps them). Anything else that carries the R bit is counted
+// in Unmatched and dropped: a forged answer must guess what was asked as
+// well as when. TIDs start at a random value per Dispatcher so that they
+// cannot be guessed from the start of a run either.
 //
 // Stats semantics: Gets/Sets/Others count requests once by method; Sent
 // counts every transmission (attempts and Send); Retries counts re-sends;
@@ -141,6 +147,12 @@ type call struct {
 	answered bool
 	class    uint8
 	attr     uint16
+	// smp is set for SMP classes: mod and, directed route (hops > 0 or
+	// class 0x81), the hop count and initial path must match too.
+	smp   bool
+	mod   uint32
+	hops  uint8
+	ipath [64]byte
 	// done receives the outcome, written under Dispatcher.mu: at most one
 	// bounce (only into an empty channel) and one response, hence cap 2.
 	done  chan result
@@ -170,6 +182,7 @@ func New(conn Conn, opts Options) Transport {
 		done:     make(chan struct{}),
 		cancel:   cancel,
 		recvDone: make(chan struct{}),
+		nextTID:  rand.Uint32(),
 	}
 	d.pool.New = func() any {
 		t := time.NewTimer(time.Hour)
@@ -212,6 +225,7 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	c := d.pool.Get().(*call)
 	c.class = req.MAD[1]
 	c.attr = binary.BigEndian.Uint16(req.MAD[16:])
+	c.remember(req.MAD)
 	resp, err := d.attempts(ctx, c, req)
 	d.release(c)
 	return resp, err
@@ -396,6 +410,54 @@ func (d *Dispatcher) receive(ctx context.Context) {
 	}
 }
 
+// SMP management classes and where a directed-route SMP keeps its hop
+// count and initial path (IBA 14.2.1.2).
+const (
+	classSMPLID  = 0x01
+	classSMPDR   = 0x81
+	drHopCount   = 7
+	drInitPath   = 128
+	drInitPathSz = 64
+)
+
+// remember keeps what a genuine answer to req must repeat.
+func (c *call) remember(req []byte) {
+	c.smp = c.class == classSMPLID || c.class == classSMPDR
+	if !c.smp {
+		return
+	}
+	c.mod = binary.BigEndian.Uint32(req[20:])
+	c.hops = 0
+	if c.class == classSMPDR && len(req) >= drInitPath+drInitPathSz {
+		c.hops = req[drHopCount]
+		copy(c.ipath[:], req[drInitPath:drInitPath+drInitPathSz])
+	}
+}
+
+// answers reports whether response m can be the answer to c.
+func (c *call) answers(m []byte) bool {
+	if c.class != m[1] || c.attr != binary.BigEndian.Uint16(m[16:]) {
+		return false
+	}
+	if !c.smp {
+		return true
+	}
+	if binary.BigEndian.Uint32(m[20:]) != c.mod {
+		return false
+	}
+	if c.class == classSMPDR {
+		if len(m) < drInitPath+drInitPathSz || m[drHopCount] != c.hops {
+			return false
+		}
+		// Only the hops used: bytes past the hop count are not the path.
+		n := int(c.hops) + 1
+		if string(m[drInitPath:drInitPath+n]) != string(c.ipath[:n]) {
+			return false
+		}
+	}
+	return true
+}
+
 func (d *Dispatcher) dispatch(p Packet) {
 	m := p.MAD
 	if len(m) < 24 {
@@ -414,13 +476,13 @@ func (d *Dispatcher) dispatch(p Packet) {
 		return
 	}
 	key := uint32(binary.BigEndian.Uint64(m[8:]))
-	attr := binary.BigEndian.Uint16(m[16:])
 	d.mu.Lock()
 	c := d.pending[key]
-	if c == nil || c.class != m[1] || c.attr != attr {
+	if c == nil || !c.answers(m) {
 		d.mu.Unlock()
 		d.unmatched.Add(1)
-		d.log.Trace("unmatched response", "tid", binary.BigEndian.Uint64(m[8:]), "class", m[1], "attr", attr)
+		d.log.Trace("unmatched response", "tid", binary.BigEndian.Uint64(m[8:]), "class", m[1],
+			"attr", binary.BigEndian.Uint16(m[16:]), "attr_mod", binary.BigEndian.Uint32(m[20:]))
 		return
 	}
 	c.answered = true
@@ -440,7 +502,7 @@ func (d *Dispatcher) bounce(p Packet) {
 	}
 	key := uint32(binary.BigEndian.Uint64(m[8:]))
 	d.mu.Lock()
-	if c := d.pending[key]; c != nil && c.class == m[1] && c.attr == binary.BigEndian.Uint16(m[16:]) &&
+	if c := d.pending[key]; c != nil && c.answers(m) &&
 		!c.answered && c.keys[len(c.keys)-1] == key && len(c.done) == 0 {
 		c.done <- result{bounced: true}
 	}

@@ -265,22 +265,68 @@ func TestDuplicateResponseNotDelivered(t *testing.T) {
 	}
 }
 
-func TestMismatchedAttrIsUnmatched(t *testing.T) {
-	f := newFake(func(f *fakeConn, p Packet) {
-		bad := response(p)
-		bad.MAD[17] = 0x15 // same TID, other attribute
-		f.in <- bad
-		f.respond(p)
-	})
-	tr := New(f, Options{Timeout: time.Second})
-	defer tr.Close()
-	resp, err := tr.Do(context.Background(), request(0x01, 0x11, 7))
-	if err != nil {
-		t.Fatal(err)
+// A forged or stray response with the right TID but not answering what
+// was asked is dropped; the genuine answer still completes the request.
+func TestMismatchedResponseIsUnmatched(t *testing.T) {
+	dr := func() Packet {
+		p := request(0x01, 0x11, 7)
+		p.MAD[7] = 2                                 // hop count
+		p.MAD[128], p.MAD[129], p.MAD[130] = 0, 3, 5 // initial path
+		return p
 	}
-	checkAnswer(t, resp, 7)
-	if resp.MAD[17] != 0x11 {
-		t.Fatal("got the response with the wrong attribute")
+	for _, tc := range []struct {
+		name  string
+		req   func() Packet
+		forge func(m []byte)
+	}{
+		{"other attribute", func() Packet { return request(0x01, 0x11, 7) }, func(m []byte) { m[17] = 0x15 }},
+		{"other class", func() Packet { return request(0x01, 0x11, 7) }, func(m []byte) { m[1] = 0x03 }},
+		{"SMP with another attribute modifier", func() Packet { return request(0x01, 0x11, 7) }, func(m []byte) { m[23] = 8 }},
+		{"DR SMP with another hop count", dr, func(m []byte) { m[7] = 1 }},
+		{"DR SMP from another path", dr, func(m []byte) { m[130] = 6 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(func(f *fakeConn, p Packet) {
+				bad := response(p)
+				tc.forge(bad.MAD)
+				f.in <- bad
+				f.respond(p)
+			})
+			tr := New(f, Options{Timeout: time.Second})
+			defer tr.Close()
+			want := tc.req()
+			resp, err := tr.Do(context.Background(), want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAnswer(t, resp, 7)
+			// Do wrote the attempt's TID into want: the genuine answer is
+			// exactly what the peer made of it.
+			if string(resp.MAD) != string(response(want).MAD) {
+				t.Fatal("got the forged response")
+			}
+			if u := tr.Stats().Unmatched; u != 1 {
+				t.Fatalf("Unmatched = %d, want the forgery counted", u)
+			}
+		})
+	}
+}
+
+// TIDs start at a random value: two dispatchers do not send the same one.
+func TestTIDStartUnpredictable(t *testing.T) {
+	tids := map[uint32]bool{}
+	for range 8 {
+		var got uint32
+		f := newFake(func(f *fakeConn, p Packet) { got = low32(p.MAD); f.respond(p) })
+		tr := New(f, Options{Timeout: time.Second})
+		if _, err := tr.Do(context.Background(), request(0x01, 0x11, 1)); err != nil {
+			t.Fatal(err)
+		}
+		tr.Close()
+		tids[got] = true
+	}
+	if len(tids) < 7 {
+		t.Fatalf("8 dispatchers used only %d distinct first TIDs", len(tids))
 	}
 }
 
