@@ -21,9 +21,6 @@ const ProtocolVersion = 2
 // "rebuild" error rather than go-plugin's bare version mismatch.
 var retiredProtocols = []int{1}
 
-// SDKVersion is reported by plugins in GetInfo so the host can log it.
-const SDKVersion = "0.2.0"
-
 // basePluginName is the plugin-set key of the Plugin service every binary
 // serves; kind services are keyed by their Kind.
 const basePluginName = "plugin"
@@ -53,7 +50,7 @@ func HostPluginSets() map[int]plugin.PluginSet {
 
 func kindSet(mk func() plugin.Plugin) plugin.PluginSet {
 	set := plugin.PluginSet{basePluginName: mk()}
-	for _, k := range []Kind{KindRouting, KindLIDAssign, KindVLAssign} {
+	for _, k := range []Kind{KindRouting, KindLIDAssign, KindVLAssign, KindMulticast} {
 		set[string(k)] = mk()
 	}
 	return set

@@ -1,0 +1,13 @@
+package sdk
+
+// SDKVersion is this SDK's semantic version, the version of the Go module
+// github.com/ibsm/ibsm/sdk (its git tag is sdk/v<SDKVersion>). Every plugin
+// built against it reports it on the wire (GetInfo), so the host can record
+// it in the lock file and list it. Minor versions add API and capabilities
+// and keep older plugins working; a new major plugin protocol
+// (ProtocolVersion) is a new major SDK version.
+//
+// 0.3.0: the SDK is its own module; public building blocks (route, cdg,
+// config, testfab), the host's plan checks (analysis, check) and the logger
+// handed out by Serve.
+const SDKVersion = "0.3.0"
