@@ -72,6 +72,9 @@ type Config struct {
 	Routing Routing
 	// Candidate is the candidate {} block (nil when absent).
 	Candidate *Candidate
+	// Partitions are the partition blocks in order, the implicit default
+	// partition first when none declares P_Key 0x7fff (partition.go).
+	Partitions []Partition
 }
 
 // Fabric is the fabric {} block.

@@ -105,6 +105,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "sm"},
 		{Type: "plugin", LabelNames: []string{"kind", "name"}},
 		{Type: "routing"},
+		{Type: "partition", LabelNames: []string{"name"}},
 		{Type: "candidate"},
 	},
 }
@@ -235,6 +236,7 @@ func (d *decoder) file(body hcl.Body) *Config {
 			}
 		}
 	}
+	cfg.Partitions = d.partitions(c.Blocks)
 	if b := d.singleton(c.Blocks, "routing"); b != nil {
 		cfg.Routing = d.routing(b, cfg.Plugins)
 	} else {
