@@ -25,6 +25,7 @@ type RemoteClient struct {
 	routing pb.RoutingEngineClient
 	lids    pb.LIDAssignerClient
 	vls     pb.VLAssignerClient
+	mcast   pb.MulticastRouterClient
 	// gone is cancelled by go-plugin when the plugin process exits.
 	gone context.Context
 }
@@ -35,6 +36,7 @@ func newRemoteClient(gone context.Context, cc *grpc.ClientConn) *RemoteClient {
 		routing: pb.NewRoutingEngineClient(cc),
 		lids:    pb.NewLIDAssignerClient(cc),
 		vls:     pb.NewVLAssignerClient(cc),
+		mcast:   pb.NewMulticastRouterClient(cc),
 		gone:    gone,
 	}
 }

@@ -51,6 +51,7 @@ type server struct {
 	pb.UnimplementedRoutingEngineServer
 	pb.UnimplementedLIDAssignerServer
 	pb.UnimplementedVLAssignerServer
+	pb.UnimplementedMulticastRouterServer
 
 	impl Plugin
 	log  hclog.Logger
@@ -83,8 +84,11 @@ func ServerPluginSet(p Plugin, logger hclog.Logger) (plugin.PluginSet, error) {
 	if _, ok := p.(VLAssigner); ok {
 		set[string(KindVLAssign)] = &grpcPlugin{register: func(g *grpc.Server) { pb.RegisterVLAssignerServer(g, s) }}
 	}
+	if _, ok := p.(MulticastRouter); ok {
+		set[string(KindMulticast)] = &grpcPlugin{register: func(g *grpc.Server) { pb.RegisterMulticastRouterServer(g, s) }}
+	}
 	if len(set) == 1 {
-		return nil, fmt.Errorf("sdk: %T implements no plugin kind; implement sdk.RoutingEngine, sdk.LIDAssigner or sdk.VLAssigner", p)
+		return nil, fmt.Errorf("sdk: %T implements no plugin kind; implement sdk.RoutingEngine, sdk.LIDAssigner, sdk.VLAssigner or sdk.MulticastRouter", p)
 	}
 	var info Info
 	if err := s.guard("Info", func() error { info = p.Info(); return nil }); err != nil {

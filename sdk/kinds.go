@@ -20,6 +20,8 @@ const (
 	KindRouting   Kind = "routing_engine"
 	KindLIDAssign Kind = "lid_assigner"
 	KindVLAssign  Kind = "vl_assigner"
+	// KindMulticast computes multicast trees (see multicast.go).
+	KindMulticast Kind = "multicast_router"
 )
 
 // Info describes a plugin binary.

@@ -134,6 +134,8 @@ type Chunk struct {
 	//	*Chunk_VlHeader
 	//	*Chunk_SlOverrides
 	//	*Chunk_Sl2Vl
+	//	*Chunk_McastGroups
+	//	*Chunk_McastTrees
 	Part          isChunk_Part `protobuf_oneof:"part"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -293,6 +295,24 @@ func (x *Chunk) GetSl2Vl() *SL2VLBatch {
 	return nil
 }
 
+func (x *Chunk) GetMcastGroups() *McastGroupBatch {
+	if x != nil {
+		if x, ok := x.Part.(*Chunk_McastGroups); ok {
+			return x.McastGroups
+		}
+	}
+	return nil
+}
+
+func (x *Chunk) GetMcastTrees() *McastTreeBatch {
+	if x != nil {
+		if x, ok := x.Part.(*Chunk_McastTrees); ok {
+			return x.McastTrees
+		}
+	}
+	return nil
+}
+
 type isChunk_Part interface {
 	isChunk_Part()
 }
@@ -349,6 +369,14 @@ type Chunk_Sl2Vl struct {
 	Sl2Vl *SL2VLBatch `protobuf:"bytes,13,opt,name=sl2vl,proto3,oneof"`
 }
 
+type Chunk_McastGroups struct {
+	McastGroups *McastGroupBatch `protobuf:"bytes,14,opt,name=mcast_groups,json=mcastGroups,proto3,oneof"`
+}
+
+type Chunk_McastTrees struct {
+	McastTrees *McastTreeBatch `protobuf:"bytes,15,opt,name=mcast_trees,json=mcastTrees,proto3,oneof"`
+}
+
 func (*Chunk_Start) isChunk_Part() {}
 
 func (*Chunk_TopologyHeader) isChunk_Part() {}
@@ -375,6 +403,10 @@ func (*Chunk_SlOverrides) isChunk_Part() {}
 
 func (*Chunk_Sl2Vl) isChunk_Part() {}
 
+func (*Chunk_McastGroups) isChunk_Part() {}
+
+func (*Chunk_McastTrees) isChunk_Part() {}
+
 // Start carries a kind request's scalar inputs.
 type Start struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -383,7 +415,10 @@ type Start struct {
 	// max_vls: AssignVLs.
 	MaxVls uint32 `protobuf:"varint,2,opt,name=max_vls,json=maxVls,proto3" json:"max_vls,omitempty"`
 	// num_previous counts the PreviousLIDBatch entries that follow (AssignLIDs).
-	NumPrevious   uint32 `protobuf:"varint,3,opt,name=num_previous,json=numPrevious,proto3" json:"num_previous,omitempty"`
+	NumPrevious uint32 `protobuf:"varint,3,opt,name=num_previous,json=numPrevious,proto3" json:"num_previous,omitempty"`
+	// num_groups counts the multicast groups that follow in McastGroupBatch
+	// messages (RouteMulticast); the plugin answers one tree per group.
+	NumGroups     uint32 `protobuf:"varint,4,opt,name=num_groups,json=numGroups,proto3" json:"num_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -435,6 +470,13 @@ func (x *Start) GetMaxVls() uint32 {
 func (x *Start) GetNumPrevious() uint32 {
 	if x != nil {
 		return x.NumPrevious
+	}
+	return 0
+}
+
+func (x *Start) GetNumGroups() uint32 {
+	if x != nil {
+		return x.NumGroups
 	}
 	return 0
 }
@@ -1355,11 +1397,174 @@ func (x *SL2VLBatch) GetVl() []byte {
 	return nil
 }
 
+// McastGroupBatch carries consecutive multicast groups (RouteMulticast).
+// Per-group columns have one entry per group; member columns hold every
+// group's members back to back, num_members[i] entries for group i.
+type McastGroupBatch struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Mlid       []uint32               `protobuf:"varint,1,rep,packed,name=mlid,proto3" json:"mlid,omitempty"`
+	NumMembers []uint32               `protobuf:"varint,2,rep,packed,name=num_members,json=numMembers,proto3" json:"num_members,omitempty"`
+	// member_node is a node index, member_port its port (0 for a switch).
+	MemberNode []int32 `protobuf:"zigzag32,3,rep,packed,name=member_node,json=memberNode,proto3" json:"member_node,omitempty"`
+	MemberPort []byte  `protobuf:"bytes,4,opt,name=member_port,json=memberPort,proto3" json:"member_port,omitempty"`
+	// join_state: MCMemberRecord JoinState bits per member.
+	JoinState     []byte `protobuf:"bytes,5,opt,name=join_state,json=joinState,proto3" json:"join_state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McastGroupBatch) Reset() {
+	*x = McastGroupBatch{}
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McastGroupBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McastGroupBatch) ProtoMessage() {}
+
+func (x *McastGroupBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McastGroupBatch.ProtoReflect.Descriptor instead.
+func (*McastGroupBatch) Descriptor() ([]byte, []int) {
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *McastGroupBatch) GetMlid() []uint32 {
+	if x != nil {
+		return x.Mlid
+	}
+	return nil
+}
+
+func (x *McastGroupBatch) GetNumMembers() []uint32 {
+	if x != nil {
+		return x.NumMembers
+	}
+	return nil
+}
+
+func (x *McastGroupBatch) GetMemberNode() []int32 {
+	if x != nil {
+		return x.MemberNode
+	}
+	return nil
+}
+
+func (x *McastGroupBatch) GetMemberPort() []byte {
+	if x != nil {
+		return x.MemberPort
+	}
+	return nil
+}
+
+func (x *McastGroupBatch) GetJoinState() []byte {
+	if x != nil {
+		return x.JoinState
+	}
+	return nil
+}
+
+// McastTreeBatch carries consecutive trees, in the request's group order.
+// Per-tree columns have one entry per tree; num_switches[i] entries of the
+// switch columns belong to tree i, and num_ports[j] bytes of ports to
+// switch entry j.
+type McastTreeBatch struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Mlid        []uint32               `protobuf:"varint,1,rep,packed,name=mlid,proto3" json:"mlid,omitempty"`
+	NumSwitches []uint32               `protobuf:"varint,2,rep,packed,name=num_switches,json=numSwitches,proto3" json:"num_switches,omitempty"`
+	// node is the switch's node index.
+	Node     []int32  `protobuf:"zigzag32,3,rep,packed,name=node,proto3" json:"node,omitempty"`
+	NumPorts []uint32 `protobuf:"varint,4,rep,packed,name=num_ports,json=numPorts,proto3" json:"num_ports,omitempty"`
+	// ports are the out-ports (the MFT PortMask bits) of each switch entry.
+	Ports         []byte `protobuf:"bytes,5,opt,name=ports,proto3" json:"ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McastTreeBatch) Reset() {
+	*x = McastTreeBatch{}
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McastTreeBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McastTreeBatch) ProtoMessage() {}
+
+func (x *McastTreeBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McastTreeBatch.ProtoReflect.Descriptor instead.
+func (*McastTreeBatch) Descriptor() ([]byte, []int) {
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *McastTreeBatch) GetMlid() []uint32 {
+	if x != nil {
+		return x.Mlid
+	}
+	return nil
+}
+
+func (x *McastTreeBatch) GetNumSwitches() []uint32 {
+	if x != nil {
+		return x.NumSwitches
+	}
+	return nil
+}
+
+func (x *McastTreeBatch) GetNode() []int32 {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *McastTreeBatch) GetNumPorts() []uint32 {
+	if x != nil {
+		return x.NumPorts
+	}
+	return nil
+}
+
+func (x *McastTreeBatch) GetPorts() []byte {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
 var File_ibsm_plugin_v1_data_proto protoreflect.FileDescriptor
 
 const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\n" +
-	"\x19ibsm/plugin/v1/data.proto\x12\x0eibsm.plugin.v1\"\xaa\x06\n" +
+	"\x19ibsm/plugin/v1/data.proto\x12\x0eibsm.plugin.v1\"\xb3\a\n" +
 	"\x05Chunk\x12-\n" +
 	"\x05start\x18\x01 \x01(\v2\x15.ibsm.plugin.v1.StartH\x00R\x05start\x12I\n" +
 	"\x0ftopology_header\x18\x02 \x01(\v2\x1e.ibsm.plugin.v1.TopologyHeaderH\x00R\x0etopologyHeader\x121\n" +
@@ -1375,12 +1580,17 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	" \x01(\v2!.ibsm.plugin.v1.DLIDOverrideBatchH\x00R\rdlidOverrides\x12;\n" +
 	"\tvl_header\x18\v \x01(\v2\x1c.ibsm.plugin.v1.VLPlanHeaderH\x00R\bvlHeader\x12D\n" +
 	"\fsl_overrides\x18\f \x01(\v2\x1f.ibsm.plugin.v1.SLOverrideBatchH\x00R\vslOverrides\x122\n" +
-	"\x05sl2vl\x18\r \x01(\v2\x1a.ibsm.plugin.v1.SL2VLBatchH\x00R\x05sl2vlB\x06\n" +
-	"\x04part\"U\n" +
+	"\x05sl2vl\x18\r \x01(\v2\x1a.ibsm.plugin.v1.SL2VLBatchH\x00R\x05sl2vl\x12D\n" +
+	"\fmcast_groups\x18\x0e \x01(\v2\x1f.ibsm.plugin.v1.McastGroupBatchH\x00R\vmcastGroups\x12A\n" +
+	"\vmcast_trees\x18\x0f \x01(\v2\x1e.ibsm.plugin.v1.McastTreeBatchH\x00R\n" +
+	"mcastTreesB\x06\n" +
+	"\x04part\"t\n" +
 	"\x05Start\x12\x10\n" +
 	"\x03lmc\x18\x01 \x01(\rR\x03lmc\x12\x17\n" +
 	"\amax_vls\x18\x02 \x01(\rR\x06maxVls\x12!\n" +
-	"\fnum_previous\x18\x03 \x01(\rR\vnumPrevious\"s\n" +
+	"\fnum_previous\x18\x03 \x01(\rR\vnumPrevious\x12\x1d\n" +
+	"\n" +
+	"num_groups\x18\x04 \x01(\rR\tnumGroups\"s\n" +
 	"\x0eTopologyHeader\x12\x1b\n" +
 	"\tnum_nodes\x18\x01 \x01(\rR\bnumNodes\x12\x17\n" +
 	"\asm_node\x18\x02 \x01(\x11R\x06smNode\x12\x17\n" +
@@ -1460,7 +1670,23 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x03(\x11R\x04node\x12\x0e\n" +
 	"\x02in\x18\x02 \x01(\fR\x02in\x12\x10\n" +
 	"\x03out\x18\x03 \x01(\fR\x03out\x12\x0e\n" +
-	"\x02vl\x18\x04 \x01(\fR\x02vlB,Z*github.com/ibsm/ibsm/sdk/pluginv1;pluginv1b\x06proto3"
+	"\x02vl\x18\x04 \x01(\fR\x02vl\"\xa7\x01\n" +
+	"\x0fMcastGroupBatch\x12\x12\n" +
+	"\x04mlid\x18\x01 \x03(\rR\x04mlid\x12\x1f\n" +
+	"\vnum_members\x18\x02 \x03(\rR\n" +
+	"numMembers\x12\x1f\n" +
+	"\vmember_node\x18\x03 \x03(\x11R\n" +
+	"memberNode\x12\x1f\n" +
+	"\vmember_port\x18\x04 \x01(\fR\n" +
+	"memberPort\x12\x1d\n" +
+	"\n" +
+	"join_state\x18\x05 \x01(\fR\tjoinState\"\x8e\x01\n" +
+	"\x0eMcastTreeBatch\x12\x12\n" +
+	"\x04mlid\x18\x01 \x03(\rR\x04mlid\x12!\n" +
+	"\fnum_switches\x18\x02 \x03(\rR\vnumSwitches\x12\x12\n" +
+	"\x04node\x18\x03 \x03(\x11R\x04node\x12\x1b\n" +
+	"\tnum_ports\x18\x04 \x03(\rR\bnumPorts\x12\x14\n" +
+	"\x05ports\x18\x05 \x01(\fR\x05portsB,Z*github.com/ibsm/ibsm/sdk/pluginv1;pluginv1b\x06proto3"
 
 var (
 	file_ibsm_plugin_v1_data_proto_rawDescOnce sync.Once
@@ -1475,7 +1701,7 @@ func file_ibsm_plugin_v1_data_proto_rawDescGZIP() []byte {
 }
 
 var file_ibsm_plugin_v1_data_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ibsm_plugin_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_ibsm_plugin_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_ibsm_plugin_v1_data_proto_goTypes = []any{
 	(RoutesHeader_Form)(0),    // 0: ibsm.plugin.v1.RoutesHeader.Form
 	(LIDPlanHeader_Rule)(0),   // 1: ibsm.plugin.v1.LIDPlanHeader.Rule
@@ -1494,6 +1720,8 @@ var file_ibsm_plugin_v1_data_proto_goTypes = []any{
 	(*VLPlanHeader)(nil),      // 14: ibsm.plugin.v1.VLPlanHeader
 	(*SLOverrideBatch)(nil),   // 15: ibsm.plugin.v1.SLOverrideBatch
 	(*SL2VLBatch)(nil),        // 16: ibsm.plugin.v1.SL2VLBatch
+	(*McastGroupBatch)(nil),   // 17: ibsm.plugin.v1.McastGroupBatch
+	(*McastTreeBatch)(nil),    // 18: ibsm.plugin.v1.McastTreeBatch
 }
 var file_ibsm_plugin_v1_data_proto_depIdxs = []int32{
 	3,  // 0: ibsm.plugin.v1.Chunk.start:type_name -> ibsm.plugin.v1.Start
@@ -1509,14 +1737,16 @@ var file_ibsm_plugin_v1_data_proto_depIdxs = []int32{
 	14, // 10: ibsm.plugin.v1.Chunk.vl_header:type_name -> ibsm.plugin.v1.VLPlanHeader
 	15, // 11: ibsm.plugin.v1.Chunk.sl_overrides:type_name -> ibsm.plugin.v1.SLOverrideBatch
 	16, // 12: ibsm.plugin.v1.Chunk.sl2vl:type_name -> ibsm.plugin.v1.SL2VLBatch
-	0,  // 13: ibsm.plugin.v1.RoutesHeader.form:type_name -> ibsm.plugin.v1.RoutesHeader.Form
-	9,  // 14: ibsm.plugin.v1.PathBatch.paths:type_name -> ibsm.plugin.v1.Path
-	1,  // 15: ibsm.plugin.v1.LIDPlanHeader.rule:type_name -> ibsm.plugin.v1.LIDPlanHeader.Rule
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	17, // 13: ibsm.plugin.v1.Chunk.mcast_groups:type_name -> ibsm.plugin.v1.McastGroupBatch
+	18, // 14: ibsm.plugin.v1.Chunk.mcast_trees:type_name -> ibsm.plugin.v1.McastTreeBatch
+	0,  // 15: ibsm.plugin.v1.RoutesHeader.form:type_name -> ibsm.plugin.v1.RoutesHeader.Form
+	9,  // 16: ibsm.plugin.v1.PathBatch.paths:type_name -> ibsm.plugin.v1.Path
+	1,  // 17: ibsm.plugin.v1.LIDPlanHeader.rule:type_name -> ibsm.plugin.v1.LIDPlanHeader.Rule
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_ibsm_plugin_v1_data_proto_init() }
@@ -1538,6 +1768,8 @@ func file_ibsm_plugin_v1_data_proto_init() {
 		(*Chunk_VlHeader)(nil),
 		(*Chunk_SlOverrides)(nil),
 		(*Chunk_Sl2Vl)(nil),
+		(*Chunk_McastGroups)(nil),
+		(*Chunk_McastTrees)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1545,7 +1777,7 @@ func file_ibsm_plugin_v1_data_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ibsm_plugin_v1_data_proto_rawDesc), len(file_ibsm_plugin_v1_data_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

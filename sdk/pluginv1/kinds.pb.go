@@ -32,7 +32,9 @@ const file_ibsm_plugin_v1_kinds_proto_rawDesc = "" +
 	"AssignLIDs\x12\x15.ibsm.plugin.v1.Chunk\x1a\x15.ibsm.plugin.v1.Chunk(\x010\x012K\n" +
 	"\n" +
 	"VLAssigner\x12=\n" +
-	"\tAssignVLs\x12\x15.ibsm.plugin.v1.Chunk\x1a\x15.ibsm.plugin.v1.Chunk(\x010\x01B,Z*github.com/ibsm/ibsm/sdk/pluginv1;pluginv1b\x06proto3"
+	"\tAssignVLs\x12\x15.ibsm.plugin.v1.Chunk\x1a\x15.ibsm.plugin.v1.Chunk(\x010\x012U\n" +
+	"\x0fMulticastRouter\x12B\n" +
+	"\x0eRouteMulticast\x12\x15.ibsm.plugin.v1.Chunk\x1a\x15.ibsm.plugin.v1.Chunk(\x010\x01B,Z*github.com/ibsm/ibsm/sdk/pluginv1;pluginv1b\x06proto3"
 
 var file_ibsm_plugin_v1_kinds_proto_goTypes = []any{
 	(*Chunk)(nil), // 0: ibsm.plugin.v1.Chunk
@@ -41,11 +43,13 @@ var file_ibsm_plugin_v1_kinds_proto_depIdxs = []int32{
 	0, // 0: ibsm.plugin.v1.RoutingEngine.Route:input_type -> ibsm.plugin.v1.Chunk
 	0, // 1: ibsm.plugin.v1.LIDAssigner.AssignLIDs:input_type -> ibsm.plugin.v1.Chunk
 	0, // 2: ibsm.plugin.v1.VLAssigner.AssignVLs:input_type -> ibsm.plugin.v1.Chunk
-	0, // 3: ibsm.plugin.v1.RoutingEngine.Route:output_type -> ibsm.plugin.v1.Chunk
-	0, // 4: ibsm.plugin.v1.LIDAssigner.AssignLIDs:output_type -> ibsm.plugin.v1.Chunk
-	0, // 5: ibsm.plugin.v1.VLAssigner.AssignVLs:output_type -> ibsm.plugin.v1.Chunk
-	3, // [3:6] is the sub-list for method output_type
-	0, // [0:3] is the sub-list for method input_type
+	0, // 3: ibsm.plugin.v1.MulticastRouter.RouteMulticast:input_type -> ibsm.plugin.v1.Chunk
+	0, // 4: ibsm.plugin.v1.RoutingEngine.Route:output_type -> ibsm.plugin.v1.Chunk
+	0, // 5: ibsm.plugin.v1.LIDAssigner.AssignLIDs:output_type -> ibsm.plugin.v1.Chunk
+	0, // 6: ibsm.plugin.v1.VLAssigner.AssignVLs:output_type -> ibsm.plugin.v1.Chunk
+	0, // 7: ibsm.plugin.v1.MulticastRouter.RouteMulticast:output_type -> ibsm.plugin.v1.Chunk
+	4, // [4:8] is the sub-list for method output_type
+	0, // [0:4] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -65,7 +69,7 @@ func file_ibsm_plugin_v1_kinds_proto_init() {
 			NumEnums:      0,
 			NumMessages:   0,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   4,
 		},
 		GoTypes:           file_ibsm_plugin_v1_kinds_proto_goTypes,
 		DependencyIndexes: file_ibsm_plugin_v1_kinds_proto_depIdxs,

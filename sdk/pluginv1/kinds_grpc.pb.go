@@ -40,6 +40,8 @@ const (
 //	                   (planes* | paths*), lid_header, port_lids*, planes*,
 //	                   dlid_overrides*
 //	           plugin: vl_header, sl_overrides*, sl2vl*
+//	RouteMulticast host:   start, topology_header, nodes*, mcast_groups*
+//	               plugin: mcast_trees* (one tree per group, in order)
 //
 // Batches carry about 1 MiB (plane batches 2 MiB). The plugin realises forwarding tables
 // itself (plan.Realize) from routes and LIDs, so they never cross the wire.
@@ -86,6 +88,8 @@ type RoutingEngine_RouteClient = grpc.BidiStreamingClient[Chunk, Chunk]
 //	                   (planes* | paths*), lid_header, port_lids*, planes*,
 //	                   dlid_overrides*
 //	           plugin: vl_header, sl_overrides*, sl2vl*
+//	RouteMulticast host:   start, topology_header, nodes*, mcast_groups*
+//	               plugin: mcast_trees* (one tree per group, in order)
 //
 // Batches carry about 1 MiB (plane batches 2 MiB). The plugin realises forwarding tables
 // itself (plan.Realize) from routes and LIDs, so they never cross the wire.
@@ -335,6 +339,102 @@ var VLAssigner_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "AssignVLs",
 			Handler:       _VLAssigner_AssignVLs_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
+	Metadata: "ibsm/plugin/v1/kinds.proto",
+}
+
+const (
+	MulticastRouter_RouteMulticast_FullMethodName = "/ibsm.plugin.v1.MulticastRouter/RouteMulticast"
+)
+
+// MulticastRouterClient is the client API for MulticastRouter service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type MulticastRouterClient interface {
+	RouteMulticast(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Chunk, Chunk], error)
+}
+
+type multicastRouterClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewMulticastRouterClient(cc grpc.ClientConnInterface) MulticastRouterClient {
+	return &multicastRouterClient{cc}
+}
+
+func (c *multicastRouterClient) RouteMulticast(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Chunk, Chunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &MulticastRouter_ServiceDesc.Streams[0], MulticastRouter_RouteMulticast_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[Chunk, Chunk]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MulticastRouter_RouteMulticastClient = grpc.BidiStreamingClient[Chunk, Chunk]
+
+// MulticastRouterServer is the server API for MulticastRouter service.
+// All implementations must embed UnimplementedMulticastRouterServer
+// for forward compatibility.
+type MulticastRouterServer interface {
+	RouteMulticast(grpc.BidiStreamingServer[Chunk, Chunk]) error
+	mustEmbedUnimplementedMulticastRouterServer()
+}
+
+// UnimplementedMulticastRouterServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedMulticastRouterServer struct{}
+
+func (UnimplementedMulticastRouterServer) RouteMulticast(grpc.BidiStreamingServer[Chunk, Chunk]) error {
+	return status.Error(codes.Unimplemented, "method RouteMulticast not implemented")
+}
+func (UnimplementedMulticastRouterServer) mustEmbedUnimplementedMulticastRouterServer() {}
+func (UnimplementedMulticastRouterServer) testEmbeddedByValue()                         {}
+
+// UnsafeMulticastRouterServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to MulticastRouterServer will
+// result in compilation errors.
+type UnsafeMulticastRouterServer interface {
+	mustEmbedUnimplementedMulticastRouterServer()
+}
+
+func RegisterMulticastRouterServer(s grpc.ServiceRegistrar, srv MulticastRouterServer) {
+	// If the following call panics, it indicates UnimplementedMulticastRouterServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&MulticastRouter_ServiceDesc, srv)
+}
+
+func _MulticastRouter_RouteMulticast_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(MulticastRouterServer).RouteMulticast(&grpc.GenericServerStream[Chunk, Chunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MulticastRouter_RouteMulticastServer = grpc.BidiStreamingServer[Chunk, Chunk]
+
+// MulticastRouter_ServiceDesc is the grpc.ServiceDesc for MulticastRouter service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var MulticastRouter_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "ibsm.plugin.v1.MulticastRouter",
+	HandlerType: (*MulticastRouterServer)(nil),
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "RouteMulticast",
+			Handler:       _MulticastRouter_RouteMulticast_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},
