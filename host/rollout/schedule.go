@@ -1,0 +1,125 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Step is one move of the fabric: the switches that take their new tables
+// together, part of a declared stage. A stage whose switches cannot all
+// change at once without an unverified state is split into several steps.
+type Step struct {
+	Stage    string  `json:"stage"`
+	Switches []int32 `json:"-"`
+	GUIDs    []uint64 `json:"guids"`
+	// Last marks the stage's last step: the stage's dwell and health gate
+	// follow it.
+	Last  bool          `json:"last"`
+	Dwell time.Duration `json:"dwell"`
+}
+
+// Schedule is a verified order of steps from the active plan to the
+// candidate.
+type Schedule struct {
+	Steps []Step `json:"steps"`
+	// Analyses is how many states and unions were analysed to find it.
+	Analyses int `json:"analyses"`
+	// Splits names the stages that had to be split, and why.
+	Splits []string `json:"splits,omitempty"`
+}
+
+// RefusedError is a rollout no verified order was found for.
+type RefusedError struct {
+	Stage string
+	Err   error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("stage %q cannot be entered by any verified order of its switches: %v; nothing of it was programmed", e.Stage, e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// MaxAnalyses bounds the search for a verified order (each try is an
+// analysis of the fabric).
+const MaxAnalyses = 200
+
+// Build orders the groups' switches into verified steps from the all-old
+// state. Each group is tried whole; a group whose state or transition
+// fails is split in halves, each half tried first in turn, recursively,
+// down to single switches; the search stops at MaxAnalyses. A group that
+// cannot be entered is refused with what went wrong (the loop or the
+// credit loop named) and no step of a later group is planned.
+func Build(c *Checker, groups []Group) (*Schedule, error) {
+	t := c.Pair.Old.Rz.Topo
+	sws := t.Switches()
+	sc := &Schedule{}
+	cur := make(State, len(sws))
+	for _, g := range groups {
+		if len(g.Switches) == 0 {
+			continue
+		}
+		steps, next, err := c.enter(cur, g.Switches)
+		if err != nil {
+			sc.Analyses = c.Analyses
+			return sc, &RefusedError{Stage: g.Name, Err: err}
+		}
+		if len(steps) > 1 {
+			sc.Splits = append(sc.Splits, fmt.Sprintf("stage %q split into %d steps so that every intermediate state verifies", g.Name, len(steps)))
+		}
+		for i, ws := range steps {
+			st := Step{Stage: g.Name, Switches: ws, Last: i == len(steps)-1, Dwell: g.Dwell}
+			for _, s := range ws {
+				st.GUIDs = append(st.GUIDs, t.Nodes[sws[s]].GUID)
+			}
+			sc.Steps = append(sc.Steps, st)
+		}
+		cur = next
+	}
+	sc.Analyses = c.Analyses
+	return sc, nil
+}
+
+var errBudget = errors.New("no verified order found within the analysis budget")
+
+// enter finds steps that take the switches ws of state cur to their new
+// tables, each transition verified.
+func (c *Checker) enter(cur State, ws []int32) ([][]int32, State, error) {
+	if c.Analyses >= MaxAnalyses {
+		return nil, nil, errBudget
+	}
+	next := cur.With(ws)
+	err := c.Transition(cur, next)
+	if err == nil {
+		return [][]int32{ws}, next, nil
+	}
+	if len(ws) == 1 {
+		t := c.Pair.Old.Rz.Topo
+		return nil, nil, fmt.Errorf("switch 0x%016x: %w", t.Nodes[t.Switches()[ws[0]]].GUID, err)
+	}
+	// The whole group's failure is what the operator needs to read (it
+	// names the loop or the cycle); the halves' are only tried.
+	h := len(ws) / 2
+	for _, order := range [2][2][]int32{{ws[:h], ws[h:]}, {ws[h:], ws[:h]}} {
+		s1, mid, e1 := c.enter(cur, order[0])
+		if e1 != nil {
+			continue
+		}
+		s2, end, e2 := c.enter(mid, order[1])
+		if e2 != nil {
+			continue
+		}
+		return append(s1, s2...), end, nil
+	}
+	return nil, nil, err
+}
+
+// StateAfter returns the state once steps[:n] are applied.
+func StateAfter(nsw int, steps []Step, n int) State {
+	st := make(State, nsw)
+	for _, s := range steps[:n] {
+		st = st.With(s.Switches)
+	}
+	return st
+}
