@@ -16,7 +16,9 @@ import (
 // fixedRouter answers whatever trees it holds.
 type fixedRouter struct{ trees []sdk.MulticastTree }
 
-func (fixedRouter) Info() sdk.Info            { return sdk.Info{Name: "fixed", Version: "1", Kind: sdk.KindMulticast} }
+func (fixedRouter) Info() sdk.Info {
+	return sdk.Info{Name: "fixed", Version: "1", Kind: sdk.KindMulticast}
+}
 func (fixedRouter) Schema() schema.Block      { return schema.Block{} }
 func (fixedRouter) Configure(cty.Value) error { return nil }
 func (f fixedRouter) RouteMulticast(context.Context, sdk.MulticastRequest) ([]sdk.MulticastTree, error) {
@@ -78,9 +80,16 @@ func TestVerifyTree(t *testing.T) {
 		{"delivers to a non-member", "not a receiving member", func(_ *sdk.MulticastTree, g *sdk.MulticastGroup) { g.Members = g.Members[1:] }},
 		{"send-only member gets packets", "not a receiving member", func(_ *sdk.MulticastTree, g *sdk.MulticastGroup) { g.Members[0].State = sdk.JoinSendOnly }},
 		{"member port missing", "not in the tree", func(tr *sdk.MulticastTree, _ *sdk.MulticastGroup) { tr.Switches[1].Out = tr.Switches[1].Out[1:] }},
-		{"no such port", "has no port", func(tr *sdk.MulticastTree, _ *sdk.MulticastGroup) { tr.Switches[0].Out = append(tr.Switches[0].Out, 200) }},
-		{"port 0 of a non-member", "own port 0", func(tr *sdk.MulticastTree, _ *sdk.MulticastGroup) { tr.Switches[0].Out = append([]uint8{0}, tr.Switches[0].Out...) }},
-		{"leaf cut off", "not in the tree", func(tr *sdk.MulticastTree, _ *sdk.MulticastGroup) { tr.Switches = tr.Switches[:2]; tr.Switches[0].Out = tr.Switches[0].Out[:1] }},
+		{"no such port", "has no port", func(tr *sdk.MulticastTree, _ *sdk.MulticastGroup) {
+			tr.Switches[0].Out = append(tr.Switches[0].Out, 200)
+		}},
+		{"port 0 of a non-member", "own port 0", func(tr *sdk.MulticastTree, _ *sdk.MulticastGroup) {
+			tr.Switches[0].Out = append([]uint8{0}, tr.Switches[0].Out...)
+		}},
+		{"leaf cut off", "not in the tree", func(tr *sdk.MulticastTree, _ *sdk.MulticastGroup) {
+			tr.Switches = tr.Switches[:2]
+			tr.Switches[0].Out = tr.Switches[0].Out[:1]
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, grp := clone(), g

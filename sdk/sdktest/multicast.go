@@ -49,7 +49,9 @@ func MulticastGroups(topo *topology.Topology, seed uint64) []sdk.MulticastGroup 
 		return out
 	}
 	add(func(i int) sdk.JoinState { return map[bool]sdk.JoinState{true: sdk.JoinFull}[i == 0] })
-	add(func(i int) sdk.JoinState { return map[bool]sdk.JoinState{true: sdk.JoinFull}[i == 0 || i == len(eps)-1] })
+	add(func(i int) sdk.JoinState {
+		return map[bool]sdk.JoinState{true: sdk.JoinFull}[i == 0 || i == len(eps)-1]
+	})
 	states := []sdk.JoinState{0, 0, sdk.JoinFull, sdk.JoinNon, sdk.JoinSendOnly, sdk.JoinFull | sdk.JoinNon}
 	for range 5 {
 		add(func(int) sdk.JoinState { return states[rng.IntN(len(states))] })
