@@ -10,8 +10,8 @@ import (
 // together, part of a declared stage. A stage whose switches cannot all
 // change at once without an unverified state is split into several steps.
 type Step struct {
-	Stage    string  `json:"stage"`
-	Switches []int32 `json:"-"`
+	Stage    string   `json:"stage"`
+	Switches []int32  `json:"-"`
 	GUIDs    []uint64 `json:"guids"`
 	// Last marks the stage's last step: the stage's dwell and health gate
 	// follow it.
