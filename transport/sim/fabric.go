@@ -140,6 +140,7 @@ type node struct {
 	sl2vl    [][8]byte   // switches: [in*(nfp+1)+out]; CAs: [port]; wire format
 	pkeys    map[uint32]*smp.PKeyBlock
 	vlarb    map[uint16]*smp.VLArbBlock // port<<8 | block; nil block = all zero
+	mft      map[uint32]*smp.MFTBlock   // mcast.go: position<<16 | block; nil = no port
 }
 
 type port struct {
