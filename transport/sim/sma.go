@@ -25,7 +25,8 @@ const (
 func (f *Fabric) sma(n *node, in uint8, s *smp.SMP) smaResult {
 	switch s.AttrID {
 	case smp.AttrNodeDescription, smp.AttrNodeInfo, smp.AttrSwitchInfo, smp.AttrGUIDInfo, smp.AttrPortInfo,
-		smp.AttrPKeyTable, smp.AttrSLtoVLMappingTable, smp.AttrLinearForwardingTable, smp.AttrVLArbitrationTable:
+		smp.AttrPKeyTable, smp.AttrSLtoVLMappingTable, smp.AttrLinearForwardingTable, smp.AttrVLArbitrationTable,
+		smp.AttrMulticastForwardingTable:
 	default:
 		return smaNotMine
 	}
@@ -73,6 +74,8 @@ func (f *Fabric) sma(n *node, in uint8, s *smp.SMP) smaResult {
 		st = f.lftBlock(n, s, set)
 	case smp.AttrVLArbitrationTable:
 		st = f.vlArbTable(n, in, s, set)
+	case smp.AttrMulticastForwardingTable:
+		st = f.mftBlock(n, s, set) // mcast.go
 	}
 	s.TurnAround(st)
 	return smaAnswered
@@ -86,10 +89,7 @@ func readOnly(set bool) uint16 {
 }
 
 func (f *Fabric) nodeInfo(n *node, in uint8, s *smp.SMP) {
-	pc := uint16(64)
-	if n.isSwitch() {
-		pc = 8
-	}
+	pc := uint16(pkeyCap(n, 0))
 	ni := smp.NodeInfo{BaseVersion: 1, ClassVersion: 1, NodeType: uint8(n.typ), NumPorts: uint8(n.nfp),
 		SystemImageGUID: n.sys, NodeGUID: n.guid, PortGUID: n.ports[in].guid, PartitionCap: pc,
 		DeviceID: uint16(n.dev), Revision: 1, LocalPortNum: in, VendorID: n.vend}
@@ -120,7 +120,7 @@ func (f *Fabric) switchInfo(n *node, s *smp.SMP, set bool) uint16 {
 	si := smp.SwitchInfo{LinearFDBCap: uint16(f.opts.LinearFDBCap), LinearFDBTop: uint16(n.fdbTop.Load()),
 		DefaultPort: 0xFF, DefaultMulticastPrimaryPort: 0xFF, DefaultMulticastNotPrimaryPort: 0xFF,
 		LifeTimeValue: n.lifeTime, PortStateChange: n.psc.Load(), PartitionEnforcementCap: 64,
-		EnhancedPort0: n.enhanced}
+		EnhancedPort0: n.enhanced, MulticastFDBCap: MulticastFDBCap}
 	s.Data = [smp.DataLen]byte{}
 	_ = si.MarshalTo(s.Data[:])
 	return st
@@ -166,6 +166,7 @@ func (f *Fabric) fillPortInfo(n *node, in, q uint8, s *smp.SMP) {
 		HOQLife: pt.hoqLife, OperationalVLs: pt.opVLs, SubnetTimeOut: base.subnetTO, GUIDCap: 1,
 	}
 	f.fillMKey(n, q, s, &pi)
+	pi.PartitionEnforcementInbound, pi.PartitionEnforcementOutbound = n.partEnforce(q)
 	if pt.up() || q == 0 {
 		pi.NeighborMTU = 5
 	}
@@ -260,6 +261,7 @@ func (f *Fabric) applyPortInfo(n *node, q uint8, pt *port, pi *smp.PortInfo, ev 
 		applyMKey(pt, pi)
 	}
 	pt.hoqLife = pi.HOQLife
+	n.setPartEnforce(q, pi.PartitionEnforcementInbound, pi.PartitionEnforcementOutbound)
 	if pi.OperationalVLs != 0 {
 		pt.opVLs = pi.OperationalVLs
 	}
@@ -282,45 +284,6 @@ func (f *Fabric) applyPortInfo(n *node, q uint8, pt *port, pi *smp.PortInfo, ev 
 	case smp.PortStateArmed, smp.PortStateActive:
 		pt.state.Store(uint32(pi.PortState))
 	}
-	return 0
-}
-
-func (f *Fabric) pkeyTable(n *node, in uint8, s *smp.SMP, set bool) uint16 {
-	q, block := in, uint16(s.AttrMod)
-	if n.isSwitch() {
-		var err error
-		if q, block, err = smp.PKeyBlockPort(s.AttrMod); err != nil || int(q) > n.nfp {
-			s.Data = [smp.DataLen]byte{}
-			return smp.StatusInvalidField
-		}
-	}
-	blocks := uint16(2) // 64 entries
-	if n.isSwitch() && q == 0 {
-		blocks = 1 // PartitionCap 8
-	}
-	if block >= blocks {
-		s.Data = [smp.DataLen]byte{}
-		return smp.StatusInvalidField
-	}
-	key := uint32(q)<<16 | uint32(block)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if set {
-		var b smp.PKeyBlock
-		_ = b.Unmarshal(s.Data[:])
-		if n.pkeys == nil {
-			n.pkeys = map[uint32]*smp.PKeyBlock{}
-		}
-		n.pkeys[key] = &b
-	}
-	var b smp.PKeyBlock
-	if p := n.pkeys[key]; p != nil {
-		b = *p
-	} else if block == 0 {
-		b[0] = 0xFFFF // default partition, full member
-	}
-	s.Data = [smp.DataLen]byte{}
-	_ = b.MarshalTo(s.Data[:])
 	return 0
 }
 

@@ -1,0 +1,405 @@
+package program
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/internal/fanout"
+	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// P_Key tables (IBA 10.9, P_KeyTable attribute 14.2.5.7: blocks of 32
+// 16-bit entries, bit 15 the membership bit). Every end port (CA and
+// router ports, switch port 0) gets the keys of its partitions. A switch
+// external port cabled to a CA gets that CA port's keys, and its PortInfo
+// PartitionEnforcementInbound/Outbound bits set, when the switch reports
+// SwitchInfo.PartitionEnforcementCap > 0; a port that answers the
+// enforcement Set without the bits (ibsim keeps PortInfo templates) does
+// not implement enforcement: it is left alone from then on, reported once.
+//
+// Only blocks that differ from what the port holds are sent: what this
+// programmer wrote, or, for a port it has not written since it started
+// (or since the port lost its LID: a reset port holds the reset table),
+// what it reads back first. So a re-sweep of an unchanged fabric, a
+// restart or a takeover sends no P_KeyTable Set.
+
+// PKeyPlan is the P_Key table of every port the SM programs.
+type PKeyPlan struct {
+	Members Membership
+	// Tables holds, for every programmed port (end ports and enforcing
+	// switch ports), its whole table (PartitionCap entries; 0 = empty).
+	Tables map[discovery.PortRef][]uint16
+	// Enforce lists the switch external ports that filter on P_Keys, with
+	// the end port behind each.
+	Enforce map[discovery.PortRef]discovery.PortRef
+	// Warnings are what ResolvePartitions and the layout reported.
+	Warnings []string
+
+	byGUID map[uint64]discovery.PortRef
+	ports  []*managed // what Apply programs
+}
+
+// PortKeys returns the P_Keys (with membership bit, in table order) of
+// the end port with this port GUID, and whether the plan knows the port.
+func (p *PKeyPlan) PortKeys(portGUID uint64) ([]uint16, bool) {
+	r, ok := p.byGUID[portGUID]
+	if !ok {
+		return nil, false
+	}
+	var out []uint16
+	for _, k := range p.Tables[r] {
+		if k&0x7FFF != 0 {
+			out = append(out, k)
+		}
+	}
+	return out, true
+}
+
+// PKeyStats counts what one Sync did.
+type PKeyStats struct {
+	Ports       int   // ports whose table the plan covers
+	BlocksRead  int64 // blocks read back (ports not known)
+	BlocksSent  int64 // P_KeyTable Sets
+	EnforceSets int64 // PortInfo Sets turning switch port enforcement on
+}
+
+// PKeys programs P_Key tables and remembers what each port holds.
+type PKeys struct {
+	C        *mad.Client
+	Log      hclog.Logger
+	Parallel int
+
+	mu    sync.Mutex
+	known map[discovery.PortRef]*pkeyKnown
+	// noEnforce: switch ports that answered an enforcement Set without
+	// the bits, by the switch's port-0 LID then (a reset switch is tried
+	// again).
+	noEnforce map[discovery.PortRef]uint16
+}
+
+type pkeyKnown struct {
+	lid   uint16   // the LID of the port whose reset resets the table (CA port, switch port 0)
+	table []uint16 // what the port holds, PartitionCap entries
+	// enforced: a switch port whose enforcement bits this programmer set
+	// (the fabric model of an incremental sweep may predate the Set).
+	enforced bool
+}
+
+// Forget drops what is known of every port: the next Sync reads back.
+func (p *PKeys) Forget() {
+	p.mu.Lock()
+	p.known = nil
+	p.mu.Unlock()
+}
+
+// managed is one port Sync programs.
+type managed struct {
+	ref   discovery.PortRef
+	n     *discovery.Node
+	path  mad.Path
+	size  int
+	guard uint8              // the port whose LID tells a reset (CA port, 0 for switch ports)
+	of    *discovery.PortRef // switch external port: the end port behind it
+}
+
+func (m *managed) mod(block int) uint32 {
+	if m.n.Info.NodeType == smp.NodeTypeSwitch {
+		return smp.PKeyBlockMod(m.ref.Port, uint16(block))
+	}
+	return smp.PKeyBlockMod(0, uint16(block)) // CAs take the arrival port
+}
+
+func (m *managed) blocks() int { return (m.size + smp.PKeyBlockLen - 1) / smp.PKeyBlockLen }
+
+// ports lists the ports to program: every end port of mem that can be
+// reached, and the enforcing switch ports in front of CA ports.
+func (p *PKeys) ports(fab *discovery.Fabric, mem Membership) ([]*managed, []string) {
+	var out []*managed
+	var warns []string
+	p.mu.Lock()
+	noEnf := p.noEnforce
+	p.mu.Unlock()
+	for _, e := range endPorts(fab) {
+		n, q := e.n, e.ref.Port
+		m := &managed{ref: e.ref, n: n, size: int(n.Info.PartitionCap), guard: q, path: n.Path}
+		if n.Info.NodeType != smp.NodeTypeSwitch {
+			path, err := caPath(fab, n, q)
+			if err != nil {
+				continue // a CA port with no live link: nothing to program now
+			}
+			m.path = path
+		}
+		if m.size == 0 {
+			warns = append(warns, fmt.Sprintf("port %#x/%d reports PartitionCap 0: its P_Key table is not programmed", e.ref.GUID, q))
+			continue
+		}
+		out = append(out, m)
+		if n.Info.NodeType == smp.NodeTypeSwitch {
+			continue
+		}
+		pt := &n.Ports[q]
+		sw := fab.Nodes[pt.PeerGUID]
+		if sw == nil || sw.Switch == nil || sw.Switch.PartitionEnforcementCap == 0 || int(pt.PeerPort) >= len(sw.Ports) || !sw.Ports[pt.PeerPort].Valid {
+			continue
+		}
+		ref := discovery.PortRef{GUID: pt.PeerGUID, Port: pt.PeerPort}
+		if lid, ok := noEnf[ref]; ok && lid == sw.Ports[0].Info.LID {
+			continue
+		}
+		end := e.ref
+		out = append(out, &managed{ref: ref, n: sw, path: sw.Path, size: int(sw.Switch.PartitionEnforcementCap), guard: 0, of: &end})
+	}
+	return out, warns
+}
+
+// Plan computes the tables for mem on fab (reading back what is not
+// known) without sending any Set.
+func (p *PKeys) Plan(ctx context.Context, fab *discovery.Fabric, mem Membership) (*PKeyPlan, PKeyStats) {
+	var st PKeyStats
+	ports, warns := p.ports(fab, mem)
+	p.forgetReset(fab, ports)
+	st.BlocksRead = p.learn(ctx, ports)
+	pl := &PKeyPlan{Members: mem, Tables: map[discovery.PortRef][]uint16{}, Enforce: map[discovery.PortRef]discovery.PortRef{},
+		Warnings: warns, byGUID: map[uint64]discovery.PortRef{}}
+	for _, e := range endPorts(fab) {
+		pl.byGUID[e.guid] = e.ref
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var kept []*managed
+	for _, m := range ports {
+		want := mem[m.ref]
+		if m.of != nil {
+			want = mem[*m.of]
+		}
+		var cur []uint16
+		if k := p.known[m.ref]; k != nil {
+			cur = k.table
+		}
+		t, err := layout(cur, want, m.size)
+		if err != nil {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("port %#x/%d (%q): %v; its table is not programmed (remove it from some partitions)", m.ref.GUID, m.ref.Port, m.n.Desc, err))
+			continue
+		}
+		pl.Tables[m.ref] = t
+		if m.of != nil {
+			pl.Enforce[m.ref] = *m.of
+		}
+		kept = append(kept, m)
+	}
+	st.Ports, pl.ports = len(kept), kept
+	sort.Strings(pl.Warnings)
+	return pl, st
+}
+
+// Apply sends the blocks of pl that differ from what the ports hold, then
+// turns enforcement on where pl wants it and the port does not have it.
+// lid gives the LID each port will hold once the plan in force is
+// programmed (what tells a later reset). pl must come from Plan on fab.
+func (p *PKeys) Apply(ctx context.Context, fab *discovery.Fabric, pl *PKeyPlan, lid func(discovery.PortRef) uint16) (PKeyStats, error) {
+	var st PKeyStats
+	ports := pl.ports
+	st.Ports = len(ports)
+	r := fanout.New(p.Parallel)
+	p.mu.Lock()
+	for _, m := range ports {
+		want := pl.Tables[m.ref]
+		var cur []uint16
+		if k := p.known[m.ref]; k != nil {
+			cur = k.table
+		}
+		for b := 0; b < m.blocks(); b++ {
+			var blk smp.PKeyBlock
+			copy(blk[:], want[b*smp.PKeyBlockLen:min(len(want), (b+1)*smp.PKeyBlockLen)])
+			if cur != nil && sameKeys(cur, want, b) {
+				continue
+			}
+			atomic.AddInt64(&st.BlocksSent, 1)
+			path, mod := m.path, m.mod(b)
+			r.Go(func() error { return p.C.Set(ctx, path, smp.AttrPKeyTable, mod, &blk, nil) })
+		}
+	}
+	p.mu.Unlock()
+	if err := r.Wait("programming P_Key tables"); err != nil {
+		p.Forget() // what the ports hold is now uncertain: read back next time
+		return st, err
+	}
+	p.mu.Lock()
+	if p.known == nil {
+		p.known = map[discovery.PortRef]*pkeyKnown{}
+	}
+	for _, m := range ports {
+		k := &pkeyKnown{lid: lid(discovery.PortRef{GUID: m.ref.GUID, Port: m.guard}), table: pl.Tables[m.ref]}
+		if old := p.known[m.ref]; old != nil && old.lid == k.lid {
+			k.enforced = old.enforced
+		}
+		p.known[m.ref] = k
+	}
+	p.mu.Unlock()
+	return st, p.enforce(ctx, fab, ports, &st)
+}
+
+// enforce sets PartitionEnforcementInbound/Outbound on the switch ports
+// that filter and do not report them yet.
+func (p *PKeys) enforce(ctx context.Context, fab *discovery.Fabric, ports []*managed, st *PKeyStats) error {
+	r := fanout.New(p.Parallel)
+	keys := p.C.Keys()
+	var mu sync.Mutex
+	var refused []discovery.PortRef
+	for _, m := range ports {
+		if m.of == nil {
+			continue
+		}
+		info := m.n.Ports[m.ref.Port].Info
+		p.mu.Lock()
+		k := p.known[m.ref]
+		done := k != nil && k.enforced
+		p.mu.Unlock()
+		if done || info.PartitionEnforcementInbound && info.PartitionEnforcementOutbound {
+			continue
+		}
+		pi := info
+		noChange(&pi)
+		withKey(keys, m.n, m.ref.Port, &pi)
+		pi.PartitionEnforcementInbound, pi.PartitionEnforcementOutbound = true, true
+		atomic.AddInt64(&st.EnforceSets, 1)
+		path, port, ref := m.path, uint32(m.ref.Port), m.ref
+		r.Go(func() error {
+			var got smp.PortInfo
+			if err := p.C.Set(ctx, path, smp.AttrPortInfo, port, &pi, &got); err != nil {
+				return err
+			}
+			if !got.PartitionEnforcementInbound || !got.PartitionEnforcementOutbound {
+				mu.Lock()
+				refused = append(refused, ref)
+				mu.Unlock()
+				return nil
+			}
+			p.mu.Lock()
+			if k := p.known[ref]; k != nil {
+				k.enforced = true
+			}
+			p.mu.Unlock()
+			return nil
+		})
+	}
+	err := r.Wait("turning on partition enforcement")
+	if len(refused) > 0 {
+		p.mu.Lock()
+		if p.noEnforce == nil {
+			p.noEnforce = map[discovery.PortRef]uint16{}
+		}
+		for _, ref := range refused {
+			p.noEnforce[ref] = fab.Nodes[ref.GUID].Ports[0].Info.LID
+		}
+		p.mu.Unlock()
+		sort.Slice(refused, func(i, j int) bool { return refused[i].GUID < refused[j].GUID || refused[i].GUID == refused[j].GUID && refused[i].Port < refused[j].Port })
+		p.logger().Warn("switch ports report partition enforcement capability but do not keep the enforcement bits; they are left without P_Key filtering",
+			"ports", len(refused), "example", fmt.Sprintf("%#x/%d", refused[0].GUID, refused[0].Port))
+	}
+	return err
+}
+
+// sameKeys reports whether block b of a and b are equal (missing entries
+// are empty).
+func sameKeys(a, b []uint16, blk int) bool {
+	for i := blk * smp.PKeyBlockLen; i < (blk+1)*smp.PKeyBlockLen; i++ {
+		var x, y uint16
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// forgetReset drops what is known of ports whose guard port lost the LID
+// it had when the table was written (the device was reset), or whose
+// node left.
+func (p *PKeys) forgetReset(fab *discovery.Fabric, ports []*managed) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ref, k := range p.known {
+		n := fab.Nodes[ref.GUID]
+		guard := ref.Port
+		if n != nil && n.Info.NodeType == smp.NodeTypeSwitch {
+			guard = 0
+		}
+		if n == nil || int(guard) >= len(n.Ports) || !n.Ports[guard].Valid || n.Ports[guard].Info.LID != k.lid {
+			delete(p.known, ref)
+		}
+	}
+}
+
+// learn reads the tables of the ports not known; a block that cannot be
+// read stays unknown (empty) and is sent.
+func (p *PKeys) learn(ctx context.Context, ports []*managed) (reads int64) {
+	p.mu.Lock()
+	var todo []*managed
+	for _, m := range ports {
+		if p.known[m.ref] == nil {
+			todo = append(todo, m)
+		}
+	}
+	p.mu.Unlock()
+	if len(todo) == 0 {
+		return 0
+	}
+	var mu sync.Mutex
+	got := map[discovery.PortRef]*pkeyKnown{}
+	ok := map[discovery.PortRef]bool{}
+	r := fanout.New(p.Parallel)
+	for _, m := range todo {
+		k := &pkeyKnown{table: make([]uint16, m.size)}
+		got[m.ref], ok[m.ref] = k, true
+		for b := 0; b < m.blocks(); b++ {
+			path, mod := m.path, m.mod(b)
+			atomic.AddInt64(&reads, 1)
+			r.Go(func() error {
+				var blk smp.PKeyBlock
+				err := p.C.Get(ctx, path, smp.AttrPKeyTable, mod, &blk)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					ok[m.ref] = false
+					return nil
+				}
+				copy(k.table[b*smp.PKeyBlockLen:], blk[:])
+				return nil
+			})
+		}
+	}
+	_ = r.Wait("reading back P_Key tables")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.known == nil {
+		p.known = map[discovery.PortRef]*pkeyKnown{}
+	}
+	for _, m := range todo {
+		if !ok[m.ref] {
+			continue // unknown: every block is sent
+		}
+		k := got[m.ref]
+		k.lid = m.n.Ports[m.guard].Info.LID
+		p.known[m.ref] = k
+	}
+	return reads
+}
+
+func (p *PKeys) logger() hclog.Logger {
+	if p.Log == nil {
+		return hclog.NewNullLogger()
+	}
+	return p.Log
+}

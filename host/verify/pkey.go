@@ -1,0 +1,92 @@
+package verify
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ibsm/ibsm/host/discovery"
+)
+
+// PKeyTables is a P_Key plan to check (IBA 10.9): what each programmed
+// port's table holds, against the membership the partitions give.
+type PKeyTables struct {
+	// Members: end port → base P_Key (15 bits) → full member.
+	Members map[discovery.PortRef]map[uint16]bool
+	// Tables: every programmed port's whole table (0 = empty entry).
+	Tables map[discovery.PortRef][]uint16
+	// Enforce: switch external port → the end port behind it, whose keys
+	// it must hold.
+	Enforce map[discovery.PortRef]discovery.PortRef
+}
+
+// CheckPKeys checks that every programmed port holds exactly the keys of
+// its partitions, each once with the right membership bit (bit 15 set for
+// full members), and no other key: a member lacking its key cannot talk in
+// its partition, a non-member holding one can. An enforcing switch port
+// must hold what the end port behind it holds. It lists at most
+// maxProblems problems (0: 20).
+func CheckPKeys(t PKeyTables, maxProblems int) error {
+	if maxProblems <= 0 {
+		maxProblems = 20
+	}
+	var probs []string
+	n := 0
+	add := func(format string, args ...any) {
+		if n++; len(probs) < maxProblems {
+			probs = append(probs, fmt.Sprintf(format, args...))
+		}
+	}
+	refs := make([]discovery.PortRef, 0, len(t.Tables))
+	for r := range t.Tables {
+		refs = append(refs, r)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		return refs[i].GUID < refs[j].GUID || refs[i].GUID == refs[j].GUID && refs[i].Port < refs[j].Port
+	})
+	for _, r := range refs {
+		who := fmt.Sprintf("port %#x/%d", r.GUID, r.Port)
+		want := t.Members[r]
+		if end, ok := t.Enforce[r]; ok {
+			want = t.Members[end]
+			who += fmt.Sprintf(" (enforcing for %#x/%d)", end.GUID, end.Port)
+		}
+		held := map[uint16]int{}
+		for i, k := range t.Tables[r] {
+			base, full := k&0x7FFF, k&0x8000 != 0
+			switch {
+			case k == 0:
+				continue
+			case base == 0:
+				add("%s entry %d holds the invalid P_Key %#04x", who, i, k)
+				continue
+			}
+			if j, dup := held[base]; dup {
+				add("%s holds P_Key %#04x twice (entries %d and %d)", who, base, j, i)
+				continue
+			}
+			held[base] = i
+			wf, member := want[base]
+			switch {
+			case !member:
+				add("%s holds P_Key %#04x of a partition it is not a member of (entry %d)", who, k, i)
+			case wf != full:
+				add("%s holds P_Key %#04x with the wrong membership bit (entry %d): want %s member", who, k, i, map[bool]string{true: "full", false: "limited"}[wf])
+			}
+		}
+		for base := range want {
+			if _, ok := held[base]; !ok {
+				add("%s lacks P_Key %#04x of a partition it is a member of", who, base)
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	sort.Strings(probs)
+	more := ""
+	if n > len(probs) {
+		more = fmt.Sprintf("\n  … and %d more", n-len(probs))
+	}
+	return fmt.Errorf("P_Key plan rejected, %d problems:\n  %s%s", n, strings.Join(probs, "\n  "), more)
+}
