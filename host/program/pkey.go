@@ -299,7 +299,9 @@ func (p *PKeys) enforce(ctx context.Context, fab *discovery.Fabric, ports []*man
 			p.noEnforce[ref] = fab.Nodes[ref.GUID].Ports[0].Info.LID
 		}
 		p.mu.Unlock()
-		sort.Slice(refused, func(i, j int) bool { return refused[i].GUID < refused[j].GUID || refused[i].GUID == refused[j].GUID && refused[i].Port < refused[j].Port })
+		sort.Slice(refused, func(i, j int) bool {
+			return refused[i].GUID < refused[j].GUID || refused[i].GUID == refused[j].GUID && refused[i].Port < refused[j].Port
+		})
 		p.logger().Warn("switch ports report partition enforcement capability but do not keep the enforcement bits; they are left without P_Key filtering",
 			"ports", len(refused), "example", fmt.Sprintf("%#x/%d", refused[0].GUID, refused[0].Port))
 	}
