@@ -53,9 +53,14 @@ const (
 	DefaultMADRetries      = 3
 	DefaultPluginTimeout   = 60 * time.Second
 	DefaultPriority        = 15
-	DefaultSMPort          = 1
-	DefaultUMADPort        = 1
-	DefaultIBSimSocket     = "sim"
+	// DefaultSMKey is OpenSM's default sm_key: two SMs left at their
+	// defaults speak the same key (with 0 OpenSM ignores our SMInfo, ERR
+	// 2F18, and drops SA requests from tools that send its default, such
+	// as osmtest).
+	DefaultSMKey       = 1
+	DefaultSMPort      = 1
+	DefaultUMADPort    = 1
+	DefaultIBSimSocket = "sim"
 )
 
 // Config is a fully validated configuration.
@@ -114,7 +119,7 @@ type SM struct {
 	// SM's default budget), -1 when set to 0 (audit off).
 	AuditSMPs int
 	// SMKey is the SM_Key (sm_key): SMInfo Sets must carry it, and only
-	// who presents it sees it. 0: none.
+	// who presents it sees it. Default DefaultSMKey; 0: none.
 	SMKey uint64
 	// PollingInterval and PollingRetries: a standby polls the master this
 	// often and takes over after this many failed polls in a row.
@@ -133,6 +138,10 @@ type SM struct {
 	// default 0 = never expires) are what every protected port gets.
 	MKeyProtectBits uint8
 	MKeyLeasePeriod time.Duration
+	// LogLevel (log_level) overrides --log-level; "" keeps the flag's.
+	// MetricsListen (metrics_listen) is the Prometheus endpoint's
+	// address; "" (the default) serves none. See metrics.go.
+	LogLevel, MetricsListen string
 }
 
 // DefaultMKeyProtectBits is m_key_protect_bits when keys are configured:

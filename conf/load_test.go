@@ -127,6 +127,7 @@ func TestLoadDefaults(t *testing.T) {
 		MADRetries:    3,
 		PluginTimeout: time.Minute,
 		Priority:      15,
+		SMKey:         1,
 
 		PollingInterval: DefaultPollingInterval,
 		PollingRetries:  DefaultPollingRetries,

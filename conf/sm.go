@@ -25,6 +25,7 @@ func (d *decoder) sm(b *hcl.Block, transport Transport) SM {
 		MADRetries:    DefaultMADRetries,
 		PluginTimeout: DefaultPluginTimeout,
 		Priority:      DefaultPriority,
+		SMKey:         DefaultSMKey,
 
 		PollingInterval: DefaultPollingInterval,
 		PollingRetries:  DefaultPollingRetries,
@@ -92,14 +93,14 @@ func (d *decoder) sm(b *hcl.Block, transport Transport) SM {
 	attr(d, a, "honor_priority", &s.HonorPriority)
 	var key string
 	if f := attr(d, a, "sm_key", &key); f.ok {
-		k, err := ParseGUID(key)
-		if err != nil {
-			d.errorf(f.rng, "Invalid SM_Key", "sm_key = %q is not a 64-bit key in hex; write it like \"0x1234abcd5678ef00\", the same on every SM of the subnet.", key)
+		if k, ok := parseKey(key); !ok {
+			d.errorf(f.rng, "Invalid SM_Key", "sm_key = %q is not a 64-bit key in hex; write it as a string with 0x, like \"0x1234abcd5678ef00\", the same on every SM of the subnet (\"0x0\": no key).", key)
 		} else {
 			s.SMKey = k
 		}
 	}
 	d.mkeys(a, &s)
+	d.operate(a, &s)
 	var dir string
 	if f := attr(d, a, "state_dir", &dir); f.ok {
 		if dir == "" {
@@ -130,6 +131,15 @@ func (d *decoder) duration(a hcl.Attributes, name string, dst *time.Duration, wh
 	}
 }
 
+// parseKey reads a 64-bit key (SM_Key, M_Key) written as a string of hex
+// digits with 0x. The 0x is required: HCL turns key = 1234 into "1234",
+// which is not the key 1234 the writer meant.
+func parseKey(s string) (uint64, bool) {
+	h, prefixed := strings.CutPrefix(strings.Replace(s, "0X", "0x", 1), "0x")
+	k, err := strconv.ParseUint(h, 16, 64)
+	return k, prefixed && err == nil && len(h) <= 16
+}
+
 // mkeys decodes m_key, m_key_secret, m_key_protect_bits and
 // m_key_lease_period.
 func (d *decoder) mkeys(a hcl.Attributes, s *SM) {
@@ -137,12 +147,9 @@ func (d *decoder) mkeys(a hcl.Attributes, s *SM) {
 	var bits int
 	fk := attr(d, a, "m_key", &key)
 	if fk.ok {
-		// 0x is required: HCL turns m_key = 1234 into "1234", which is not
-		// the key 1234 the writer meant.
-		h, prefixed := strings.CutPrefix(strings.Replace(key, "0X", "0x", 1), "0x")
-		k, err := strconv.ParseUint(h, 16, 64)
+		k, ok := parseKey(key)
 		switch {
-		case !prefixed || err != nil || len(h) > 16:
+		case !ok:
 			d.errorf(fk.rng, "Invalid M_Key", "m_key = %q is not a 64-bit key in hex; write it as a string with 0x, like \"0x1234abcd5678ef00\" (or set m_key_secret instead to give every port its own key).", key)
 		case k == 0:
 			d.errorf(fk.rng, "Invalid M_Key", "m_key = %q: M_Key 0 means no protection; remove the line to leave ports unprotected, or give a 64-bit key like \"0x1234abcd5678ef00\".", key)

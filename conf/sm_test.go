@@ -24,9 +24,10 @@ routing {
 		key              uint64
 		err              string // "" = loads
 	}{
-		{"sim default window", `transport = "sim"  topology = "f.net"`, ``, DefaultMADWindow, 0, ""},
-		{"umad default window", `transport = "umad"  device = "mlx5_0"`, ``, DefaultMADWindowUMAD, 0, ""},
-		{"umad explicit window", `transport = "umad"  device = "mlx5_0"`, `mad_window = 16`, 16, 0, ""},
+		{"sim default window", `transport = "sim"  topology = "f.net"`, ``, DefaultMADWindow, DefaultSMKey, ""},
+		{"umad default window", `transport = "umad"  device = "mlx5_0"`, ``, DefaultMADWindowUMAD, DefaultSMKey, ""},
+		{"umad explicit window", `transport = "umad"  device = "mlx5_0"`, `mad_window = 16`, 16, DefaultSMKey, ""},
+		{"no sm_key", `topology = "f.net"`, `sm_key = "0x0"`, DefaultMADWindow, 0, ""},
 		{"sm_key", `topology = "f.net"`, `sm_key = "0xdeadbeef00000001"`, DefaultMADWindow, 0xdeadbeef00000001, ""},
 		{"bad sm_key", `topology = "f.net"`, `sm_key = "secret"`, 0, 0, "f.hcl:7,12-20: Invalid SM_Key"},
 		{"bad polling_retries", `topology = "f.net"`, `polling_retries = 0`, 0, 0, "Polling retries out of range"},

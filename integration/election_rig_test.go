@@ -86,9 +86,9 @@ func newSM(t *testing.T, r *rig, name string, node *netfile.Node, spec smSpec) *
 		fmt.Fprintf(&b, "sm {\n  state_dir = %q\n  mad_timeout = \"200ms\"\n  mad_retries = 3\n  sweep_interval = %q\n  plugin_timeout = \"60s\"\n",
 			filepath.Join(p.dir, "state"), elSweep)
 		fmt.Fprintf(&b, "  priority = %d\n  polling_interval = %q\n  polling_retries = %d\n  honor_priority = %v\n", spec.priority, elPoll, elRetries, spec.honor)
-		if spec.key != 0 {
-			fmt.Fprintf(&b, "  sm_key = \"%#016x\"\n", spec.key)
-		}
+		// Always written: ibsm's default (OpenSM's, 1) is not the 0 a spec
+		// without a key means.
+		fmt.Fprintf(&b, "  sm_key = \"%#016x\"\n", spec.key)
 		b.WriteString("}\n")
 		for _, pl := range []struct{ kind, name string }{{"routing_engine", "updn"}, {"lid_assigner", "sequential"}, {"vl_assigner", "single"}} {
 			fmt.Fprintf(&b, "plugin %q %q {\n  path = %q\n}\n", pl.kind, pl.name, filepath.Join(binDir, "ibsm-plugin-"+pl.name))
