@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"strings"
@@ -25,14 +26,12 @@ func Serve(p Plugin) {
 	// The logger must exist before plugin.Serve swaps os.Stderr for a pipe:
 	// JSON lines on the real stderr are parsed and re-logged by the host
 	// under the plugin's name.
-	logger := hclog.New(&hclog.LoggerOptions{
-		Name:       name,
-		Output:     os.Stderr,
-		JSONFormat: true,
-		Level:      hclog.LevelFromString(levelFromEnv()),
-	})
+	logger := newLogger(name, os.Stderr)
 	log.SetFlags(0)
 	log.SetOutput(logger.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
+	if ls, ok := p.(LoggerSetter); ok {
+		ls.SetLogger(logger)
+	}
 
 	set, err := ServerPluginSet(p, logger)
 	if err != nil {
@@ -46,6 +45,29 @@ func Serve(p Plugin) {
 		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: set},
 		GRPCServer:       newGRPCServer,
 		Logger:           logger,
+	})
+}
+
+// LoggerSetter is implemented by plugins that log: Serve calls SetLogger
+// once, before the host's first call, with its logger (JSON lines on
+// stderr at the host's level, see Logger).
+type LoggerSetter interface {
+	SetLogger(hclog.Logger)
+}
+
+// Logger returns a logger a plugin binary can write through: JSON lines on
+// stderr, which go-plugin forwards into the host's log under the plugin's
+// name, at the level the host runs at (LogLevelEnv), so a plugin's debug
+// lines cost nothing unless the operator asked for them. Create it before
+// Serve (Serve swaps os.Stderr for a pipe) or implement LoggerSetter.
+func Logger(name string) hclog.Logger { return newLogger(name, os.Stderr) }
+
+func newLogger(name string, w io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       name,
+		Output:     w,
+		JSONFormat: true,
+		Level:      hclog.LevelFromString(levelFromEnv()),
 	})
 }
 

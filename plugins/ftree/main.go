@@ -15,17 +15,17 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/plugins/internal/ftree"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/settings"
 	"github.com/zclconf/go-cty/cty"
 )
 
 const version = "0.1.0"
 
 func main() {
-	sdk.Serve(&engine{log: pcfg.Logger("ftree")})
+	sdk.Serve(&engine{log: sdk.Logger("ftree")})
 }
 
 type engine struct {
@@ -68,11 +68,11 @@ func (e *engine) Configure(v cty.Value) error {
 // guids reads the GUIDs listed in listAttr, then those in the contents of
 // the file fileAttr names (the host sends the contents, not the path).
 func guids(v cty.Value, listAttr, fileAttr string) ([]uint64, error) {
-	list, err := pcfg.GUIDs(v, listAttr, "")
+	list, err := settings.GUIDs(v, listAttr)
 	if err != nil {
 		return nil, err
 	}
-	contents, err := pcfg.String(v, fileAttr, "")
+	contents, err := settings.String(v, fileAttr, "")
 	if err != nil {
 		return nil, err
 	}

@@ -10,11 +10,11 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
-	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/settings"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -22,7 +22,7 @@ import (
 const version = "0.1.0"
 
 func main() {
-	sdk.Serve(&engine{log: pcfg.Logger("minhop")})
+	sdk.Serve(&engine{log: sdk.Logger("minhop")})
 }
 
 type config struct {
@@ -50,7 +50,7 @@ func (e *engine) Schema() schema.Block {
 }
 
 func (e *engine) Configure(v cty.Value) error {
-	cs, err := pcfg.Bool(v, "count_switch_destinations", false)
+	cs, err := settings.Bool(v, "count_switch_destinations", false)
 	if err != nil {
 		return fmt.Errorf("minhop: %w", err)
 	}

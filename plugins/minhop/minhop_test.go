@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/cdg"
-	"github.com/ibsm/ibsm/plugins/internal/testfab"
+	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 )

@@ -8,10 +8,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/settings"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -46,7 +46,7 @@ func (a *assigner) Schema() schema.Block {
 }
 
 func (a *assigner) Configure(v cty.Value) error {
-	sl, err := pcfg.Bool(v, "switch_lmc", false)
+	sl, err := settings.Bool(v, "switch_lmc", false)
 	if err != nil {
 		return fmt.Errorf("sequential: %w", err)
 	}

@@ -6,11 +6,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/plugins/internal/ftree"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/plugins/internal/sftree"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/settings"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -31,10 +31,10 @@ func baseSchema() []schema.Attribute {
 func configureBase(v cty.Value) (baseConfig, error) {
 	var bc baseConfig
 	var err error
-	if bc.ftree.Roots, err = pcfg.GUIDs(v, "root_guids", ""); err != nil {
+	if bc.ftree.Roots, err = settings.GUIDs(v, "root_guids"); err != nil {
 		return bc, err
 	}
-	if bc.ftree.CAOrder, err = pcfg.GUIDs(v, "ca_order", ""); err != nil {
+	if bc.ftree.CAOrder, err = settings.GUIDs(v, "ca_order"); err != nil {
 		return bc, err
 	}
 	return bc, nil

@@ -16,19 +16,19 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
-	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/plugins/internal/sftree"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/settings"
 	"github.com/zclconf/go-cty/cty"
 )
 
 const version = "0.1.0"
 
 func main() {
-	sdk.Serve(&engine{log: pcfg.Logger("sftree")})
+	sdk.Serve(&engine{log: sdk.Logger("sftree")})
 }
 
 type engine struct {
@@ -58,21 +58,21 @@ func (e *engine) Schema() schema.Block {
 }
 
 func (e *engine) Configure(v cty.Value) error {
-	root, err := pcfg.String(v, "subtree_root", "")
+	root, err := settings.String(v, "subtree_root", "")
 	if err != nil {
 		return fmt.Errorf("sftree: %w", err)
 	}
 	var guid uint64
 	if strings.TrimSpace(root) != "" {
-		if guid, err = pcfg.GUID(root); err != nil {
+		if guid, err = settings.GUID(root); err != nil {
 			return fmt.Errorf("sftree: subtree_root: %w", err)
 		}
 	}
-	verify, err := pcfg.Bool(v, "verify_cdg", true)
+	verify, err := settings.Bool(v, "verify_cdg", true)
 	if err != nil {
 		return fmt.Errorf("sftree: %w", err)
 	}
-	maxRoots, err := pcfg.Int(v, "max_subtree_roots", sftree.DefaultMaxRoots)
+	maxRoots, err := settings.Int(v, "max_subtree_roots", sftree.DefaultMaxRoots)
 	if err != nil {
 		return fmt.Errorf("sftree: %w", err)
 	}

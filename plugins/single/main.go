@@ -9,8 +9,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ibsm/ibsm/plugins/internal/cdg"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/zclconf/go-cty/cty"

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/plugins/internal/route"
-	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/plugins/internal/updn"
 	"github.com/ibsm/ibsm/plugins/internal/vl/vltest"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
+	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

@@ -12,7 +12,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/plugins/internal/sssp"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -26,7 +25,7 @@ const (
 )
 
 func main() {
-	sdk.Serve(&engine{log: pcfg.Logger(name)})
+	sdk.Serve(&engine{log: sdk.Logger(name)})
 }
 
 type engine struct {

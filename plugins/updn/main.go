@@ -15,18 +15,18 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/plugins/internal/updn"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/settings"
 	"github.com/zclconf/go-cty/cty"
 )
 
 const version = "0.1.0"
 
 func main() {
-	sdk.Serve(&engine{log: pcfg.Logger("updn")})
+	sdk.Serve(&engine{log: sdk.Logger("updn")})
 }
 
 type engine struct {
@@ -54,15 +54,15 @@ func (e *engine) Schema() schema.Block {
 }
 
 func (e *engine) Configure(v cty.Value) error {
-	roots, err := pcfg.GUIDs(v, "root_guids", "")
+	roots, err := settings.GUIDs(v, "root_guids")
 	if err != nil {
 		return fmt.Errorf("updn: %w", err)
 	}
-	cs, err := pcfg.Bool(v, "count_switch_destinations", false)
+	cs, err := settings.Bool(v, "count_switch_destinations", false)
 	if err != nil {
 		return fmt.Errorf("updn: %w", err)
 	}
-	auto, err := pcfg.String(v, "auto_roots", string(updn.AutoLeaf))
+	auto, err := settings.String(v, "auto_roots", string(updn.AutoLeaf))
 	if err != nil {
 		return fmt.Errorf("updn: %w", err)
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/testfab"
 )
 
 // BenchmarkRoute routes the 3-level fat trees of 36-port (11,664 CAs, 1,620

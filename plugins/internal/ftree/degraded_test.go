@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/plugins/internal/cdg"
-	"github.com/ibsm/ibsm/plugins/internal/testfab"
+	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
+	"github.com/ibsm/ibsm/sdk/settings"
 )
 
 // ParseGUIDFile reads the contents of a GUID file as OpenSM's
@@ -21,7 +21,7 @@ func ParseGUIDFile(attr, contents string) ([]uint64, error) {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		g, err := pcfg.GUID(line)
+		g, err := settings.GUID(line)
 		if err != nil {
 			if !strings.Contains(contents, "\n") && strings.Contains(contents, "/") {
 				return nil, fmt.Errorf("%s: %w; this looks like a path, which an ibsm host older than this plugin sends instead of the file's contents: upgrade the host", attr, err)

@@ -18,7 +18,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

@@ -3,7 +3,6 @@ package lids
 import (
 	"fmt"
 
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/sdk"
 )
 
@@ -16,5 +15,5 @@ func Main(h Heuristic) {
 		// failing at start names it instead of failing every AssignLIDs.
 		panic(fmt.Sprintf("lids.Main: unknown LID heuristic %q (want one of %v)", h, Heuristics))
 	}
-	sdk.Serve(NewPlugin(h, pcfg.Logger(string(h))))
+	sdk.Serve(NewPlugin(h, sdk.Logger(string(h))))
 }

@@ -5,10 +5,10 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/settings"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -51,11 +51,11 @@ func (p *Plugin) Schema() schema.Block {
 }
 
 func (p *Plugin) Configure(v cty.Value) error {
-	sl, err := pcfg.Bool(v, "switch_lmc", false)
+	sl, err := settings.Bool(v, "switch_lmc", false)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.H, err)
 	}
-	m, err := pcfg.Int(v, "max_lmc", 7)
+	m, err := settings.Int(v, "max_lmc", 7)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.H, err)
 	}

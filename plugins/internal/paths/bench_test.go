@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/settings"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -61,12 +61,12 @@ func SchemaAttrs(withK bool) []schema.Attribute {
 // ParseConfig reads v (null attributes take their defaults).
 func ParseConfig(v cty.Value, withK bool) (Config, error) {
 	c := DefaultConfig()
-	root, err := pcfg.String(v, "root_guid", "")
+	root, err := settings.String(v, "root_guid", "")
 	if err != nil {
 		return c, err
 	}
 	if strings.TrimSpace(root) != "" {
-		if c.RootGUID, err = pcfg.GUID(root); err != nil {
+		if c.RootGUID, err = settings.GUID(root); err != nil {
 			return c, fmt.Errorf("root_guid: %w", err)
 		}
 	}
@@ -75,7 +75,7 @@ func ParseConfig(v cty.Value, withK bool) (Config, error) {
 		return c, err
 	}
 	c.Seed = uint64(seed)
-	if c.Switches, err = pcfg.Bool(v, "switch_endpoints", true); err != nil {
+	if c.Switches, err = settings.Bool(v, "switch_endpoints", true); err != nil {
 		return c, err
 	}
 	if withK {
@@ -88,7 +88,7 @@ func ParseConfig(v cty.Value, withK bool) (Config, error) {
 			return c, err
 		}
 		c.K, c.MaxStretch = int(k), int(s)
-		g, err := pcfg.String(v, "granularity", "switch")
+		g, err := settings.String(v, "granularity", "switch")
 		if err != nil {
 			return c, err
 		}
@@ -101,7 +101,7 @@ func ParseConfig(v cty.Value, withK bool) (Config, error) {
 
 // number reads an integer attribute within [lo, hi].
 func number(v cty.Value, name string, def, lo, hi int64) (int64, error) {
-	i, err := pcfg.Int64(v, name, def)
+	i, err := settings.Int64(v, name, def)
 	if err != nil {
 		return def, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
@@ -41,7 +40,7 @@ func Main(k Kind) {
 		// at start names it instead of failing every Route.
 		panic(fmt.Sprintf("paths.Main: unknown path engine %q (want %q or %q)", k, KindShortestWidest, KindPathSelection))
 	}
-	sdk.Serve(NewEngine(k, pcfg.Logger(string(k))))
+	sdk.Serve(NewEngine(k, sdk.Logger(string(k))))
 }
 
 // Engine is the routing engine both path plugins serve, one Kind each.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ibsm/ibsm/plugins/internal/cdg"
-	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

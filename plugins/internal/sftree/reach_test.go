@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

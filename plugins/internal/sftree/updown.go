@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 )
 
 // upDown holds the switch graph split by rank: up links lead to a smaller

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ibsm/ibsm/plugins/internal/cdg"
+	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
 )
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

@@ -16,9 +16,9 @@ package vl
 import (
 	"fmt"
 
-	"github.com/ibsm/ibsm/plugins/internal/cdg"
-	"github.com/ibsm/ibsm/plugins/internal/route"
+	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/pcfg"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
@@ -48,7 +47,7 @@ func Main(k Kind) {
 		// failing at start names it instead of failing every AssignVLs.
 		panic(fmt.Sprintf("vl.Main: unknown VL assigner %q (want one of %v)", k, Kinds))
 	}
-	sdk.Serve(NewPlugin(k, pcfg.Logger(string(k))))
+	sdk.Serve(NewPlugin(k, sdk.Logger(string(k))))
 }
 
 // Plugin is the VL assigner the multi-VL binaries serve, one Kind each.

@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/plugins/internal/route"
-	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/plugins/internal/vl"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 )

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/plugins/internal/route"
-	"github.com/ibsm/ibsm/plugins/internal/testfab"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
+	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

@@ -1,16 +1,15 @@
-// Package pcfg reads attributes out of the decoded config object a plugin's
-// Configure receives, tolerating a null object or null attributes (absent
-// in the operator's block) by falling back to defaults.
-package pcfg
+// Package settings reads a plugin's settings out of the decoded config
+// object its Configure receives: one attribute at a time (Bool, Int,
+// String, GUIDs …) or into a Go struct by `ibsm` tags (Decode). A null
+// object or null attribute (absent from the operator's block) takes the
+// default.
+package settings
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -126,13 +125,12 @@ func GUID(s string) (uint64, error) {
 	return g, nil
 }
 
-// GUIDs reads the GUIDs an operator names in the list attribute listAttr
-// and then, when fileAttr is not "", in the file that attribute names (one
-// GUID per line as in OpenSM's root_guid_file; '#' starts a comment). A
-// GUID named twice counts once, where it first appears, so the order of
+// GUIDs reads the GUIDs an operator names in the list attribute listAttr.
+// A GUID named twice counts once, where it first appears, so the order of
 // the rest is kept (ftree's ca_order is a rank order). Errors name the
-// attribute or the file line.
-func GUIDs(v cty.Value, listAttr, fileAttr string) ([]uint64, error) {
+// attribute. A GUID file is a file-valued attribute (schema.Attr's File
+// flag): the host sends its contents, plugins never open host paths.
+func GUIDs(v cty.Value, listAttr string) ([]uint64, error) {
 	strs, err := Strings(v, listAttr)
 	if err != nil {
 		return nil, err
@@ -145,50 +143,7 @@ func GUIDs(v cty.Value, listAttr, fileAttr string) ([]uint64, error) {
 		}
 		out = append(out, g)
 	}
-	if fileAttr != "" {
-		path, err := String(v, fileAttr, "")
-		if err != nil {
-			return nil, err
-		}
-		if path != "" {
-			more, err := guidFile(fileAttr, path)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, more...)
-		}
-	}
 	return dedup(out), nil
-}
-
-// guidFile reads one GUID per line; blank lines and '#' comments are
-// skipped.
-func guidFile(fileAttr, path string) ([]uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", fileAttr, err)
-	}
-	defer f.Close()
-	var out []uint64
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		g, err := GUID(line)
-		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
-		}
-		out = append(out, g)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: reading %s: %w", fileAttr, path, err)
-	}
-	return out, nil
 }
 
 // dedup keeps the first occurrence of each GUID, in order.
@@ -202,10 +157,4 @@ func dedup(in []uint64) []uint64 {
 		}
 	}
 	return out
-}
-
-// Logger is the logger a plugin binary writes through: JSON on stderr,
-// which go-plugin forwards into the host's log.
-func Logger(name string) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: name, JSONFormat: true, Level: hclog.Info})
 }

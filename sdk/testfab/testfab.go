@@ -1,6 +1,7 @@
-// Package testfab builds synthetic fabrics (fat trees, rings, tori) as
-// topology snapshots for the first-party plugins' tests and benchmarks. It is
-// internal: plugins must not depend on it outside tests.
+// Package testfab builds synthetic fabrics (fat trees, rings, tori, lines)
+// as topology snapshots, and walks and realises plans on them, for plugin
+// tests and benchmarks. Use it from tests: it is not tuned for production
+// fabrics.
 package testfab
 
 import (

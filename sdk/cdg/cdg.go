@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ibsm/ibsm/plugins/internal/route"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 )
 
 // Channel is a directed switch-to-switch link, named by its sending end.

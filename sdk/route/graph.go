@@ -1,7 +1,8 @@
-// Package route holds the algorithm code the destination-based routing
-// plugins (minhop, updn) share: the switch graph over links that are up, hop
-// distances, and OpenSM-style balanced port selection over a caller-supplied
-// set of allowed next hops.
+// Package route holds the building blocks of destination-based routing
+// engines (the first-party minhop, updn, ftree and sftree use them): the
+// switch graph over links that are up, hop distances, and OpenSM-style
+// balanced port selection over a caller-supplied set of allowed next hops
+// (MinHopRoutes is a complete min-hop engine on top of it).
 package route
 
 import (

@@ -1,8 +1,6 @@
-package pcfg
+package settings
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -105,15 +103,6 @@ func TestGUID(t *testing.T) {
 }
 
 func TestGUIDs(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join(dir, "roots")
-	if err := os.WriteFile(good, []byte("# spines\n0x3\n\n  0x4 # second\n0x9\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bad := filepath.Join(dir, "bad")
-	if err := os.WriteFile(bad, []byte("0x1\nnot-a-guid\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	list := func(s ...string) cty.Value {
 		var vs []cty.Value
 		for _, x := range s {
@@ -122,25 +111,19 @@ func TestGUIDs(t *testing.T) {
 		return cty.ListVal(vs)
 	}
 	tests := []struct {
-		name     string
-		v        cty.Value
-		fileAttr string
-		want     []uint64
-		wantErr  string
+		name    string
+		v       cty.Value
+		want    []uint64
+		wantErr string
 	}{
-		{"absent", obj(map[string]cty.Value{}), "f", nil, ""},
-		{"list, repeats dropped in order", obj(map[string]cty.Value{"l": list("0x2", " 0X1", "0x2")}), "", []uint64{2, 1}, ""},
-		{"list then file, repeat across them dropped", obj(map[string]cty.Value{"l": list("0x9"), "f": cty.StringVal(good)}), "f", []uint64{9, 3, 4}, ""},
-		{"file attribute ignored without fileAttr", obj(map[string]cty.Value{"f": cty.StringVal(bad)}), "", nil, ""},
-		{"empty file name", obj(map[string]cty.Value{"f": cty.StringVal("")}), "f", nil, ""},
-		{"bad list entry names the attribute", obj(map[string]cty.Value{"l": list("0x1", "12")}), "", nil, `l: "12" is not a GUID`},
-		{"bad file line names the line", obj(map[string]cty.Value{"f": cty.StringVal(bad)}), "f", nil, bad + " line 2"},
-		{"missing file names the attribute", obj(map[string]cty.Value{"f": cty.StringVal(filepath.Join(dir, "nope"))}), "f", nil, "f: open"},
-		{"file attribute not a string", obj(map[string]cty.Value{"f": cty.True}), "f", nil, "must be a string"},
-		{"list not strings", obj(map[string]cty.Value{"l": cty.ListVal([]cty.Value{cty.True})}), "", nil, "only strings"},
+		{"absent", obj(map[string]cty.Value{}), nil, ""},
+		{"null object", cty.NullVal(cty.EmptyObject), nil, ""},
+		{"list, repeats dropped in order", obj(map[string]cty.Value{"l": list("0x2", " 0X1", "0x2")}), []uint64{2, 1}, ""},
+		{"bad list entry names the attribute", obj(map[string]cty.Value{"l": list("0x1", "12")}), nil, `l: "12" is not a GUID`},
+		{"list not strings", obj(map[string]cty.Value{"l": cty.ListVal([]cty.Value{cty.True})}), nil, "only strings"},
 	}
 	for _, tc := range tests {
-		got, err := GUIDs(tc.v, "l", tc.fileAttr)
+		got, err := GUIDs(tc.v, "l")
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
