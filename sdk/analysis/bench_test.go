@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ibsm/ibsm/host/analysis"
-	"github.com/ibsm/ibsm/host/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/analysis"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/plan"
 )
 

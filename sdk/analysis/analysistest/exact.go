@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )

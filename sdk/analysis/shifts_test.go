@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/sdk/analysis"
 )
 
 func TestParseShifts(t *testing.T) {

@@ -1,12 +1,12 @@
-package verify_test
+package check_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/analysis/analysistest"
-	"github.com/ibsm/ibsm/host/verify"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -31,7 +31,7 @@ func ring(t *testing.T, vlcap uint8) (*topology.Topology, *plan.Routes) {
 
 // dateline is a ring routed clockwise with a two-VL dateline plan (see
 // analysistest.DatelineVLs), built by hand as sdk/plan values.
-func dateline(t *testing.T, lmc uint8, dropBack bool) verify.Plan {
+func dateline(t *testing.T, lmc uint8, dropBack bool) check.Plan {
 	t.Helper()
 	topo, err := analysistest.Ring(6, 2, 2)
 	if err != nil {
@@ -45,10 +45,10 @@ func dateline(t *testing.T, lmc uint8, dropBack bool) verify.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return verify.Plan{Topo: topo, LIDs: r.LIDs, VLs: v, Realized: r}
+	return check.Plan{Topo: topo, LIDs: r.LIDs, VLs: v, Realized: r}
 }
 
-func realize(t *testing.T, p *verify.Plan) *plan.Realized {
+func realize(t *testing.T, p *check.Plan) *plan.Realized {
 	t.Helper()
 	r, err := plan.Realize(p.Topo, p.Routes, p.LIDs)
 	if err != nil {
@@ -58,7 +58,7 @@ func realize(t *testing.T, p *verify.Plan) *plan.Realized {
 	return r
 }
 
-func caLID(p *verify.Plan, i int) uint16 {
+func caLID(p *check.Plan, i int) uint16 {
 	for e, ref := range p.Topo.Endpoints() {
 		if p.Topo.Nodes[ref.Node].Type == topology.CA {
 			if i == 0 {
@@ -73,45 +73,45 @@ func caLID(p *verify.Plan, i int) uint16 {
 func TestVerify(t *testing.T) {
 	cases := []struct {
 		name string
-		plan func(t *testing.T) verify.Plan
+		plan func(t *testing.T) check.Plan
 		want []string // substrings of the error; none: must pass
 	}{
 		{
 			name: "up/down fat tree passes",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
-				return verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+				return check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
 			},
 		},
 		{
 			name: "up/down fat tree with LMC 2 spread passes",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
-				return verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 2, plan.DLIDSpread)}
+				return check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 2, plan.DLIDSpread)}
 			},
 		},
 		{
 			name: "minhop ring on one VL has a credit loop",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := ring(t, 1)
-				return verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+				return check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
 			},
 			want: []string{"VL0 channel dependency graph is cyclic", "VL0 dependency cycle: 0x"},
 		},
 		{
 			name: "minhop ring on two VLs passes",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := ring(t, 2)
-				p := verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+				p := check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
 				p.VLs = analysistest.RingVLs(realize(t, &p))
 				return p
 			},
 		},
 		{
 			name: "two VLs on VLCap 1 ports",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := ring(t, 1)
-				p := verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+				p := check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
 				v := analysistest.RingVLs(realize(t, &p))
 				v.Default = [16]uint8{} // the table is fine, the SLs are not
 				v.SL2VL = []plan.SL2VLEntry{{Node: topo.Switches()[0], In: 2, Out: 1, VL: [16]uint8{0, 1}}}
@@ -122,20 +122,20 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "dateline ring: the VL changes mid-path, deadlock-free",
-			plan: func(t *testing.T) verify.Plan { return dateline(t, 0, false) },
+			plan: func(t *testing.T) check.Plan { return dateline(t, 0, false) },
 		},
 		{
 			name: "dateline ring at LMC 1 (every LID in use) with per-source SLs",
-			plan: func(t *testing.T) verify.Plan { return dateline(t, 1, false) },
+			plan: func(t *testing.T) check.Plan { return dateline(t, 1, false) },
 		},
 		{
 			name: "dateline ring whose SL2VL drops back to VL0 after the dateline",
-			plan: func(t *testing.T) verify.Plan { return dateline(t, 0, true) },
+			plan: func(t *testing.T) check.Plan { return dateline(t, 0, true) },
 			want: []string{"channel dependency graph is cyclic through VLs [0 1]", "dependency cycle: 0x", " (VL0) -> 0x", " (VL1) -> (back to start)", "never return to one it left"},
 		},
 		{
 			name: "dateline ring whose default table puts hops on VL1 past a VLCap 1 link",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				p := dateline(t, 0, false)
 				// Switch 1 (ring position 0) loses its explicit tables
 				// toward port 1 (and its neighbour those toward the same
@@ -162,9 +162,9 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "forwarding loop",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
-				p := verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+				p := check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
 				rz := realize(t, &p)
 				lid := caLID(&p, 0) // on leaf 0 (switch 0, ports 1-2; spines on 3-4)
 				spine := len(topo.Switches()) - 1
@@ -176,9 +176,9 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "LFT entry on a link that went down",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
-				p := verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+				p := check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
 				realize(t, &p)
 				// Leaf 0 port 4 (to the root spine) goes down after routing.
 				topo.Nodes[topo.Switches()[0]].Ports[4].State = topology.StateDown
@@ -188,50 +188,50 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "unaligned base LID",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
 				l := analysistest.SequentialLIDs(topo, 1, plan.DLIDBase)
 				l.Ports[0].Base = 101
-				return verify.Plan{Topo: topo, Routes: r, LIDs: l}
+				return check.Plan{Topo: topo, Routes: r, LIDs: l}
 			},
 			want: []string{"base LID 101 is not aligned to 2^LMC = 2"},
 		},
 		{
 			name: "shared LID",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
 				l := analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)
 				l.Ports[1].Base = l.Ports[0].Base
-				return verify.Plan{Topo: topo, Routes: r, LIDs: l}
+				return check.Plan{Topo: topo, Routes: r, LIDs: l}
 			},
 			want: []string{"LID 1 is assigned to both"},
 		},
 		{
 			name: "LMC 8 and LID beyond 0xBFFF",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
 				l := analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)
 				l.Ports[0].LMC = 8
 				l.Ports[1].Base = 0xC000
 				l.Ports[2].Base = 0
-				return verify.Plan{Topo: topo, Routes: r, LIDs: l}
+				return check.Plan{Topo: topo, Routes: r, LIDs: l}
 			},
 			want: []string{"LMC 8 > 7", "leave the unicast range", "has no LID"},
 		},
 		{
 			name: "SL above 15",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
-				return verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase),
+				return check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase),
 					VLs: &plan.VLPlan{SLByDLID: []uint8{0, 16}}}
 			},
 			want: []string{"DLID 1 has SL 16 > 15"},
 		},
 		{
 			name: "tables realised for another topology",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
-				p := verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+				p := check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
 				realize(t, &p)
 				other, _ := fatTree(t)
 				p.Topo = other
@@ -241,11 +241,11 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "unassigned LID pointing at a missing port",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := fatTree(t)
 				l := analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)
 				l.Ports[len(l.Ports)-1].Base = 40 // leaves LIDs in between unassigned
-				p := verify.Plan{Topo: topo, Routes: r, LIDs: l}
+				p := check.Plan{Topo: topo, Routes: r, LIDs: l}
 				rz := realize(t, &p)
 				rz.LFT[0][30] = 200
 				return p
@@ -256,7 +256,7 @@ func TestVerify(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := c.plan(t)
-			rep, err := verify.Verify(p, verify.Options{})
+			rep, err := check.Verify(p, check.Options{})
 			if len(c.want) == 0 {
 				if err != nil {
 					t.Fatalf("want success, got %v", err)
@@ -269,9 +269,9 @@ func TestVerify(t *testing.T) {
 			if err == nil {
 				t.Fatalf("want an error containing %q", c.want)
 			}
-			var ve *verify.Error
+			var ve *check.Error
 			if !errors.As(err, &ve) || ve.Total == 0 || len(ve.Problems) == 0 {
-				t.Errorf("want a *verify.Error with problems, got %T %v", err, err)
+				t.Errorf("want a *check.Error with problems, got %T %v", err, err)
 			}
 			t.Log(err)
 			for _, w := range c.want {
@@ -285,17 +285,17 @@ func TestVerify(t *testing.T) {
 
 func TestVerifyCapsProblems(t *testing.T) {
 	topo, r := fatTree(t)
-	p := verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+	p := check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
 	rz := realize(t, &p)
 	for s := range rz.LFT {
 		for lid := range rz.LFT[s] {
 			rz.LFT[s][lid] = plan.NoPort
 		}
 	}
-	_, err := verify.Verify(p, verify.Options{MaxProblems: 3})
-	var ve *verify.Error
+	_, err := check.Verify(p, check.Options{MaxProblems: 3})
+	var ve *check.Error
 	if !errors.As(err, &ve) {
-		t.Fatalf("want *verify.Error, got %v", err)
+		t.Fatalf("want *check.Error, got %v", err)
 	}
 	if len(ve.Problems) != 3 || ve.Total <= 3 {
 		t.Errorf("problems %d total %d, want 3 listed of more", len(ve.Problems), ve.Total)
@@ -306,7 +306,7 @@ func TestVerifyCapsProblems(t *testing.T) {
 }
 
 // switchLID is the base LID of switch index s (Topology.Switches order).
-func switchLID(p *verify.Plan, s int) uint16 {
+func switchLID(p *check.Plan, s int) uint16 {
 	node := p.Topo.Switches()[s]
 	for e, ref := range p.Topo.Endpoints() {
 		if ref.Node == node {
@@ -321,16 +321,16 @@ func switchLID(p *verify.Plan, s int) uint16 {
 func TestSwitchToSwitchPolicy(t *testing.T) {
 	// fatTree: leaves 0-2 (CAs on ports 1-2, spines 3 and 4 on ports 3-4),
 	// spines 3-4; up/down rooted at spine 4.
-	base := func(t *testing.T, lmc uint8) verify.Plan {
+	base := func(t *testing.T, lmc uint8) check.Plan {
 		topo, r := fatTree(t)
-		p := verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, lmc, plan.DLIDSpread)}
+		p := check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, lmc, plan.DLIDSpread)}
 		realize(t, &p)
 		return p
 	}
 	// holeToLeaf0 removes leaf 1's route to leaf 0's own LID range: exactly
 	// one switch->switch pair is lost (everybody else reaches leaf 0 from a
 	// spine) and no CA pair.
-	holeToLeaf0 := func(p *verify.Plan) {
+	holeToLeaf0 := func(p *check.Plan) {
 		d := switchLID(p, 0)
 		for k := 0; k < p.LIDs.Ports[p.Topo.EndpointIndex(topology.PortRef{Node: p.Topo.Switches()[0]})].Count(); k++ {
 			p.Realized.LFT[1][int(d)+k] = plan.NoPort
@@ -342,17 +342,17 @@ func TestSwitchToSwitchPolicy(t *testing.T) {
 	}
 	cases := []struct {
 		name                 string
-		plan                 func(t *testing.T) verify.Plan
+		plan                 func(t *testing.T) check.Plan
 		required, bestEffort want
 		swLost               int64
 	}{
 		{
 			name: "complete plan",
-			plan: func(t *testing.T) verify.Plan { return base(t, 0) },
+			plan: func(t *testing.T) check.Plan { return base(t, 0) },
 		},
 		{
 			name: "one switch pair unreachable",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				p := base(t, 0)
 				holeToLeaf0(&p)
 				return p
@@ -363,7 +363,7 @@ func TestSwitchToSwitchPolicy(t *testing.T) {
 		},
 		{
 			name: "switch pair unreachable over every LID of an LMC 1 range",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				p := base(t, 1)
 				p.Routes.Planes = nil // routing-engine planes: SA may hand out any LID
 				holeToLeaf0(&p)
@@ -375,7 +375,7 @@ func TestSwitchToSwitchPolicy(t *testing.T) {
 		},
 		{
 			name: "CA pair unreachable rejects whatever the policy",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				p := base(t, 0)
 				holeToLeaf0(&p)
 				p.Realized.LFT[0][caLID(&p, 0)] = plan.NoPort
@@ -387,7 +387,7 @@ func TestSwitchToSwitchPolicy(t *testing.T) {
 		},
 		{
 			name: "loop toward a switch LID rejects whatever the policy",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				p := base(t, 0)
 				spine := len(p.Topo.Switches()) - 1
 				d := switchLID(&p, 0)
@@ -401,35 +401,35 @@ func TestSwitchToSwitchPolicy(t *testing.T) {
 		},
 		{
 			name: "credit loop rejects whatever the policy",
-			plan: func(t *testing.T) verify.Plan {
+			plan: func(t *testing.T) check.Plan {
 				topo, r := ring(t, 1)
-				return verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
+				return check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)}
 			},
 			required:   want{err: []string{"VL0 channel dependency graph is cyclic"}},
 			bestEffort: want{err: []string{"VL0 channel dependency graph is cyclic"}},
 		},
 	}
 	policies := []struct {
-		policy verify.SwitchPolicy
+		policy check.SwitchPolicy
 		pick   func(required, bestEffort want) want
 	}{
 		{"", func(r, _ want) want { return r }},
-		{verify.SwitchRequired, func(r, _ want) want { return r }},
-		{verify.SwitchBestEffort, func(_, b want) want { return b }},
+		{check.SwitchRequired, func(r, _ want) want { return r }},
+		{check.SwitchBestEffort, func(_, b want) want { return b }},
 	}
 	for _, c := range cases {
 		for _, pol := range policies {
 			t.Run(c.name+"/"+string(pol.policy), func(t *testing.T) {
 				w := pol.pick(c.required, c.bestEffort)
-				v, err := verify.Check(c.plan(t), verify.Options{SwitchToSwitch: pol.policy})
+				v, err := check.Check(c.plan(t), check.Options{SwitchToSwitch: pol.policy})
 				if w.err == nil {
 					if err != nil {
 						t.Fatalf("want acceptance, got %v", err)
 					}
 				} else {
-					var ve *verify.Error
+					var ve *check.Error
 					if !errors.As(err, &ve) {
-						t.Fatalf("want a *verify.Error containing %q, got %v", w.err, err)
+						t.Fatalf("want a *check.Error containing %q, got %v", w.err, err)
 					}
 					for _, s := range w.err {
 						if !strings.Contains(err.Error(), s) {
@@ -467,8 +467,8 @@ func TestSwitchToSwitchPolicy(t *testing.T) {
 
 func TestUnknownSwitchPolicy(t *testing.T) {
 	topo, r := fatTree(t)
-	_, err := verify.Check(verify.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)},
-		verify.Options{SwitchToSwitch: "sometimes"})
+	_, err := check.Check(check.Plan{Topo: topo, Routes: r, LIDs: analysistest.SequentialLIDs(topo, 0, plan.DLIDBase)},
+		check.Options{SwitchToSwitch: "sometimes"})
 	if err == nil || !strings.Contains(err.Error(), `"sometimes"`) || !strings.Contains(err.Error(), "best_effort") {
 		t.Fatalf("want an error naming the policy and the choices, got %v", err)
 	}
