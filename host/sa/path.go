@@ -174,10 +174,15 @@ func runPath(q *query, t *table, limit int) (uint16, string) {
 	}
 	var buf [smp.PathRecordLen]byte
 	stop := false // the table is full (or a record did not encode)
+	pl := q.pkeyPlan()
 	x.each(srcEnd, func(src int32) bool {
 		return x.each(dstEnd, func(dst int32) bool {
 			n := 0
-			q.pairPaths(src, dst, srcEnd.lid, dstEnd.lid, &pr, cm, func(r *smp.PathRecord) bool {
+			pkey, shared := q.pathPKey(pl, src, dst, cm&smp.PRCompPKey != 0, pr.PKey)
+			if !shared {
+				return true // no partition in common: no path (IBA 10.9.3)
+			}
+			q.pairPaths(src, dst, srcEnd.lid, dstEnd.lid, pkey, &pr, cm, func(r *smp.PathRecord) bool {
 				if err := r.MarshalTo(buf[:]); err != nil {
 					q.a.log.Error("BUG: PathRecord does not encode", "error", err)
 					stop = true
@@ -196,9 +201,10 @@ func runPath(q *query, t *table, limit int) (uint16, string) {
 	return 0, ""
 }
 
-// pairPaths emits the paths from src to dst that satisfy the request, until
-// emit returns false; it returns false if emit did.
-func (q *query) pairPaths(src, dst int32, slid, dlid uint16, req *smp.PathRecord, cm uint64, emit func(*smp.PathRecord) bool) bool {
+// pairPaths emits the paths from src to dst that satisfy the request, in
+// partition pkey (see pathPKey), until emit returns false; it returns false
+// if emit did.
+func (q *query) pairPaths(src, dst int32, slid, dlid, pkey uint16, req *smp.PathRecord, cm uint64, emit func(*smp.PathRecord) bool) bool {
 	x := q.x
 	srcL, dstL := x.lids.Ports[src], x.lids.Ports[dst]
 	pref := x.dlid(src, dst)
@@ -224,7 +230,7 @@ func (q *query) pairPaths(src, dst int32, slid, dlid uint16, req *smp.PathRecord
 		if !ok {
 			continue
 		}
-		rec, ok := q.pathRecord(src, dst, d, pp, req, cm)
+		rec, ok := q.pathRecord(src, dst, d, pkey, pp, req, cm)
 		if !ok {
 			continue
 		}
@@ -246,13 +252,14 @@ func (q *query) pairPaths(src, dst int32, slid, dlid uint16, req *smp.PathRecord
 	return true
 }
 
-// pathRecord builds the record of the path src→dlid and applies the
-// request's selectors; false if the path does not satisfy them.
-func (q *query) pathRecord(src, dst int32, dlid uint16, pp pathParams, req *smp.PathRecord, cm uint64) (smp.PathRecord, bool) {
+// pathRecord builds the record of the path src→dlid in partition pkey and
+// applies the request's selectors; false if the path does not satisfy
+// them.
+func (q *query) pathRecord(src, dst int32, dlid, pkey uint16, pp pathParams, req *smp.PathRecord, cm uint64) (smp.PathRecord, bool) {
 	x := q.x
 	r := smp.PathRecord{
 		DGID: x.gid(dst), SGID: x.gid(src), DLID: dlid,
-		PKey: 0xFFFF, SL: x.sl(src, dlid),
+		PKey: pkey, SL: x.sl(src, dlid),
 		MTUSelector: 2, RateSelector: 2, PacketLifeTimeSelector: 2,
 		PacketLifeTime: q.a.opts.PacketLifeTime,
 	}
@@ -268,12 +275,6 @@ func (q *query) pathRecord(src, dst int32, dlid uint16, pp pathParams, req *smp.
 	}
 	if cm&smp.PRCompTClass != 0 {
 		r.TClass = req.TClass
-	}
-	if cm&smp.PRCompPKey != 0 {
-		if req.PKey&0x7FFF != 0x7FFF {
-			return r, false // only the default partition exists
-		}
-		r.PKey = req.PKey
 	}
 	if cm&smp.PRCompQoSClass != 0 && req.QoSClass != 0 {
 		return r, false
