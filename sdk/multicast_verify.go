@@ -8,7 +8,8 @@ import (
 
 // VerifyTree checks that tree delivers group g on topo as multicast must:
 //
-//   - every out-port exists, is Active and cabled;
+//   - every out-port exists and is a live link (both ends Init or
+//     better: the SM activates them, as for unicast);
 //   - the switch-to-switch links the tree uses are listed at both ends and
 //     form one tree (connected, no cycle), so a packet entering anywhere
 //     reaches every switch of it exactly once and cannot loop;
@@ -73,8 +74,8 @@ func VerifyTree(topo *topology.Topology, g *MulticastGroup, tree *MulticastTree)
 				continue
 			}
 			pt := &node.Ports[p]
-			if !pt.Peer.Connected() || pt.State != topology.StateActive || topo.Port(pt.Peer).State != topology.StateActive {
-				return fmt.Errorf("group %#04x: switch %s port %d is not an active link", g.MLID, nodeName(topo, n), p)
+			if !topo.IsLinkUp(here) {
+				return fmt.Errorf("group %#04x: switch %s port %d is not a live link", g.MLID, nodeName(topo, n), p)
 			}
 			peer := pt.Peer
 			if topo.Nodes[peer.Node].Type == topology.Switch {
@@ -144,8 +145,8 @@ func memberSwitch(topo *topology.Topology, p topology.PortRef) (topology.PortRef
 		return topology.PortRef{Node: p.Node, Port: 0}, nil
 	}
 	pt := topo.Port(p)
-	if !pt.Peer.Connected() || pt.State != topology.StateActive || topo.Nodes[pt.Peer.Node].Type != topology.Switch {
-		return topology.PortRef{}, fmt.Errorf("member %s port %d is not on an active link to a switch", nodeName(topo, p.Node), p.Port)
+	if !topo.IsLinkUp(p) || topo.Nodes[pt.Peer.Node].Type != topology.Switch {
+		return topology.PortRef{}, fmt.Errorf("member %s port %d is not on a live link to a switch", nodeName(topo, p.Node), p.Port)
 	}
 	return pt.Peer, nil
 }

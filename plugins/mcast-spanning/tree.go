@@ -27,10 +27,7 @@ func newGraph(t *topology.Topology) *graph {
 		node := &t.Nodes[n]
 		for p := 1; p < len(node.Ports); p++ {
 			pt := &node.Ports[p]
-			if !pt.Peer.Connected() || pt.State != topology.StateActive {
-				continue
-			}
-			if t.Nodes[pt.Peer.Node].Type != topology.Switch || t.Port(pt.Peer).State != topology.StateActive || pt.Peer.Node == n {
+			if !t.IsLinkUp(topology.PortRef{Node: n, Port: uint8(p)}) || t.Nodes[pt.Peer.Node].Type != topology.Switch || pt.Peer.Node == n {
 				continue
 			}
 			g.adj[n] = append(g.adj[n], link{port: uint8(p), peer: pt.Peer})

@@ -1,7 +1,10 @@
 package sdktest
 
 import (
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ibsm/ibsm/sdk"
@@ -97,4 +100,80 @@ func CheckTrees(req *sdk.MulticastRequest, trees []sdk.MulticastTree) error {
 		}
 	}
 	return nil
+}
+
+// BFSMulticast is a reference multicast router: each group's tree is the
+// union of breadth-first shortest paths from its lowest member switch to
+// the others. It balances nothing; it is what a router's trees are
+// compared with, and what host tests route with.
+func BFSMulticast(req sdk.MulticastRequest) ([]sdk.MulticastTree, error) {
+	topo := req.Topo
+	trees := make([]sdk.MulticastTree, len(req.Groups))
+	for gi, g := range req.Groups {
+		out := map[int32]map[uint8]bool{}
+		add := func(n int32, p uint8) {
+			if out[n] == nil {
+				out[n] = map[uint8]bool{}
+			}
+			out[n][p] = true
+		}
+		var terms []int32
+		for _, m := range g.Members {
+			sw, err := sdk.MemberSwitch(topo, m.Port)
+			if err != nil {
+				return nil, err
+			}
+			terms = append(terms, sw.Node)
+			if out[sw.Node] == nil {
+				out[sw.Node] = map[uint8]bool{}
+			}
+			if m.State.Receives() {
+				add(sw.Node, sw.Port)
+			}
+		}
+		if len(terms) > 0 {
+			root := slices.Min(terms)
+			// parent[n] is the link toward root: (port of n, peer).
+			type up struct {
+				port uint8
+				peer topology.PortRef
+			}
+			parent := map[int32]up{root: {}}
+			q := []int32{root}
+			for len(q) > 0 {
+				n := q[0]
+				q = q[1:]
+				for p := 1; p < len(topo.Nodes[n].Ports); p++ {
+					pr := topo.Nodes[n].Ports[p].Peer
+					if !topo.IsLinkUp(topology.PortRef{Node: n, Port: uint8(p)}) || topo.Nodes[pr.Node].Type != topology.Switch {
+						continue
+					}
+					if _, seen := parent[pr.Node]; !seen {
+						parent[pr.Node] = up{pr.Port, topology.PortRef{Node: n, Port: uint8(p)}}
+						q = append(q, pr.Node)
+					}
+				}
+			}
+			for _, t := range terms {
+				for n := t; n != root; {
+					u, ok := parent[n]
+					if !ok {
+						return nil, fmt.Errorf("group %#04x: switch %d cannot reach switch %d", g.MLID, t, root)
+					}
+					if out[n][u.port] {
+						break // this branch is in the tree already
+					}
+					add(n, u.port)
+					add(u.peer.Node, u.peer.Port)
+					n = u.peer.Node
+				}
+			}
+		}
+		tr := sdk.MulticastTree{MLID: g.MLID}
+		for _, n := range slices.Sorted(maps.Keys(out)) {
+			tr.Switches = append(tr.Switches, sdk.TreeSwitch{Node: n, Out: slices.Sorted(maps.Keys(out[n]))})
+		}
+		trees[gi] = tr
+	}
+	return trees, nil
 }

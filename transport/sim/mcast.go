@@ -173,3 +173,33 @@ func (f *Fabric) ProbeMulticast(srcGUID uint64, srcPort uint8, mlid uint16) (map
 	}
 	return got, steps, nil
 }
+
+// CheckMulticastGroup probes mlid from every sender and checks that each
+// copy reaches every receiver but the sender itself exactly once and no
+// other end port. It returns the first violation.
+func (f *Fabric) CheckMulticastGroup(mlid uint16, senders, receivers []Delivery) error {
+	want := make(map[Delivery]bool, len(receivers))
+	for _, r := range receivers {
+		want[r] = true
+	}
+	for _, s := range senders {
+		got, _, err := f.ProbeMulticast(s.GUID, s.Port, mlid)
+		if err != nil {
+			return err
+		}
+		for d, n := range got {
+			switch {
+			case !want[d] || d == s:
+				return fmt.Errorf("sim: multicast %#04x from 0x%016x/%d reached 0x%016x/%d (not a receiver) %d times", mlid, s.GUID, s.Port, d.GUID, d.Port, n)
+			case n != 1:
+				return fmt.Errorf("sim: multicast %#04x from 0x%016x/%d reached 0x%016x/%d %d times", mlid, s.GUID, s.Port, d.GUID, d.Port, n)
+			}
+		}
+		for r := range want {
+			if r != s && got[r] == 0 {
+				return fmt.Errorf("sim: multicast %#04x from 0x%016x/%d never reached receiver 0x%016x/%d", mlid, s.GUID, s.Port, r.GUID, r.Port)
+			}
+		}
+	}
+	return nil
+}
