@@ -27,10 +27,7 @@ const (
 // re-discovered incrementally and re-routed; Trigger() and failures start
 // a heavy sweep. Sweep failures are logged and retried.
 func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Report, error)) error {
-	interval := s.Opts.SweepInterval
-	if interval <= 0 {
-		interval = defaultSweepInterval
-	}
+	interval := s.sweepInterval()
 	coalesce, minGap := s.Opts.TrapCoalesce, s.Opts.TrapMinInterval
 	if coalesce <= 0 {
 		coalesce = defaultTrapCoalesce
@@ -39,6 +36,7 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 		minGap = defaultTrapMinInterval
 	}
 	report := func(rep *Report, err error) {
+		s.afterSweep(rep, err) // candidate {}: shadow, rollout health gate
 		if onSweep != nil {
 			onSweep(rep, err)
 		}
@@ -98,6 +96,10 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			return fmt.Errorf("the fabric transport ended: %w", endable.Err())
 		case <-trigger:
 			heavy = true
+			if d := s.sweepInterval(); d != interval {
+				interval = d
+				tick.Reset(d)
+			}
 			if d, n := s.pollSettings(); d != pollEvery {
 				pollEvery, peerTicks = d, n
 				poll.Reset(pollEvery)
@@ -169,6 +171,9 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 				continue
 			}
 			heavy = s.periodic(ctx, report)
+			if !heavy {
+				s.rolloutTick(ctx) // candidate {}: requests, stages
+			}
 		}
 	}
 }
@@ -179,7 +184,9 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 // link), and the incremental sweep of switches the audit found reset. It
 // reports whether a heavy sweep is due.
 func (s *SM) periodic(ctx context.Context, report func(*Report, error)) bool {
+	t0, st0 := time.Now(), s.T.Stats()
 	ch, full, err := s.pollAndCheck(ctx)
+	s.observeLight(time.Since(t0), st0, err)
 	if err != nil {
 		s.Log.Warn("light sweep failed", "error", err)
 	}
@@ -281,6 +288,8 @@ func (s *SM) handleTrap(p transport.Packet, b *trapBatch, lb *logBudget) bool {
 		warn("malformed trap ignored", "error", err)
 		return false
 	}
+	s.forwardTrap(n, p.SLID) // to InformInfo subscribers
+	s.observeTrap(n, p.SLID)
 	if !n.IsGeneric {
 		if lb.allow() {
 			s.Log.Info("vendor trap ignored", "from_lid", p.SLID, "issuer_lid", n.IssuerLID, "device_id", n.TrapNumber)
@@ -340,6 +349,9 @@ func (s *SM) handleTrap(p transport.Packet, b *trapBatch, lb *logBudget) bool {
 		ref, _ := s.portOfLID(d.LID)
 		log("capability mask change (informational, no sweep)", "lid", d.LID, "guid", fmt.Sprintf("0x%016x", ref.GUID),
 			"port", ref.Port, "capability_mask", fmt.Sprintf("%#08x", d.CapabilityMask), "is_sm", d.CapabilityMask&smp.CapIsSM != 0)
+		return false
+	case smp.TrapBadMKey:
+		s.badMKey(n, warn)
 		return false
 	default:
 		log("trap ignored (no action defined)")

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -103,8 +102,8 @@ func (f *Fabric) checkMKey(n *node, in uint8, s *smp.SMP) bool {
 	return true
 }
 
-// trap256 sends the Bad M_Key trap (IBA 14.2.5.1; the DataDetails layout
-// is the one Linux SMAs fill in) LID-routed to the port's MasterSMLID.
+// trap256 sends the Bad M_Key trap (IBA 14.2.5.1, smp.Trap256)
+// LID-routed to the port's MasterSMLID.
 func (f *Fabric) trap256(t badMKey) {
 	if t.smLID == 0 || t.lid == 0 {
 		f.st.trapsLost.Add(1)
@@ -114,18 +113,13 @@ func (f *Fabric) trap256(t badMKey) {
 	if t.n.isSwitch() {
 		producer = smp.ProducerSwitch
 	}
-	no := smp.Notice{IsGeneric: true, Type: smp.NoticeSecurity, ProducerType: producer, TrapNumber: TrapBadMKey, IssuerLID: t.lid}
-	d := no.DataDetails[:]
-	binary.BigEndian.PutUint16(d[0:], t.lid)
-	binary.BigEndian.PutUint16(d[2:], t.drSLID)
-	d[4] = t.method
-	binary.BigEndian.PutUint16(d[6:], t.attr)
-	binary.BigEndian.PutUint32(d[8:], t.mod)
-	binary.BigEndian.PutUint64(d[12:], t.key)
+	tr := smp.Trap256{LID: t.lid, DRSLID: t.drSLID, Method: t.method, AttrID: t.attr, AttrMod: t.mod, MKey: t.key}
 	if t.dr {
-		d[20] = 0x80 | t.hops&0x3F // DRNotice, hop count
-		copy(d[21:51], t.ret[:30])
+		tr.DRNotice, tr.DRHops = true, t.hops&0x3F
+		tr.DRTruncated = t.hops > uint8(len(tr.DRReturnPath))
+		copy(tr.DRReturnPath[:], t.ret[:])
 	}
+	no := *smp.NewTrap256(producer, tr)
 	s := smpPool.Get().(*smp.SMP)
 	defer smpPool.Put(s)
 	s.InitLID(smp.MethodTrap, smp.AttrNotice, 0)
@@ -151,10 +145,6 @@ func (f *Fabric) trap256(t badMKey) {
 		f.st.trapsLost.Add(1)
 	}
 }
-
-// TrapBadMKey is the generic trap an SMA sends when an SMP fails its M_Key
-// check (IBA 14.2.5.1).
-const TrapBadMKey = 256
 
 // fillMKey writes the M_Key fields of port q's PortInfo as the SMA shows
 // them to s: the key hidden (0) at protection level 1 and above unless s

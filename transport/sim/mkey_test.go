@@ -301,10 +301,13 @@ func TestMKeyTrap256(t *testing.T) {
 	if err := tr.Attr(&n); err != nil {
 		t.Fatal(err)
 	}
-	d := n.DataDetails
-	if tr.Method != smp.MethodTrap || !n.IsGeneric || n.TrapNumber != TrapBadMKey || n.IssuerLID != 1 || n.Type != smp.NoticeSecurity ||
-		d[4] != smp.MethodSet || d[6] != 0 || d[7] != byte(smp.AttrPortInfo) || d[19] != 0x99 || d[20]&0x80 == 0 {
-		t.Fatalf("trap %+v", n)
+	d, err := n.Trap256()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Method != smp.MethodTrap || n.IssuerLID != 1 || n.Type != smp.NoticeSecurity ||
+		d.LID != 1 || d.Method != smp.MethodSet || d.AttrID != smp.AttrPortInfo || d.MKey != 0x99 || !d.DRNotice {
+		t.Fatalf("trap %+v: %+v", n, d)
 	}
 	if st := h.fab.Stats(); st.Traps != 1 || st.MKeyRefused != 1 {
 		t.Fatalf("Stats: %+v", st)
