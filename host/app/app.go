@@ -49,6 +49,8 @@ type App struct {
 	Log  hclog.Logger
 
 	stateDir *statedir.Dir // locked for our lifetime
+	// candPlugins runs the candidate {} pipeline's plugins (rollout.go).
+	candPlugins *pluginhost.Manager
 }
 
 // New builds everything the config names. On error nothing is left
@@ -112,6 +114,9 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 		Priority: cfg.SM.Priority,
 		SMKey:    cfg.SM.SMKey,
 	}, log.Named("sa"))
+	if err := a.setCandidate(ctx, cfg); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -396,6 +401,9 @@ func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
 		return err
 	}
 	a.SM.Reconfigure(runner, cfg.SM.LMC)
+	if err := a.setCandidate(ctx, cfg); err != nil {
+		a.Log.Error("reload: the candidate {} block was not applied; the active configuration is", "error", err)
+	}
 	a.SM.SetElection(election(cfg))
 	switch {
 	case a.Keys != nil:
@@ -443,6 +451,7 @@ func (a *App) Close() {
 	if a.Plugins != nil {
 		a.Plugins.Close()
 	}
+	a.closeCandidate(nil)
 	if a.T != nil {
 		a.T.Close()
 	}

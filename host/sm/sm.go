@@ -87,6 +87,7 @@ type SM struct {
 	auditItems atomic.Int64 // what one audit rotation covers, as last seen
 
 	elect *election
+	cand  *candidate // candidate {}: shadow plan and staged rollout (candidate.go)
 }
 
 // Applied is the plan currently programmed.
@@ -291,6 +292,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 		return rep, err
 	}
 	rep.Rerouted = true
+	res = s.recoverRollout(ctx, fab, topo, res, cur) // a rollout a restart interrupted
 	t2 := time.Now()
 	st2 := s.T.Stats()
 	if clear != nil {

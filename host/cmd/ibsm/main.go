@@ -38,6 +38,10 @@ Commands:
   topo    <kind> [flags]             write a generated test topology (ibsm topo -h)
   plugins lock|verify|list --config FILE [--json]
                                      pin plugin binaries in plugins.lock.hcl, check or list them
+  rollout status|promote|abort|history --config FILE [--json]
+                                     the candidate {} block's shadow plan and staged promotion
+  plan    diff --config FILE [--candidate] [--json]
+                                     what the configured (or candidate) plan would change on the fabric
   version                            print the version, commit and plugin SDK version (also --version)
 `
 
@@ -58,6 +62,10 @@ func main() {
 		err = topogen.Run(os.Args[2:], os.Stdout)
 	case "plugins":
 		err = cmdPlugins(os.Args[2:], os.Stdout)
+	case "rollout":
+		err = cmdRollout(os.Args[2:], os.Stdout)
+	case "plan":
+		err = cmdPlan(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
