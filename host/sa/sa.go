@@ -102,6 +102,9 @@ type Agent struct {
 
 	saLimit, smpLimit *flood.Limiter
 	queue             *fairQueue
+
+	services services      // ServiceRecord registrations (service.go)
+	inform   subscriptions // InformInfo subscriptions (inform.go)
 }
 
 var _ sm.Agent = (*Agent)(nil)

@@ -312,7 +312,7 @@ func TestStatuses(t *testing.T) {
 		{"PathRecord unknown DGID", src, saReq(smp.MethodGet, smp.SAAttrPathRecord, 0, 0, smp.PRCompDGID, unknownGID[:]), 0x81, smp.SAStatusInvalidGID},
 		{"PathRecord foreign prefix", src, saReq(smp.MethodGetTable, smp.SAAttrPathRecord, 0, 0, smp.PRCompDGID, otherPrefix[:]), 0x92, smp.SAStatusInvalidGID},
 		{"component mask beyond record", src, saReq(smp.MethodGetTable, smp.SAAttrSMInfoRecord, 0, 0, 1<<7, nil), 0x92, smp.SAStatusReqInvalid},
-		{"unsupported attribute", src, saReq(smp.MethodGet, smp.SAAttrLinkRecord, 0, 0, 0, nil), 0x81, smp.StatusUnsupportedMethodAttr},
+		{"unsupported attribute", src, saReq(smp.MethodGet, 0x0039 /* TraceRecord */, 0, 0, 0, nil), 0x81, smp.StatusUnsupportedMethodAttr},
 		{"GetTable of ClassPortInfo", src, saReq(smp.MethodGetTable, smp.SAAttrClassPortInfo, 0, 0, 0, nil), 0x92, smp.StatusUnsupportedMethodAttr},
 		{"Set", src, saReq(smp.MethodSet, smp.SAAttrNodeRecord, 0, 0, 0, nil), 0x81, smp.StatusUnsupportedMethodAttr},
 		{"Delete", src, saReq(smp.MethodDelete, smp.SAAttrPathRecord, 0, 0, 0, nil), 0x95, smp.StatusUnsupportedMethodAttr},

@@ -1,0 +1,68 @@
+package sm
+
+import (
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// Notifier hears the events the SA reports to InformInfo subscribers
+// (IBA 13.4.8.3). The SM calls it when an Agent that implements it is
+// set; calls come from the sweep loop and must not block.
+type Notifier interface {
+	// PortsInService: endpoints (port GUIDs) that a new plan in force
+	// gave a LID (in: trap 64) or dropped (out: trap 65).
+	PortsInService(in, out []uint64)
+	// FabricTrap: a generic trap from the fabric (128, 129-131, 144),
+	// forwarded as it arrived from slid.
+	FabricTrap(n smp.Notice, slid uint16)
+}
+
+func (s *SM) notifier() Notifier {
+	n, _ := s.Agent.(Notifier)
+	return n
+}
+
+// notifyEndpoints reports the endpoints that differ between the plan that
+// was in force (nil before the first: nothing to report, as nobody could
+// subscribe yet) and the new topology's.
+func (s *SM) notifyEndpoints(old *Applied, topo *topology.Topology) {
+	n := s.notifier()
+	if n == nil || old == nil || old.Topo == nil {
+		return
+	}
+	in, out := endpointChanges(old.Topo, topo)
+	if len(in)+len(out) > 0 {
+		n.PortsInService(in, out)
+	}
+}
+
+// endpointChanges lists the port GUIDs that are endpoints of b and not of
+// a (in) and the reverse (out). O(endpoints).
+func endpointChanges(a, b *topology.Topology) (in, out []uint64) {
+	guids := func(t *topology.Topology) map[uint64]bool {
+		m := make(map[uint64]bool, len(t.Endpoints()))
+		for _, ep := range t.Endpoints() {
+			m[t.PortGUID(ep)] = true
+		}
+		return m
+	}
+	ga, gb := guids(a), guids(b)
+	for _, ep := range b.Endpoints() {
+		if g := b.PortGUID(ep); !ga[g] {
+			in = append(in, g)
+		}
+	}
+	for _, ep := range a.Endpoints() {
+		if g := a.PortGUID(ep); !gb[g] {
+			out = append(out, g)
+		}
+	}
+	return in, out
+}
+
+// forwardTrap hands a generic trap to the notifier.
+func (s *SM) forwardTrap(n smp.Notice, slid uint16) {
+	if nt := s.notifier(); nt != nil && n.IsGeneric {
+		nt.FabricTrap(n, slid)
+	}
+}
