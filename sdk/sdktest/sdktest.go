@@ -3,6 +3,12 @@
 // through the same handshake the host uses) or an implementation in-process
 // (RoutingEngine and friends serve it over a real gRPC connection). Both go
 // through the wire protocol, so encoding mistakes are caught too.
+//
+// Every plan the plugin returns is checked by the host's own verifier
+// (sdk/check, the code the host runs before it programs a plan; CheckPlan),
+// after the kit's structural checks that name the plugin's mistake in its
+// own terms. A plan that passes the kit passes the host's checks, and a
+// plan the host would refuse fails the kit with the host's message.
 package sdktest
 
 import (
@@ -16,6 +22,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
@@ -31,6 +39,17 @@ type Options struct {
 	Timeout time.Duration
 	// Fabrics replaces the built-in test fabrics.
 	Fabrics map[string]*topology.Topology
+	// SwitchToSwitch is the host's routing.switch_to_switch policy the
+	// plans are checked under (default check.SwitchRequired: every
+	// switch->switch pair must arrive).
+	SwitchToSwitch check.SwitchPolicy
+	// SingleVL makes the kit require a routing engine's routes to be
+	// deadlock-free on one VL (the channel dependency graph of the
+	// realised tables acyclic), as the host requires when no VL assigner
+	// follows the engine. Without it, a routing engine's routes are
+	// checked for delivery and loops, and deadlock freedom is left to the
+	// VL assigner.
+	SingleVL bool
 }
 
 // BuiltinFabrics are the fabrics every plugin is checked on: a two-level fat
@@ -158,6 +177,16 @@ func checkRouting(t *testing.T, c *sdk.RemoteClient, opts Options) {
 			if err := CheckRoutes(topo, r); err != nil {
 				t.Fatal(err)
 			}
+			if !r.IsPlanes() {
+				return // paths are numbered by a LID assigner before the host can check them
+			}
+			if err := planesFit(r, opts.LMC); err != nil {
+				t.Fatal(err)
+			}
+			l := analysistest.SequentialLIDs(topo, opts.LMC, plan.DLIDBase)
+			if err := CheckPlan(check.Plan{Topo: topo, Routes: r, LIDs: l}, opts, !opts.SingleVL); err != nil {
+				t.Fatalf("the host refuses the routes (with sequential LIDs): %v", err)
+			}
 		})
 	}
 }
@@ -183,6 +212,9 @@ func checkLIDs(t *testing.T, c *sdk.RemoteClient, opts Options) {
 			}
 			if err := CheckLIDs(topo, routes, l, opts.LMC); err != nil {
 				t.Fatal(err)
+			}
+			if err := CheckPlan(check.Plan{Topo: topo, Routes: routes, LIDs: l}, opts, true); err != nil {
+				t.Fatalf("the host refuses the LID plan: %v", err)
 			}
 		})
 	}
@@ -212,8 +244,32 @@ func checkVLs(t *testing.T, c *sdk.RemoteClient, opts Options) {
 			if err := CheckVLs(topo, v, maxVLs); err != nil {
 				t.Fatal(err)
 			}
+			if err := CheckPlan(check.Plan{Topo: topo, Routes: routes, LIDs: lids, VLs: v}, opts, false); err != nil {
+				t.Fatalf("the host refuses the VL plan: %v", err)
+			}
 		})
 	}
+}
+
+// CheckPlan runs the host's verifier (sdk/check) on p under opts'
+// switch_to_switch policy and returns its error unchanged: the message an
+// operator would see in the host's log. routesOnly skips the VL checks
+// (per-VL channel dependency graphs, VLCap), as the host does when it
+// checks routes before a VL assigner has run.
+func CheckPlan(p check.Plan, opts Options, routesOnly bool) error {
+	_, err := check.Check(p, check.Options{SwitchToSwitch: opts.SwitchToSwitch, RoutesOnly: routesOnly})
+	return err
+}
+
+// planesFit checks that no destination has more planes than the 2^lmc
+// LIDs that can carry them.
+func planesFit(r *plan.Routes, lmc uint8) error {
+	for e, d := range r.Planes {
+		if len(d.Planes) > 1<<lmc {
+			return fmt.Errorf("destination %d has %d planes but LMC %d gives it %d LIDs: return at most 2^LMC planes (RouteRequest.LMC)", e, len(d.Planes), lmc, 1<<lmc)
+		}
+	}
+	return nil
 }
 
 func sequential(t *topology.Topology) *plan.LIDPlan {

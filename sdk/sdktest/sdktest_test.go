@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -123,5 +124,31 @@ func TestCheckLIDsAndVLs(t *testing.T) {
 	}
 	if err := CheckVLs(topo, &plan.VLPlan{Default: [16]uint8{15: 15}}, 4); err != nil {
 		t.Fatalf("VL 15 (drop) rejected: %v", err)
+	}
+}
+
+// TestCheckPlanIsTheHostVerifier: CheckPlan refuses what the host refuses
+// (a cyclic VL 0 on a min-hop ring) and lets routesOnly skip the VL checks
+// as the host does before a VL assigner ran; planesFit holds engines to
+// 2^LMC planes.
+func TestCheckPlanIsTheHostVerifier(t *testing.T) {
+	topo, err := Ring(5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := check.Plan{Topo: topo, Routes: BFSRoutes(topo), LIDs: sequential(topo)}
+	if err := CheckPlan(p, Options{}, false); err == nil || !strings.Contains(err.Error(), "VL0 channel dependency graph is cyclic") {
+		t.Fatalf("single VL on a min-hop ring: %v, want the host's cyclic-CDG refusal", err)
+	}
+	if err := CheckPlan(p, Options{}, true); err != nil {
+		t.Fatalf("routes only: %v", err)
+	}
+	two := BFSRoutes(topo)
+	two.Planes[0].Planes = append(two.Planes[0].Planes, two.Planes[0].Planes[0])
+	if err := planesFit(two, 0); err == nil || !strings.Contains(err.Error(), "2 planes but LMC 0") {
+		t.Fatalf("two planes at LMC 0: %v", err)
+	}
+	if err := planesFit(two, 1); err != nil {
+		t.Fatal(err)
 	}
 }
