@@ -34,7 +34,9 @@ func (bfsEngine) Route(_ context.Context, r sdk.RouteRequest) (*plan.Routes, err
 // ring routed min-hop VL 0's dependency graph is cyclic.
 type oneVL struct{}
 
-func (oneVL) Info() sdk.Info            { return sdk.Info{Name: "onevl", Version: "1.0.0", Kind: sdk.KindVLAssign} }
+func (oneVL) Info() sdk.Info {
+	return sdk.Info{Name: "onevl", Version: "1.0.0", Kind: sdk.KindVLAssign}
+}
 func (oneVL) Schema() schema.Block      { return schema.Block{} }
 func (oneVL) Configure(cty.Value) error { return nil }
 func (oneVL) AssignVLs(context.Context, sdk.VLRequest) (*plan.VLPlan, error) {
