@@ -77,6 +77,8 @@ type Config struct {
 	Routing Routing
 	// Candidate is the candidate {} block (nil when absent).
 	Candidate *Candidate
+	// Multicast is the multicast {} block (multicast.go).
+	Multicast Multicast
 	// Partitions are the partition blocks in order, the implicit default
 	// partition first when none declares P_Key 0x7fff (partition.go).
 	Partitions []Partition

@@ -107,6 +107,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "routing"},
 		{Type: "partition", LabelNames: []string{"name"}},
 		{Type: "candidate"},
+		{Type: "multicast"},
 	},
 }
 
@@ -123,7 +124,7 @@ var smSchema = &hcl.BodySchema{
 		{Name: "mad_timeout"}, {Name: "mad_retries"}, {Name: "plugin_timeout"}, {Name: "priority"},
 		{Name: "audit_smps"}, {Name: "sm_key"}, {Name: "polling_interval"}, {Name: "polling_retries"},
 		{Name: "honor_priority"}, {Name: "m_key"}, {Name: "m_key_secret"}, {Name: "m_key_protect_bits"},
-		{Name: "m_key_lease_period"},
+		{Name: "m_key_lease_period"}, {Name: "log_level"}, {Name: "metrics_listen"},
 	},
 }
 
@@ -140,7 +141,7 @@ var routingSchema = &hcl.BodySchema{
 }
 
 // kinds lists the plugin kinds in the order messages name them.
-var kinds = []sdk.Kind{sdk.KindRouting, sdk.KindLIDAssign, sdk.KindVLAssign}
+var kinds = []sdk.Kind{sdk.KindRouting, sdk.KindLIDAssign, sdk.KindVLAssign, sdk.KindMulticast}
 
 // decoder accumulates diagnostics while turning the syntax tree into a Config.
 type decoder struct {
@@ -246,5 +247,6 @@ func (d *decoder) file(body hcl.Body) *Config {
 	if b := d.singleton(c.Blocks, "candidate"); b != nil {
 		cfg.Candidate = d.candidate(b, cfg.Routing, cfg.Plugins)
 	}
+	cfg.Multicast = d.multicast(d.singleton(c.Blocks, "multicast"), cfg.Plugins) // multicast.go
 	return cfg
 }
