@@ -101,10 +101,7 @@ func setInformInfo(q *query) ([]byte, uint16, string) {
 		return nil, smp.SAStatusReqInvalid, "the request's source LID is no port's"
 	}
 	if ii.GID != ([16]byte{}) {
-		if getU64(ii.GID[:8]) != q.x.prefix {
-			return nil, smp.SAStatusInvalidGID, "InformInfo GID prefix is not this subnet's"
-		}
-		if _, ok := q.x.byGUID[getU64(ii.GID[8:])]; !ok {
+		if _, ok := q.x.portOfGID(ii.GID); !ok {
 			return nil, smp.SAStatusInvalidGID, "InformInfo GID names no port of this subnet"
 		}
 	} else if ii.LIDRangeBegin != lidRangeAll && ii.LIDRangeEnd != 0 && ii.LIDRangeEnd < ii.LIDRangeBegin {
@@ -247,6 +244,23 @@ func (a *Agent) FabricTrap(n smp.Notice, slid uint16) {
 	a.report(x, n, n.IssuerGID, n.IssuerLID)
 }
 
+// portOfGID is the endpoint whose port GID is gid: the subnet prefix, or
+// the GIDPrefix the port itself reported (a port the SM never gave a
+// prefix holds 0 and builds its GID from that), with the port GUID.
+func (x *index) portOfGID(gid [16]byte) (int32, bool) {
+	e, ok := x.byGUID[getU64(gid[8:])]
+	if !ok {
+		return -1, false
+	}
+	if p := getU64(gid[:8]); p != x.prefix {
+		ep := x.eps[e]
+		if pi, ok := x.portInfo(ep.Node, ep.Port); !ok || pi.GIDPrefix != p {
+			return -1, false
+		}
+	}
+	return e, true
+}
+
 func (x *index) portGID(guid uint64) [16]byte {
 	var g [16]byte
 	putU64(g[:8], x.prefix)
@@ -264,7 +278,7 @@ func (a *Agent) reportGID(x *index, trap uint16, gid [16]byte) {
 		n.IssuerGID = x.gid(x.smEP)
 	}
 	subject := uint16(0)
-	if e, ok := x.byGUID[getU64(gid[8:])]; ok && getU64(gid[:8]) == x.prefix {
+	if e, ok := x.portOfGID(gid); ok {
 		subject = x.lids.Ports[e].Base
 	}
 	a.report(x, n, gid, subject)

@@ -31,6 +31,9 @@ type queryKind struct {
 	// set and del, when not nil, handle SubnAdmSet and SubnAdmDelete: the
 	// record to answer with (stride bytes), or an SA status and why.
 	set, del func(q *query) (rec []byte, status uint16, why string)
+	// multi, when not nil, answers SubnAdmGetMulti with PathRecords
+	// (MultiPathRecord, multipath.go), as a table of stride-byte records.
+	multi func(q *query, t *table, limit int) (uint16, string)
 }
 
 func stride(n int) int { return int(smp.SARecordStride(n)) * 8 }
@@ -38,7 +41,7 @@ func stride(n int) int { return int(smp.SARecordStride(n)) * 8 }
 // queryKinds is every attribute this SA answers. Each file that
 // implements a group of attributes keeps its own table; they are merged
 // here (an attribute in two tables is a bug caught by the tests).
-var queryKinds = mergeKinds(coreKinds, moreKinds, serviceKinds, informKinds)
+var queryKinds = mergeKinds(coreKinds, moreKinds, serviceKinds, informKinds, multiPathKinds)
 
 var coreKinds = map[uint16]queryKind{
 	smp.SAAttrClassPortInfo:  {name: "ClassPortInfo", stride: stride(smp.ClassPortInfoLen), run: runClassPortInfo},

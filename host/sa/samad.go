@@ -110,7 +110,13 @@ func (a *Agent) replyOne(p transport.Packet, req *smp.SAMAD, method uint8, rec [
 // replyTable answers a GetTable with t as one RMPP message (see the package
 // comment for what happens without RMPP).
 func (a *Agent) replyTable(p transport.Packet, req *smp.SAMAD, t *table) {
-	r := respHeader(req, smp.MethodGetTableResp, 0)
+	a.replyRMPP(p, req, smp.MethodGetTableResp, t)
+}
+
+// replyRMPP answers req with t as one RMPP message of the given method
+// (GetTableResp, GetMultiResp).
+func (a *Agent) replyRMPP(p transport.Packet, req *smp.SAMAD, method uint8, t *table) {
+	r := respHeader(req, method, 0)
 	r.AttributeOffset = uint16(t.stride / 8)
 	r.RMPPVersion, r.RMPPType = 1, smp.RMPPTypeData
 	r.RRespTime = rmppNoRespTime
@@ -181,7 +187,8 @@ func (a *Agent) handleSA(p transport.Packet) {
 	kind, ok := queryKinds[req.AttrID]
 	set := req.Method == smp.MethodSet && kind.set != nil
 	del := req.Method == smp.MethodDelete && kind.del != nil
-	if !ok || !(get || (getTable && kind.table) || set || del) {
+	multi := req.Method == smp.MethodGetMulti && kind.multi != nil
+	if !ok || !(get || (getTable && kind.table) || set || del || multi) {
 		a.saError(p, &req, method, smp.StatusUnsupportedMethodAttr, "attribute/method not supported by this SA")
 		return
 	}
@@ -192,6 +199,10 @@ func (a *Agent) handleSA(p transport.Packet) {
 	}
 	// SM_Key 0 is what untrusted clients send (saquery's default).
 	q := query{a: a, x: x, req: &req, trusted: req.SMKey != 0 && req.SMKey == a.smKey.Load(), src: p}
+	if multi {
+		a.answerMulti(p, &q, kind)
+		return
+	}
 	if set || del {
 		change := kind.set
 		if del {

@@ -159,10 +159,7 @@ func setServiceRecord(q *query) ([]byte, uint16, string) {
 	}
 	var rec smp.ServiceRecord
 	_ = rec.Unmarshal(q.req.Data[:]) // 200 bytes: cannot fail
-	if getU64(rec.GID[:8]) != q.x.prefix {
-		return nil, smp.SAStatusInvalidGID, "ServiceGID prefix is not this subnet's"
-	}
-	if _, ok := q.x.byGUID[getU64(rec.GID[8:])]; !ok {
+	if _, ok := q.x.portOfGID(rec.GID); !ok {
 		return nil, smp.SAStatusInvalidGID, "ServiceGID names no port of this subnet"
 	}
 	if cm&srCompPKey == 0 {
