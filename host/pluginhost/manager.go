@@ -123,9 +123,9 @@ func (m *Manager) Launch(ctx context.Context, cfg Config) (*Plugin, error) {
 		return nil, errors.New("plugin config needs a name and a path")
 	}
 	switch cfg.Kind {
-	case sdk.KindRouting, sdk.KindLIDAssign, sdk.KindVLAssign:
+	case sdk.KindRouting, sdk.KindLIDAssign, sdk.KindVLAssign, sdk.KindMulticast:
 	default:
-		return nil, fmt.Errorf("plugin %s: unknown kind %q (want %s, %s or %s)", cfg.Name, cfg.Kind, sdk.KindRouting, sdk.KindLIDAssign, sdk.KindVLAssign)
+		return nil, fmt.Errorf("plugin %s: unknown kind %q (want %s, %s, %s or %s)", cfg.Name, cfg.Kind, sdk.KindRouting, sdk.KindLIDAssign, sdk.KindVLAssign, sdk.KindMulticast)
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
