@@ -78,8 +78,8 @@ type PKeys struct {
 	mu    sync.Mutex
 	known map[discovery.PortRef]*pkeyKnown
 	// noEnforce: switch ports that answered an enforcement Set without
-	// the bits, by the switch's port-0 LID then (a reset switch is tried
-	// again).
+	// the bits, by the switch's port-0 LID in the plan (a reset switch is
+	// tried again).
 	noEnforce map[discovery.PortRef]uint16
 }
 
@@ -201,8 +201,8 @@ func (p *PKeys) Plan(ctx context.Context, fab *discovery.Fabric, mem Membership)
 // Apply sends the blocks of pl that differ from what the ports hold, then
 // turns enforcement on where pl wants it and the port does not have it.
 // lid gives the LID each port will hold once the plan in force is
-// programmed (what tells a later reset). pl must come from Plan on fab.
-func (p *PKeys) Apply(ctx context.Context, fab *discovery.Fabric, pl *PKeyPlan, lid func(discovery.PortRef) uint16) (PKeyStats, error) {
+// programmed (what tells a later reset). pl must come from this Plan.
+func (p *PKeys) Apply(ctx context.Context, pl *PKeyPlan, lid func(discovery.PortRef) uint16) (PKeyStats, error) {
 	var st PKeyStats
 	ports := pl.ports
 	st.Ports = len(ports)
@@ -242,12 +242,12 @@ func (p *PKeys) Apply(ctx context.Context, fab *discovery.Fabric, pl *PKeyPlan, 
 		p.known[m.ref] = k
 	}
 	p.mu.Unlock()
-	return st, p.enforce(ctx, fab, ports, &st)
+	return st, p.enforce(ctx, ports, lid, &st)
 }
 
 // enforce sets PartitionEnforcementInbound/Outbound on the switch ports
 // that filter and do not report them yet.
-func (p *PKeys) enforce(ctx context.Context, fab *discovery.Fabric, ports []*managed, st *PKeyStats) error {
+func (p *PKeys) enforce(ctx context.Context, ports []*managed, lid func(discovery.PortRef) uint16, st *PKeyStats) error {
 	r := fanout.New(p.Parallel)
 	keys := p.C.Keys()
 	var mu sync.Mutex
@@ -296,7 +296,7 @@ func (p *PKeys) enforce(ctx context.Context, fab *discovery.Fabric, ports []*man
 			p.noEnforce = map[discovery.PortRef]uint16{}
 		}
 		for _, ref := range refused {
-			p.noEnforce[ref] = fab.Nodes[ref.GUID].Ports[0].Info.LID
+			p.noEnforce[ref] = lid(discovery.PortRef{GUID: ref.GUID})
 		}
 		p.mu.Unlock()
 		sort.Slice(refused, func(i, j int) bool {

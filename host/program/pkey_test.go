@@ -46,7 +46,7 @@ func syncPKeys(t *testing.T, pk *program.PKeys, fab *discovery.Fabric, parts []c
 	pl, st := pk.Plan(context.Background(), fab, mem)
 	must(t, verify.CheckPKeys(verify.PKeyTables{Members: mem, Tables: pl.Tables, Enforce: pl.Enforce}, 0))
 	lid := func(r discovery.PortRef) uint16 { return fab.Nodes[r.GUID].Ports[r.Port].Info.LID }
-	ast, err := pk.Apply(context.Background(), fab, pl, lid)
+	ast, err := pk.Apply(context.Background(), pl, lid)
 	must(t, err)
 	ast.BlocksRead = st.BlocksRead
 	return pl, ast
