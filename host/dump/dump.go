@@ -5,7 +5,7 @@
 //	opensm-subnet.lst  one line per directed link (ibdmchk -s)
 //	opensm.fdbs        dump_ucast_routes (ibdmchk -f)
 //	opensm-lfts.dump   dump_ucast_lfts (ibroute-compatible; OpenSM -U)
-//	opensm.mcfdbs      dump_mcast_routes (ibdmchk -m; empty: ibsm routes no multicast yet)
+//	opensm.mcfdbs      dump_mcast_routes (ibdmchk -m; WriteAll leaves it empty, WriteMCFDBFile fills it)
 //	opensm-sl2vl.dump  SL-to-VL tables (ibdmchk -d)
 package dump
 
