@@ -6,7 +6,8 @@
 #
 #   - build the plugins (the Makefile puts them in bin/ibsm-plugin-<name> at
 #     the repository root);
-#   - generate ft2-648.net next to this file with "ibsm topo".
+#   - ft2-648.net ships next to this file (it was written by
+#     `ibsm topo fat-tree --radix 36 --levels 2`).
 
 fabric {
   transport = "sim"
@@ -30,7 +31,8 @@ sm {
 }
 
 # Plugin binaries are built into bin/ at the repository root. Pin a binary
-# with sha256 = "<64 hex digits>" or, better, with "ibsm plugins lock".
+# with sha256 = "<64 hex digits>" or, better, with
+# `ibsm plugins lock --config ft2-648.hcl`.
 plugin "routing_engine" "updn" {
   path = "../../bin/ibsm-plugin-updn"
 }
