@@ -65,6 +65,33 @@ type Agent interface {
 	Handle(ctx context.Context, p transport.Packet) bool
 }
 
+// Observer hears what the sweep loop does besides heavy and incremental
+// sweeps. Calls come from the sweep loop and must not block.
+type Observer interface {
+	// LightSweep: one periodic poll of the switches and CA share, its
+	// SMPs (requests sent) and its error.
+	LightSweep(took time.Duration, smps uint64, err error)
+	// Trap: a Notice trap arrived (generic: its trap number; vendor: 0).
+	Trap(number, fromLID uint16)
+}
+
+func (s *SM) observeLight(took time.Duration, st0 transport.Stats, err error) {
+	if s.Observer != nil {
+		st := s.T.Stats()
+		s.Observer.LightSweep(took, (st.Gets+st.Sets+st.Others)-(st0.Gets+st0.Sets+st0.Others), err)
+	}
+}
+
+func (s *SM) observeTrap(n smp.Notice, slid uint16) {
+	if s.Observer != nil {
+		num := n.TrapNumber
+		if !n.IsGeneric {
+			num = 0
+		}
+		s.Observer.Trap(num, slid)
+	}
+}
+
 // SM drives one subnet.
 type SM struct {
 	T    transport.Transport
@@ -73,6 +100,9 @@ type SM struct {
 	Log  hclog.Logger
 	// Agent, when set, answers SA and SMInfo requests while Run sweeps.
 	Agent Agent
+	// Observer, when set before Run, hears light sweeps and traps
+	// (status and metrics; heavy sweeps go to Run's onSweep).
+	Observer Observer
 
 	client *mad.Client
 	disc   *discovery.Discoverer
@@ -88,6 +118,8 @@ type SM struct {
 
 	elect *election
 	cand  *candidate // candidate {}: shadow plan and staged rollout (candidate.go)
+
+	parts partitionState // P_Key tables (partitions.go)
 }
 
 // Applied is the plan currently programmed.
@@ -162,6 +194,30 @@ func (s *SM) pipe() (*pipeline.Runner, uint8) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.Pipe, s.Opts.LMC
+}
+
+// SetSweepInterval changes the light sweep period (SIGHUP); Run takes it
+// up at its next trigger.
+func (s *SM) SetSweepInterval(d time.Duration) {
+	s.mu.Lock()
+	s.Opts.SweepInterval = d
+	s.mu.Unlock()
+}
+
+func (s *SM) sweepInterval() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Opts.SweepInterval <= 0 {
+		return defaultSweepInterval
+	}
+	return s.Opts.SweepInterval
+}
+
+// Pipeline returns the pipeline the next heavy sweep runs (status names
+// its plugins).
+func (s *SM) Pipeline() *pipeline.Runner {
+	p, _ := s.pipe()
+	return p
 }
 
 // Applied returns the plan in force (nil before the first SUBNET UP).
@@ -279,10 +335,11 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	rep.Stages = res.Timings
 	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab) && !drift(fab, topo, res) {
 		// Unchanged plan (its key covers the topology hash) that the
-		// fabric holds: nothing to send.
+		// fabric holds: nothing to send but P_Key blocks that differ.
+		err := s.syncPartitions(ctx, fab, topo, res, rep)
 		rep.Total = time.Since(start)
 		s.finishStats(rep, st0)
-		return rep, nil
+		return rep, err
 	}
 	if err := s.checkAlone(ctx, fab, topo, res, clear != nil); err != nil {
 		// Another master started since the last election: what looked
@@ -324,9 +381,11 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	s.applied = &Applied{Topo: topo, Result: res, At: time.Now()}
 	s.lids = nil
 	s.mu.Unlock()
+	s.notifyEndpoints(cur, topo) // InformInfo subscribers: traps 64/65
+	err = s.syncPartitions(ctx, fab, topo, res, rep)
 	rep.Total = time.Since(start)
 	s.finishStats(rep, st0)
-	return rep, nil
+	return rep, err
 }
 
 func (s *SM) finishStats(rep *Report, st0 transport.Stats) {

@@ -1,0 +1,129 @@
+package sm_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ibsm/ibsm/conf"
+	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport/netfile"
+)
+
+// TestPartitionSweeps: the SM programs the partitions with its sweeps on
+// the embedded fabric: a storage partition lands on its members and the
+// switch ports in front of them; an unchanged sweep, and an incremental
+// sweep after a member's link bounced, send no P_Key SMP; SetPartitions
+// (SIGHUP) with a change sends only the changed blocks, with no
+// re-routing; a partition that does not fit a port's table is a sweep
+// warning, not a failure.
+func TestPartitionSweeps(t *testing.T) {
+	f := fatTree(t)
+	fab, tr := attach(t, f)
+	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 1), sm.Options{}, nil)
+	ctx := context.Background()
+	var cas []*netfile.Node
+	smGUID, _ := fab.DefaultSMPort()
+	for _, n := range f.Nodes {
+		if n.Type == topology.CA && n.GUID != smGUID {
+			cas = append(cas, n)
+		}
+	}
+	storage := func(members ...*netfile.Node) conf.Partition {
+		p := conf.Partition{Name: "storage", PKey: 0x0002}
+		for _, n := range members {
+			p.Members = append(p.Members, conf.PartitionMember{Kind: conf.MemberGUID, GUID: n.Ports[1].GUID, Full: true})
+		}
+		return p
+	}
+	s.SetPartitions([]conf.Partition{conf.DefaultPartition(), storage(cas[0], cas[1])})
+	rep, err := s.HeavySweep(ctx)
+	must(t, err)
+	st := s.PKeyStats()
+	// Block 0 of the two members, the SM's port and the three switch
+	// ports in front of them; every CA-facing switch port enforces.
+	if st.BlocksSent != 6 || st.EnforceSets == 0 || len(rep.Warnings) != 0 {
+		t.Fatalf("first sweep: %+v, warnings %q", st, rep.Warnings)
+	}
+	holds := func(n *netfile.Node, key uint16) bool {
+		keys, ok := fab.PKeys(n.GUID, 1)
+		if !ok {
+			t.Fatalf("no port %#x/1", n.GUID)
+		}
+		for _, k := range keys {
+			if k == key {
+				return true
+			}
+		}
+		return false
+	}
+	if !holds(cas[0], 0x8002) || !holds(cas[1], 0x8002) || holds(cas[2], 0x8002) || holds(cas[2], 0x0002) {
+		t.Fatal("storage keys not where the partition puts them")
+	}
+	if pl := s.PKeyPlan(); pl == nil || len(pl.Tables) == 0 {
+		t.Fatal("no P_Key plan in force")
+	}
+
+	rep, err = s.HeavySweep(ctx)
+	must(t, err)
+	if st := s.PKeyStats(); rep.Rerouted || st.BlocksRead+st.BlocksSent+st.EnforceSets != 0 {
+		t.Errorf("unchanged sweep: rerouted %v, %+v", rep.Rerouted, st)
+	}
+
+	// A member's link bounces: the incremental sweeps re-activate it and
+	// send no P_Key SMP (the port kept its LID and table; the switch
+	// port kept its enforcement).
+	sw := cas[0].Ports[1].Peer
+	for _, up := range []bool{false, true} {
+		if up {
+			must(t, fab.LinkUp(sw.GUID, uint8(cas[0].Ports[1].PeerPort)))
+		} else {
+			must(t, fab.LinkDown(sw.GUID, uint8(cas[0].Ports[1].PeerPort)))
+		}
+		ch, full, err := s.LightSweepChanges(ctx)
+		must(t, err)
+		if full != "" {
+			t.Fatalf("light sweep wants a heavy sweep: %s", full)
+		}
+		if _, err := s.IncrementalSweep(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		if st := s.PKeyStats(); st.BlocksSent+st.EnforceSets != 0 {
+			t.Errorf("link up=%v: %+v, want no P_Key Set", up, st)
+		}
+	}
+	if !holds(cas[0], 0x8002) {
+		t.Error("the bounced member lost its key")
+	}
+
+	// SIGHUP: cas[1] leaves, cas[2] joins: their blocks and their switch
+	// ports' blocks, nothing else, and no re-routing.
+	s.SetPartitions([]conf.Partition{conf.DefaultPartition(), storage(cas[0], cas[2])})
+	rep, err = s.HeavySweep(ctx)
+	must(t, err)
+	if st := s.PKeyStats(); rep.Rerouted || st.BlocksSent != 4 || st.BlocksRead != 0 {
+		t.Errorf("changed partitions: rerouted %v, %+v; want 4 blocks sent", rep.Rerouted, st)
+	}
+	if holds(cas[1], 0x8002) || !holds(cas[2], 0x8002) {
+		t.Error("the change did not land")
+	}
+
+	// 70 partitions of everyone do not fit 64-entry tables: reported,
+	// those ports left alone, the sweep still succeeds.
+	many := []conf.Partition{conf.DefaultPartition()}
+	for k := 1; k <= 70; k++ {
+		many = append(many, conf.Partition{Name: fmt.Sprintf("p%d", k), PKey: uint16(k), Members: []conf.PartitionMember{{Kind: conf.MemberAll, Full: true}}})
+	}
+	s.SetPartitions(many)
+	rep, err = s.HeavySweep(ctx)
+	must(t, err)
+	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, "do not fit a P_Key table") {
+		t.Errorf("no capacity warning: %q", rep.Warnings)
+	}
+	if st := s.PKeyStats(); st.BlocksSent != 0 {
+		t.Errorf("%d blocks sent to tables the partitions do not fit", st.BlocksSent)
+	}
+}

@@ -1,0 +1,289 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/app"
+	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/integration/diags"
+	"github.com/ibsm/ibsm/transport/netfile"
+)
+
+// TestPartitionsIBSim: ibsm on ibsim (rand8: 8 switches, 16 CAs) with two
+// partitions and a default partition in which the CAs are limited
+// members. The stock tools check what it did: `smpquery pkeys` of every CA
+// port shows exactly the keys the config gives it, with the right
+// membership bits; `saquery -p` finds no path between members of
+// different partitions, and paths carrying the partition's P_Key within
+// one. A reload that moves one port to the other partition sends that
+// port's block and nothing else.
+func TestPartitionsIBSim(t *testing.T) {
+	nf, err := netfile.ParseFile(rand8Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas := caNodes(nf)
+	sort.Slice(cas, func(i, j int) bool { return cas[i].Name < cas[j].Name })
+	smNode, toolNode := cas[0], cas[len(cas)-1]
+	r := startRig(t, rand8Net, toolNode.Name)
+	port := func(n *netfile.Node) uint64 { return n.Ports[1].GUID }
+	red := []*netfile.Node{cas[1], cas[2]} // full
+	redLimited := cas[3]
+	blue := []*netfile.Node{cas[4], cas[5], toolNode} // full; cas[5] by description
+	outsider := cas[6]                                // only in the default partition, limited
+
+	stateDir := filepath.Join(r.dir, "state")
+	write := func(name, partitions string) string {
+		src := fmt.Sprintf(`fabric {
+  transport = "ibsim"
+  socket    = %q
+  attach    = %q
+}
+sm {
+  state_dir   = %q
+  mad_timeout = "200ms"
+  priority    = 14
+}
+plugin "routing_engine" "updn" { path = %q }
+plugin "lid_assigner" "sequential" { path = %q }
+plugin "vl_assigner" "single" { path = %q }
+routing {
+  engine       = "updn"
+  lid_assigner = "sequential"
+  vl_assigner  = "single"
+}
+partition "default" {
+  pkey            = "0x7fff"
+  members         = ["all_switches", "self"]
+  limited_members = ["all_cas"]
+}
+%s`, r.env.Sockname, smNode.Name, stateDir, filepath.Join(binDir, "ibsm-plugin-updn"),
+			filepath.Join(binDir, "ibsm-plugin-sequential"), filepath.Join(binDir, "ibsm-plugin-single"), partitions)
+		path := filepath.Join(r.dir, name)
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	redBlue := func(redLim, blueExtra string) string {
+		return fmt.Sprintf(`partition "red" {
+  pkey            = "0x0010"
+  members         = ["%#016x", "%#016x"]
+  limited_members = [%s]
+}
+partition "blue" {
+  pkey    = "0x8020"
+  members = ["%#016x", "desc:%s", "%#016x"%s]
+  ipoib {}
+}
+`, port(red[0]), port(red[1]), redLim, port(blue[0]), blue[1].Desc, port(blue[2]), blueExtra)
+	}
+	cfg := write("ibsm.hcl", redBlue(fmt.Sprintf("%q", fmt.Sprintf("%#016x", port(redLimited))), ""))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	log := &lockedBuffer{}
+	a, err := app.New(ctx, loadConfig(t, cfg), hclog.New(&hclog.LoggerOptions{Output: log, Level: hclog.Info}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("ibsm log:\n%s", tail(log.String(), 4000))
+		}
+	}()
+	t.Cleanup(a.Close)
+	// Run answers the SA (saquery) while it sweeps; a trigger asks for a
+	// heavy sweep, as SIGHUP does.
+	reps := make(chan *sm.Report, 16)
+	trigger := make(chan struct{}, 1)
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		_ = a.SM.Run(runCtx, trigger, func(rep *sm.Report, err error) {
+			if err != nil {
+				t.Errorf("sweep: %v", err)
+				return
+			}
+			reps <- rep
+		})
+	}()
+	defer func() { stop(); <-ran }()
+	sweep := func(t *testing.T, heavy bool) *sm.Report {
+		t.Helper()
+		if heavy {
+			trigger <- struct{}{}
+		}
+		select {
+		case rep := <-reps:
+			return rep
+		case <-time.After(time.Minute):
+			t.Fatal("no sweep within a minute")
+			return nil
+		}
+	}
+	rep := sweep(t, false)
+	st := a.SM.PKeyStats()
+	t.Logf("first sweep: %d ports, %d P_Key blocks read, %d sent, %d enforcement Sets; warnings %q", st.Ports, st.BlocksRead, st.BlocksSent, st.EnforceSets, rep.Warnings)
+
+	lid := map[uint64]uint16{} // port GUID -> LID, from the plan in force
+	ap := a.SM.Applied()
+	for i, ep := range ap.Topo.Endpoints() {
+		lid[ap.Topo.Port(ep).GUID] = ap.Result.LIDs.Ports[i].Base
+	}
+
+	// What each CA port must hold: the default partition limited (the SM's
+	// port full), plus red/blue.
+	want := map[uint64][]uint16{}
+	for _, n := range cas {
+		k := uint16(0x7FFF)
+		if n == smNode {
+			k = 0xFFFF
+		}
+		want[port(n)] = []uint16{k}
+	}
+	add := func(ns []*netfile.Node, key uint16) {
+		for _, n := range ns {
+			want[port(n)] = append(want[port(n)], key)
+		}
+	}
+	add(red, 0x8010)
+	add([]*netfile.Node{redLimited}, 0x0010)
+	add(blue, 0x8020)
+	add([]*netfile.Node{smNode}, 0x8010) // the SM's port is a full member of every partition
+	add([]*netfile.Node{smNode}, 0x8020)
+	checkPKeys := func(t *testing.T) {
+		t.Helper()
+		for _, n := range cas {
+			got := smpPKeys(t, ctx, r.env, lid[port(n)])
+			if !sameKeySet(got, want[port(n)]) {
+				t.Errorf("%s (LID %d): smpquery pkeys shows %#04x, want %#04x", n.Name, lid[port(n)], got, want[port(n)])
+			}
+		}
+	}
+	checkPKeys(t)
+
+	pathKey := func(t *testing.T, from, to *netfile.Node) (uint16, bool) {
+		t.Helper()
+		prs, err := r.env.PathRecords(ctx, lid[port(from)], lid[port(to)])
+		if err != nil {
+			t.Fatalf("saquery -p %s -> %s: %v", from.Name, to.Name, err)
+		}
+		if len(prs) == 0 {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(prs[0].Fields["pkey"], 0, 16)
+		if err != nil {
+			t.Fatalf("saquery PathRecord pkey %q: %v", prs[0].Fields["pkey"], err)
+		}
+		return uint16(v), true
+	}
+	for _, c := range []struct {
+		from, to *netfile.Node
+		pkey     uint16 // 0: no path
+	}{
+		{red[0], red[1], 0x8010},
+		{redLimited, red[0], 0x0010},
+		{red[1], redLimited, 0x8010},
+		{blue[0], blue[1], 0x8020},
+		{blue[2], blue[0], 0x8020},
+		{red[0], blue[0], 0},
+		{blue[1], red[1], 0},
+		{redLimited, blue[2], 0},
+		{outsider, red[0], 0}, // both limited in the default partition
+		{red[0], outsider, 0},
+		{outsider, smNode, 0x7FFF}, // the SM's port is a full member
+	} {
+		got, ok := pathKey(t, c.from, c.to)
+		switch {
+		case c.pkey == 0 && ok:
+			t.Errorf("saquery -p %s -> %s: a path with P_Key %#04x; they share no partition", c.from.Name, c.to.Name, got)
+		case c.pkey != 0 && (!ok || got != c.pkey):
+			t.Errorf("saquery -p %s -> %s: P_Key %#04x (path %v), want %#04x", c.from.Name, c.to.Name, got, ok, c.pkey)
+		}
+	}
+
+	// An unchanged sweep reads and sends nothing.
+	sweep(t, true)
+	if st := a.SM.PKeyStats(); st.BlocksRead+st.BlocksSent+st.EnforceSets != 0 {
+		t.Errorf("unchanged sweep: %+v, want no P_Key SMP", st)
+	}
+
+	// Reload: the red limited member moves to blue as a full member. Only
+	// its own block changes (ibsim's switch ports do not keep the
+	// enforcement bits, so they carry no table).
+	cfg2 := write("ibsm2.hcl", redBlue("", fmt.Sprintf(", \"%#016x\"", port(redLimited))))
+	if err := a.Reload(ctx, loadConfig(t, cfg2)); err != nil {
+		t.Fatal(err)
+	}
+	sweep(t, true)
+	if st := a.SM.PKeyStats(); st.BlocksSent != 1 || st.BlocksRead != 0 {
+		t.Errorf("reload moving one port: %+v, want exactly 1 block sent, none read", st)
+	}
+	want[port(redLimited)] = []uint16{0x7FFF, 0x8020}
+	checkPKeys(t)
+	if k, ok := pathKey(t, redLimited, blue[0]); !ok || k != 0x8020 {
+		t.Errorf("after the reload: %s -> %s P_Key %#04x %v, want 0x8020", redLimited.Name, blue[0].Name, k, ok)
+	}
+	if _, ok := pathKey(t, redLimited, red[0]); ok {
+		t.Errorf("after the reload: %s still has a path to red", redLimited.Name)
+	}
+}
+
+var rePKeyLine = regexp.MustCompile(`^\s*\d+:((?:\s+0x[0-9a-f]{4})+)\s*$`)
+
+// smpPKeys reads a port's P_Key table with smpquery (LID-routed) and
+// returns its non-empty entries in table order.
+func smpPKeys(t *testing.T, ctx context.Context, env *diags.Env, lid uint16) []uint16 {
+	t.Helper()
+	out, err := env.Run(ctx, "smpquery", "pkeys", strconv.Itoa(int(lid)))
+	if err != nil {
+		t.Fatalf("smpquery pkeys %d: %v", lid, err)
+	}
+	var keys []uint16
+	lines := 0
+	for _, l := range strings.Split(out, "\n") {
+		m := rePKeyLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		lines++
+		for _, f := range strings.Fields(m[1]) {
+			v, _ := strconv.ParseUint(f, 0, 16)
+			if v != 0 {
+				keys = append(keys, uint16(v))
+			}
+		}
+	}
+	if lines == 0 {
+		t.Fatalf("smpquery pkeys %d printed no table:\n%s", lid, out)
+	}
+	return keys
+}
+
+func sameKeySet(got, want []uint16) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	g := append([]uint16(nil), got...)
+	w := append([]uint16(nil), want...)
+	sort.Slice(g, func(i, j int) bool { return g[i] < g[j] })
+	sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
+	for i := range g {
+		if g[i] != w[i] {
+			return false
+		}
+	}
+	return true
+}
