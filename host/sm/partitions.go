@@ -31,10 +31,15 @@ type partitionState struct {
 
 // SetPartitions sets the partitions (at start and on SIGHUP); the next
 // heavy sweep programs the P_Key blocks that differ from what the ports
-// hold, and nothing else.
+// hold, and nothing else. An empty list stops P_Key management (the
+// tables stay as they are): a configuration always has at least the
+// default partition, so no list means the caller does not manage them.
 func (s *SM) SetPartitions(ps []conf.Partition) {
 	s.parts.mu.Lock()
-	s.parts.parts, s.parts.set = append([]conf.Partition(nil), ps...), true
+	s.parts.parts, s.parts.set = append([]conf.Partition(nil), ps...), len(ps) > 0
+	if !s.parts.set {
+		s.parts.plan = nil
+	}
 	s.parts.mu.Unlock()
 }
 

@@ -3,11 +3,14 @@ package sm_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ibsm/ibsm/conf"
 	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/netfile"
@@ -125,5 +128,69 @@ func TestPartitionSweeps(t *testing.T) {
 	}
 	if st := s.PKeyStats(); st.BlocksSent != 0 {
 		t.Errorf("%d blocks sent to tables the partitions do not fit", st.BlocksSent)
+	}
+}
+
+// TestMeasurePartitions measures what P_Key programming costs on the
+// embedded 648-CA fat tree and a 3-level radix-16 fat tree: the first
+// sweep with the default partition (every table read once), then 8
+// partitions of an eighth of the CAs each (SetPartitions, as SIGHUP), then
+// an unchanged sweep. Run it with IBSM_MEASURE=1 (not part of make test).
+func TestMeasurePartitions(t *testing.T) {
+	if os.Getenv("IBSM_MEASURE") == "" {
+		t.Skip("set IBSM_MEASURE=1 to measure")
+	}
+	for _, tc := range []struct {
+		name string
+		file func(t *testing.T) *netfile.File
+	}{
+		{"ft2-648", func(t *testing.T) *netfile.File {
+			f, err := netfile.ParseFile("../../conf/examples/ft2-648.net")
+			must(t, err)
+			return f
+		}},
+		{"ft3 radix 16", func(t *testing.T) *netfile.File {
+			f, err := topogen.FatTree{Radix: 16, Levels: 3}.Generate()
+			must(t, err)
+			return f
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.file(t)
+			_, tr := attach(t, f)
+			s := sm.New(tr, runner([]sdk.RoutingEngine{&spineUpDown{base{"updn"}}}, 1), sm.Options{Parallel: 64}, nil)
+			ctx := context.Background()
+			_, err := s.HeavySweep(ctx) // routing alone
+			must(t, err)
+			var cas []uint64
+			for _, n := range f.Nodes {
+				if n.Type == topology.CA {
+					cas = append(cas, n.Ports[1].GUID)
+				}
+			}
+			step := func(what string, ps []conf.Partition) {
+				s.SetPartitions(ps)
+				st0 := tr.Stats()
+				t0 := time.Now()
+				rep, err := s.HeavySweep(ctx)
+				must(t, err)
+				st := tr.Stats()
+				p := s.PKeyStats()
+				t.Logf("%s, %s: sweep %v (rerouted %v), %d ports, P_Key blocks read %d, sent %d, enforcement Sets %d; sweep SMPs %d Get %d Set",
+					tc.name, what, time.Since(t0).Round(time.Millisecond), rep.Rerouted, p.Ports, p.BlocksRead, p.BlocksSent, p.EnforceSets, st.Gets-st0.Gets, st.Sets-st0.Sets)
+			}
+			step("partitions not managed (baseline re-sweep)", nil)
+			step("default partition, first time", []conf.Partition{conf.DefaultPartition()})
+			eight := []conf.Partition{conf.DefaultPartition()}
+			for k := 0; k < 8; k++ {
+				p := conf.Partition{Name: fmt.Sprintf("p%d", k), PKey: uint16(0x10 + k), IPoIB: &conf.IPoIB{MTU: 4, Rate: 3, Scope: 2, QKey: 0x0B1B}}
+				for i := k; i < len(cas); i += 8 {
+					p.Members = append(p.Members, conf.PartitionMember{Kind: conf.MemberGUID, GUID: cas[i], Full: true})
+				}
+				eight = append(eight, p)
+			}
+			step("8 partitions added (SIGHUP)", eight)
+			step("unchanged", eight)
+		})
 	}
 }
