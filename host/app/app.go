@@ -109,13 +109,15 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 	}, log.Named("sm"))
 	// Only umad's kernel agent segments RMPP; ibsim and the embedded fabric
 	// carry single MADs, so their SA answers must fit in one.
-	a.SM.SetPartitions(cfg.Partitions)
 	a.SM.Agent = sa.New(a.SM, a.T, sa.Options{
 		RMPP:     cfg.Fabric.Transport == conf.TransportUMAD,
 		Priority: cfg.SM.Priority,
 		SMKey:    cfg.SM.SMKey,
 	}, log.Named("sa"))
 	if err := a.setCandidate(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err := a.setMulticast(ctx, cfg); err != nil { // multicast.go
 		return nil, err
 	}
 	return a, nil
@@ -406,7 +408,9 @@ func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
 		a.Log.Error("reload: the candidate {} block was not applied; the active configuration is", "error", err)
 	}
 	a.SM.SetElection(election(cfg))
-	a.SM.SetPartitions(cfg.Partitions) // the next sweep sends the P_Key blocks that differ
+	if err := a.setMulticast(ctx, cfg); err != nil { // multicast.go
+		a.Log.Error("reload: the multicast router was not replaced; the previous one stays", "error", err)
+	}
 	switch {
 	case a.Keys != nil:
 		a.Keys.SetPolicy(mkeyPolicy(cfg)) // ports are re-keyed by the next Apply and the audit

@@ -156,6 +156,9 @@ func runPath(q *query, t *table, limit int) (uint16, string) {
 	if cm>>23 != 0 {
 		return smp.SAStatusReqInvalid, "PathRecord component mask has bits above 22"
 	}
+	if cm&smp.PRCompDGID != 0 && pr.DGID[0] == 0xFF {
+		return runMulticastPath(q, t, limit, &pr) // mcpath.go
+	}
 	x := q.x
 	srcEnd, st, why := x.resolve(cm&smp.PRCompSGID != 0, pr.SGID, cm&smp.PRCompSLID != 0, pr.SLID)
 	if st != 0 {

@@ -244,6 +244,9 @@ func dumpApplied(dir string, a *app.App) error {
 	if err := dump.WriteAll(stage, ap.Result.Realized, ap.Result.VLs); err != nil {
 		return err
 	}
+	if err := dump.WriteMCFDBFile(stage, a.SM.MulticastForwarding()); err != nil {
+		return err
+	}
 	files, err := os.ReadDir(stage)
 	if err != nil {
 		return err
