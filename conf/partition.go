@@ -228,10 +228,9 @@ func (d *decoder) partition(b *hcl.Block) (Partition, bool) {
 	errs := len(d.diags.Errs())
 	var key string
 	if f := attr(d, c.Attributes, "pkey", &key); f.ok {
-		h, prefixed := strings.CutPrefix(strings.Replace(key, "0X", "0x", 1), "0x")
-		v, err := strconv.ParseUint(h, 16, 16)
+		v, ok := parseKey(key)
 		switch {
-		case !prefixed || err != nil:
+		case !ok || v > 0xFFFF:
 			d.errorf(f.rng, "Invalid P_Key", "pkey = %q is not a 16-bit P_Key in hex; write it as a string with 0x, like \"0x0002\" (the membership bit 0x8000 is ignored: membership is per member).", key)
 		case v&DefaultPKey == 0:
 			d.errorf(f.rng, "Invalid P_Key", "pkey = %q: 0x0000 and 0x8000 are the invalid P_Key (IBA 10.9.1.2) and cannot name a partition; use 0x0001..0x7ffe, or 0x7fff for the default partition.", key)
@@ -449,9 +448,8 @@ func (d *decoder) ipoib(b *hcl.Block) *IPoIB {
 	}
 	var qkey string
 	if f := attr(d, a, "qkey", &qkey); f.ok {
-		h, prefixed := strings.CutPrefix(strings.Replace(qkey, "0X", "0x", 1), "0x")
-		v, err := strconv.ParseUint(h, 16, 32)
-		if !prefixed || err != nil {
+		v, ok := parseKey(qkey)
+		if !ok || v > 0xFFFFFFFF {
 			d.errorf(f.rng, "Invalid Q_Key", "qkey = %q is not a 32-bit Q_Key in hex; write it as a string with 0x, like \"0x0b1b\" (the IPoIB default).", qkey)
 		} else {
 			ib.QKey = uint32(v)
