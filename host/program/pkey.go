@@ -119,14 +119,26 @@ func (m *managed) blocks() int { return (m.size + smp.PKeyBlockLen - 1) / smp.PK
 
 // ports lists the ports to program: every end port of mem that can be
 // reached, and the enforcing switch ports in front of CA ports.
-func (p *PKeys) ports(fab *discovery.Fabric, mem Membership) ([]*managed, []string) {
-	var out []*managed
-	var warns []string
+func (p *PKeys) ports(fab *discovery.Fabric, mem Membership) (out []*managed, warns []string) {
 	p.mu.Lock()
 	noEnf := p.noEnforce
 	p.mu.Unlock()
+	// Ports that hide their M_Key from every key ibsm has refuse Gets (at
+	// protection level 2 and up) and Sets: their tables cannot be
+	// programmed until ibsm re-keys them (see mkey.go).
+	h, _ := p.C.Keys().(hider)
+	hidden := 0
+	defer func() {
+		if hidden > 0 {
+			warns = append(warns, fmt.Sprintf("%d ports hold an M_Key ibsm does not know: their P_Key tables are not programmed until they are re-keyed", hidden))
+		}
+	}()
 	for _, e := range endPorts(fab) {
 		n, q := e.n, e.ref.Port
+		if h != nil && h.Hidden(guardGUID(n, q)) {
+			hidden++
+			continue
+		}
 		m := &managed{ref: e.ref, n: n, size: int(n.Info.PartitionCap), guard: q, path: n.Path}
 		if n.Info.NodeType != smp.NodeTypeSwitch {
 			path, err := caPath(fab, n, q)
@@ -149,7 +161,7 @@ func (p *PKeys) ports(fab *discovery.Fabric, mem Membership) ([]*managed, []stri
 			continue
 		}
 		ref := discovery.PortRef{GUID: pt.PeerGUID, Port: pt.PeerPort}
-		if lid, ok := noEnf[ref]; ok && lid == sw.Ports[0].Info.LID {
+		if lid, ok := noEnf[ref]; ok && lid == sw.Ports[0].Info.LID || h != nil && h.Hidden(guardGUID(sw, 0)) {
 			continue
 		}
 		end := e.ref
