@@ -3,6 +3,7 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -41,14 +42,15 @@ func (e *RefusedError) Error() string {
 
 func (e *RefusedError) Unwrap() error { return e.Err }
 
-// MaxAnalyses bounds the search for a verified order (each try is an
-// analysis of the fabric).
-const MaxAnalyses = 200
+// MaxAnalyses plus six per switch bound the search for a verified order
+// (each try is an analysis of the fabric).
+const MaxAnalyses = 100
 
 // Build orders the groups' switches into verified steps from the all-old
 // state. Each group is tried whole; a group whose state or transition
-// fails is split in halves, each half tried first in turn, recursively,
-// down to single switches; the search stops at MaxAnalyses. A group that
+// fails is split in halves, each half tried first in turn, a few levels
+// deep, then ordered greedily switch by switch; the search stops at its
+// budget of analyses. A group that
 // cannot be entered is refused with what went wrong (the loop or the
 // credit loop named) and no step of a later group is planned.
 func Build(c *Checker, groups []Group) (*Schedule, error) {
@@ -84,9 +86,27 @@ func Build(c *Checker, groups []Group) (*Schedule, error) {
 var errBudget = errors.New("no verified order found within the analysis budget")
 
 // enter finds steps that take the switches ws of state cur to their new
-// tables, each transition verified.
+// tables, each transition verified: the whole group at once, else its
+// halves in either order (recursively), else a greedy pass that grows one
+// step at a time from the switches whose change verifies, in order.
 func (c *Checker) enter(cur State, ws []int32) ([][]int32, State, error) {
-	if c.Analyses >= MaxAnalyses {
+	steps, next, err := c.split(cur, ws, 0)
+	if err == nil || len(ws) < 2 {
+		return steps, next, err
+	}
+	if steps, next, gerr := c.greedy(cur, ws); gerr == nil {
+		return steps, next, nil
+	}
+	// The whole group's failure is what the operator needs to read (it
+	// names the loop or the cycle); the tries after it failed too.
+	return nil, nil, err
+}
+
+// maxSplitDepth bounds the halving search (2^depth pieces at most).
+const maxSplitDepth = 3
+
+func (c *Checker) split(cur State, ws []int32, depth int) ([][]int32, State, error) {
+	if c.Analyses >= c.budget() {
 		return nil, nil, errBudget
 	}
 	next := cur.With(ws)
@@ -98,21 +118,55 @@ func (c *Checker) enter(cur State, ws []int32) ([][]int32, State, error) {
 		t := c.Pair.Old.Rz.Topo
 		return nil, nil, fmt.Errorf("switch 0x%016x: %w", t.Nodes[t.Switches()[ws[0]]].GUID, err)
 	}
-	// The whole group's failure is what the operator needs to read (it
-	// names the loop or the cycle); the halves' are only tried.
+	if depth >= maxSplitDepth {
+		return nil, nil, err
+	}
 	h := len(ws) / 2
 	for _, order := range [2][2][]int32{{ws[:h], ws[h:]}, {ws[h:], ws[:h]}} {
-		s1, mid, e1 := c.enter(cur, order[0])
+		s1, mid, e1 := c.split(cur, order[0], depth+1)
 		if e1 != nil {
 			continue
 		}
-		s2, end, e2 := c.enter(mid, order[1])
+		s2, end, e2 := c.split(mid, order[1], depth+1)
 		if e2 != nil {
 			continue
 		}
 		return append(s1, s2...), end, nil
 	}
 	return nil, nil, err
+}
+
+// greedy builds steps one at a time: a step takes, in order, every
+// remaining switch whose addition keeps the transition verified.
+func (c *Checker) greedy(cur State, ws []int32) ([][]int32, State, error) {
+	left := slices.Clone(ws)
+	var steps [][]int32
+	for len(left) > 0 {
+		var step, rest []int32
+		for i, s := range left {
+			if c.Analyses >= c.budget() {
+				return nil, nil, errBudget
+			}
+			try := append(slices.Clone(step), s)
+			if c.Transition(cur, cur.With(try)) == nil {
+				step = try
+			} else {
+				rest = append(rest, left[i])
+			}
+		}
+		if len(step) == 0 {
+			return nil, nil, errors.New("no single switch of the rest can change next")
+		}
+		steps = append(steps, step)
+		cur, left = cur.With(step), rest
+	}
+	return steps, cur, nil
+}
+
+// budget is the number of analyses a schedule may take: enough for a
+// greedy pass or two over every switch.
+func (c *Checker) budget() int {
+	return MaxAnalyses + 6*len(c.Pair.Old.Rz.LFT)
 }
 
 // StateAfter returns the state once steps[:n] are applied.
