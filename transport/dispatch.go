@@ -31,7 +31,22 @@ type Options struct {
 	UnsolicitedBuffer int
 	// Logger receives receive errors and drops (default: discard).
 	Logger hclog.Logger
+	// OnMAD, when set, hears every request (once, as Gets/Sets count
+	// them), every re-send and every request that timed out, with its
+	// management class and attribute ID (metrics by attribute). It must
+	// not block.
+	OnMAD func(ev MADEvent, class uint8, attr uint16)
 }
+
+// MADEvent is what Options.OnMAD hears.
+type MADEvent uint8
+
+// MADEvents.
+const (
+	MADRequest MADEvent = iota
+	MADRetry
+	MADTimeout
+)
 
 // DefaultWindow is the window when Options.Window is 0: 4 requests in
 // flight, OpenSM's default max_wire_smps. Switches forward management
@@ -109,7 +124,7 @@ type Dispatcher struct {
 	conn  Conn
 	opts  Options
 	log   hclog.Logger
-	sem   chan struct{}
+	lim   atomic.Pointer[limits] // window, timeout, retries: SetLimits swaps them
 	unsol chan Packet
 
 	mu      sync.Mutex
@@ -135,6 +150,35 @@ type Dispatcher struct {
 	bounced            atomic.Uint64
 }
 
+// limits are the settings SetLimits may change while requests run.
+type limits struct {
+	sem     chan struct{} // the window
+	timeout time.Duration
+	retries int
+}
+
+// SetLimits changes the window, per-attempt timeout and retries for the
+// requests that start from now on (zero values select the defaults, as
+// in Options; NoRetries for none). Requests already in flight keep the limits they started
+// with, so for a moment up to the old plus the new window may be
+// outstanding.
+func (d *Dispatcher) SetLimits(window int, timeout time.Duration, retries int) {
+	o := Options{Window: window, Timeout: timeout, Retries: retries}.withDefaults()
+	d.lim.Store(&limits{sem: make(chan struct{}, o.Window), timeout: o.Timeout, retries: o.Retries})
+}
+
+// Limits returns the window, timeout and retries new requests get.
+func (d *Dispatcher) Limits() (window int, timeout time.Duration, retries int) {
+	l := d.lim.Load()
+	return cap(l.sem), l.timeout, l.retries
+}
+
+func (d *Dispatcher) onMAD(ev MADEvent, c *call) {
+	if d.opts.OnMAD != nil {
+		d.opts.OnMAD(ev, c.class, c.attr)
+	}
+}
+
 // call is one outstanding request. Calls are pooled with their timer,
 // channel and key slice so the steady state allocates nothing per MAD.
 type call struct {
@@ -147,6 +191,8 @@ type call struct {
 	answered bool
 	class    uint8
 	attr     uint16
+	timeout  time.Duration // the limits it started with
+	retries  int
 	// smp is set for SMP classes: mod and, directed route (hops > 0 or
 	// class 0x81), the hop count and initial path must match too.
 	smp   bool
@@ -175,7 +221,6 @@ func New(conn Conn, opts Options) Transport {
 		conn:     conn,
 		opts:     opts,
 		log:      opts.Logger,
-		sem:      make(chan struct{}, opts.Window),
 		unsol:    make(chan Packet, opts.UnsolicitedBuffer),
 		pending:  make(map[uint32]*call, opts.Window),
 		lost:     make(chan struct{}),
@@ -189,6 +234,7 @@ func New(conn Conn, opts Options) Transport {
 		t.Stop()
 		return &call{done: make(chan result, 2), timer: t}
 	}
+	d.lim.Store(&limits{sem: make(chan struct{}, opts.Window), timeout: opts.Timeout, retries: opts.Retries})
 	go d.receive(ctx)
 	return d
 }
@@ -204,14 +250,15 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	if d.isClosed() {
 		return Packet{}, d.endErr()
 	}
+	lim := d.lim.Load()
 	select {
-	case d.sem <- struct{}{}:
+	case lim.sem <- struct{}{}:
 	case <-ctx.Done():
 		return Packet{}, ctx.Err()
 	case <-d.done:
 		return Packet{}, d.endErr()
 	}
-	defer func() { <-d.sem }()
+	defer func() { <-lim.sem }()
 
 	switch req.MAD[3] {
 	case 0x01: // Get
@@ -225,6 +272,8 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	c := d.pool.Get().(*call)
 	c.class = req.MAD[1]
 	c.attr = binary.BigEndian.Uint16(req.MAD[16:])
+	c.timeout, c.retries = lim.timeout, lim.retries
+	d.onMAD(MADRequest, c)
 	c.remember(req.MAD)
 	resp, err := d.attempts(ctx, c, req)
 	d.release(c)
@@ -258,9 +307,10 @@ func (d *Dispatcher) newAttempt(c *call, req Packet) (uint32, bool) {
 func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet, error) {
 	var lastErr, sendErr error
 	unsent := 0
-	for attempt := 0; attempt <= d.opts.Retries; attempt++ {
+	for attempt := 0; attempt <= c.retries; attempt++ {
 		if attempt > 0 {
 			d.retries.Add(1)
+			d.onMAD(MADRetry, c)
 			// A bounce of an earlier attempt must not end this one; an
 			// answer that slipped in wins.
 			for len(c.done) > 0 {
@@ -292,7 +342,7 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 			sendErr = err
 			d.log.Debug("re-send not written; still waiting for the earlier attempts", "tid", key, "error", err)
 		}
-		c.timer.Reset(d.opts.Timeout)
+		c.timer.Reset(c.timeout)
 		select {
 		case r := <-c.done:
 			c.timer.Stop()
@@ -318,9 +368,10 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 	last := c.keys[len(c.keys)-1]
 	if errors.Is(err, ErrUndeliverable) {
 		return Packet{}, fmt.Errorf("%w: TID %#x class %#02x attribute %#04x, returned by the fabric on all %d attempts; check the route and the port states along it",
-			err, last, c.class, c.attr, d.opts.Retries+1)
+			err, last, c.class, c.attr, c.retries+1)
 	}
 	d.timeouts.Add(1)
+	d.onMAD(MADTimeout, c)
 	tids := fmt.Sprintf("TID %#x", last)
 	if len(c.keys) > 1 {
 		tids = fmt.Sprintf("TIDs %#x to %#x", c.keys[0], last)
@@ -330,7 +381,7 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 		unwritten = fmt.Sprintf(" (%d re-sends could not be written: %v)", unsent, sendErr)
 	}
 	return Packet{}, fmt.Errorf("%w: %s class %#02x attribute %#04x, no answer after %d attempts of %v%s; check that the destination is reachable",
-		ErrTimeout, tids, c.class, c.attr, d.opts.Retries+1, d.opts.Timeout, unwritten)
+		ErrTimeout, tids, c.class, c.attr, c.retries+1, c.timeout, unwritten)
 }
 
 // unregister removes every attempt of c from pending. Caller holds d.mu.

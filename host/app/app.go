@@ -51,12 +51,15 @@ type App struct {
 	stateDir *statedir.Dir // locked for our lifetime
 	// candPlugins runs the candidate {} pipeline's plugins (rollout.go).
 	candPlugins *pluginhost.Manager
+	disp     *transport.Dispatcher
+	// Hooks hear MADs and plugin calls (metrics); see runtime.go.
+	Hooks *Hooks
 }
 
 // New builds everything the config names. On error nothing is left
 // running.
 func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err error) {
-	return newApp(ctx, cfg, log, nil)
+	return newApp(ctx, cfg, log, nil, nil)
 }
 
 // NewOnFabric is New with transport = "sim" on an embedded fabric that
@@ -67,14 +70,14 @@ func NewOnFabric(ctx context.Context, cfg *conf.Config, log hclog.Logger, f *sim
 	if cfg.Fabric.Transport != conf.TransportSim || f == nil {
 		return nil, fmt.Errorf("NewOnFabric needs transport = \"sim\" and a fabric")
 	}
-	return newApp(ctx, cfg, log, f)
+	return newApp(ctx, cfg, log, f, nil)
 }
 
-func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fabric) (_ *App, err error) {
+func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fabric, hooks *Hooks) (_ *App, err error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	a := &App{Config: cfg, Log: log, Sim: fab}
+	a := &App{Config: cfg, Log: log, Sim: fab, Hooks: hooks}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -109,15 +112,13 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 	}, log.Named("sm"))
 	// Only umad's kernel agent segments RMPP; ibsim and the embedded fabric
 	// carry single MADs, so their SA answers must fit in one.
+	a.SM.SetPartitions(cfg.Partitions)
 	a.SM.Agent = sa.New(a.SM, a.T, sa.Options{
 		RMPP:     cfg.Fabric.Transport == conf.TransportUMAD,
 		Priority: cfg.SM.Priority,
 		SMKey:    cfg.SM.SMKey,
 	}, log.Named("sa"))
 	if err := a.setCandidate(ctx, cfg); err != nil {
-		return nil, err
-	}
-	if err := a.setMulticast(ctx, cfg); err != nil { // multicast.go
 		return nil, err
 	}
 	return a, nil
@@ -193,7 +194,9 @@ func (a *App) openFabric(ctx context.Context) error {
 		Timeout: cfg.SM.MADTimeout,
 		Retries: cfg.SM.MADRetries,
 		Logger:  a.Log.Named("transport"),
+		OnMAD:   a.Hooks.onMAD(),
 	})
+	a.disp, _ = a.T.(*transport.Dispatcher)
 	return a.openKeys(selfGUID)
 }
 
@@ -348,7 +351,7 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 		if err != nil {
 			return nil, err
 		}
-		r.Engines = append(r.Engines, pipeline.Engine{Identity: id, Impl: impl})
+		r.Engines = append(r.Engines, pipeline.Engine{Identity: id, Impl: a.Hooks.routing(p.Name, impl)})
 	}
 	pl, id, err := a.launch(ctx, cfg.LIDAssigner(), lock)
 	if err != nil {
@@ -359,7 +362,7 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 	if err != nil {
 		return nil, err
 	}
-	r.LID = pipeline.LIDStage{Identity: id, Impl: lid}
+	r.LID = pipeline.LIDStage{Identity: id, Impl: a.Hooks.lids(cfg.LIDAssigner().Name, lid)}
 	pl, id, err = a.launch(ctx, cfg.VLAssigner(), lock)
 	if err != nil {
 		return nil, err
@@ -369,7 +372,7 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 	if err != nil {
 		return nil, err
 	}
-	r.VL = pipeline.VLStage{Identity: id, Impl: vl}
+	r.VL = pipeline.VLStage{Identity: id, Impl: a.Hooks.vls(cfg.VLAssigner().Name, vl)}
 	if err := CheckCompat(cfg, launched); err != nil {
 		return nil, err
 	}
@@ -408,9 +411,7 @@ func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
 		a.Log.Error("reload: the candidate {} block was not applied; the active configuration is", "error", err)
 	}
 	a.SM.SetElection(election(cfg))
-	if err := a.setMulticast(ctx, cfg); err != nil { // multicast.go
-		a.Log.Error("reload: the multicast router was not replaced; the previous one stays", "error", err)
-	}
+	a.SM.SetPartitions(cfg.Partitions) // the next sweep sends the P_Key blocks that differ
 	switch {
 	case a.Keys != nil:
 		a.Keys.SetPolicy(mkeyPolicy(cfg)) // ports are re-keyed by the next Apply and the audit

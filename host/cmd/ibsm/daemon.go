@@ -15,6 +15,7 @@ import (
 
 	"github.com/ibsm/ibsm/conf"
 	"github.com/ibsm/ibsm/host/app"
+	"github.com/ibsm/ibsm/host/control"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/transport/smp"
 )
@@ -223,4 +224,28 @@ func sweeping(a *app.App, cfg *conf.Config) func() bool {
 		}
 		return time.Since(changed) < 3*period
 	}
+}
+
+// startControl opens the control socket in the state directory and
+// registers the daemon's commands; it serves until the returned stop
+// function is called. Other parts of the daemon register their commands
+// on the returned server (srv.Handle("rollout.status", …)) and their
+// status sections with d.AddStatusSection.
+func startControl(d *daemonState, r *reloader, trigger chan<- struct{}) (*control.Server, func(), error) {
+	srv, err := control.Listen(control.SocketPath(d.config().SM.StateDir), control.Options{Log: d.log.Named("control")})
+	if err != nil {
+		return nil, nil, err
+	}
+	srv.Handle("status", d.handleStatus)
+	srv.Handle("sweep", d.handleSweep(trigger))
+	srv.Handle("reload", r.handle)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(); err != nil {
+			d.log.Error("control socket stopped", "error", err)
+		}
+	}()
+	d.log.Info("control socket listening", "path", srv.Path())
+	return srv, func() { srv.Close(); <-done }, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/dump"
+	"github.com/ibsm/ibsm/host/metrics"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
@@ -38,6 +39,12 @@ Commands:
   topo    <kind> [flags]             write a generated test topology (ibsm topo -h)
   plugins lock|verify|list --config FILE [--json]
                                      pin plugin binaries in plugins.lock.hcl, check or list them
+  status  [--config FILE | --socket PATH] [--json]
+                                     ask the running daemon what it is doing (its control socket)
+  sweep   [--config FILE | --socket PATH] [--no-wait]
+                                     have the running daemon run a heavy sweep and print its outcome
+  reload  [--config FILE | --socket PATH]
+                                     have the running daemon re-read its config (as SIGHUP) and say what changed
   rollout status|promote|abort|history --config FILE [--json]
                                      the candidate {} block's shadow plan and staged promotion
   plan    diff --config FILE [--candidate] [--json]
@@ -62,6 +69,12 @@ func main() {
 		err = topogen.Run(os.Args[2:], os.Stdout)
 	case "plugins":
 		err = cmdPlugins(os.Args[2:], os.Stdout)
+	case "status":
+		err = cmdStatus(os.Args[2:], os.Stdout)
+	case "sweep":
+		err = cmdSweep(os.Args[2:], os.Stdout)
+	case "reload":
+		err = cmdReload(os.Args[2:], os.Stdout)
 	case "rollout":
 		err = cmdRollout(os.Args[2:], os.Stdout)
 	case "plan":
@@ -154,9 +167,12 @@ func cmdRun(args []string) error {
 	notify := newNotifier()
 	defer notify.Close()
 	log := c.logger()
+	rl := &reloader{c: &c, notify: notify, flagLvl: log.GetLevel()}
+	log.SetLevel(rl.logLevel(cfg))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	a, err := app.New(ctx, cfg, log)
+	rec := metrics.NewRecorder()
+	a, err := app.NewWithHooks(ctx, cfg, log, rec.Hooks())
 	if err != nil {
 		if ctx.Err() != nil {
 			// SIGTERM while plugins were starting: a requested stop.
@@ -181,23 +197,24 @@ func cmdRun(args []string) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	trigger := make(chan struct{}, 1)
+	d := newDaemonState(a, rec, c.config, log)
+	a.SM.Observer = rec
+	rl.d, rl.trigger = d, trigger
+	_, stopControl, err := startControl(d, rl, trigger)
+	if err != nil {
+		return err
+	}
+	defer stopControl()
 	go func() {
 		for range hup {
-			notify.send("RELOADING=1")
-			err := reload(ctx, &c, a, log)
-			notify.send("READY=1")
-			if err != nil {
+			if _, err := rl.reload(ctx); err != nil {
 				log.Error("reload failed; the running configuration stays in force", "error", err)
-				continue
-			}
-			select {
-			case trigger <- struct{}{}:
-			default:
 			}
 		}
 	}()
 	notify.watchdog(stopDaemon, sweeping(a, cfg))
 	return a.SM.Run(ctx, trigger, func(rep *sm.Report, err error) {
+		rec.Sweep(rep, err)
 		if err != nil {
 			log.Error("heavy sweep failed; the last good plan stays programmed", "error", err)
 			notify.Status("heavy sweep failed: " + err.Error())
@@ -257,18 +274,6 @@ func dumpApplied(dir string, a *app.App) error {
 		}
 	}
 	return nil
-}
-
-// reload re-reads the config and swaps in a new pipeline. Unchanged plugins
-// and settings hash to the same cache keys, so the sweep that follows
-// re-routes only if something that matters changed.
-func reload(ctx context.Context, c *common, a *app.App, log hclog.Logger) error {
-	cfg, err := c.load()
-	if err != nil {
-		return err
-	}
-	log.Info("reloading configuration", "file", c.config)
-	return a.Reload(ctx, cfg)
 }
 
 func printSummary(w io.Writer, r *sm.Report) {

@@ -1,0 +1,179 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/conf"
+	"github.com/ibsm/ibsm/host/sa"
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/transport"
+)
+
+// Hooks let the daemon observe the App without the App knowing who
+// listens (metrics). Every field is optional; calls must not block.
+type Hooks struct {
+	// MAD hears every SMP/GMP request, re-send and timeout.
+	MAD func(ev transport.MADEvent, class uint8, attr uint16)
+	// PluginCall hears every call to a plugin's kind method (Route,
+	// AssignLIDs, AssignVLs), cached stages aside.
+	PluginCall func(plugin, method string, took time.Duration, err error)
+	// SAQuery hears every SA request the agent answered.
+	SAQuery func(attr uint16, method uint8, status uint16)
+}
+
+// NewWithHooks is New with hooks in place from the start.
+func NewWithHooks(ctx context.Context, cfg *conf.Config, log hclog.Logger, h *Hooks) (*App, error) {
+	return newApp(ctx, cfg, log, nil, h)
+}
+
+func (h *Hooks) onMAD() func(transport.MADEvent, uint8, uint16) {
+	if h == nil {
+		return nil
+	}
+	return h.MAD
+}
+
+func (h *Hooks) call(plugin, method string, t0 time.Time, err error) {
+	h.PluginCall(plugin, method, time.Since(t0), err)
+}
+
+type timedRouting struct {
+	sdk.RoutingEngine
+	name string
+	h    *Hooks
+}
+
+func (t timedRouting) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	t0 := time.Now()
+	r, err := t.RoutingEngine.Route(ctx, req)
+	t.h.call(t.name, "Route", t0, err)
+	return r, err
+}
+
+type timedLIDs struct {
+	sdk.LIDAssigner
+	name string
+	h    *Hooks
+}
+
+func (t timedLIDs) AssignLIDs(ctx context.Context, req sdk.LIDRequest) (*plan.LIDPlan, error) {
+	t0 := time.Now()
+	r, err := t.LIDAssigner.AssignLIDs(ctx, req)
+	t.h.call(t.name, "AssignLIDs", t0, err)
+	return r, err
+}
+
+type timedVLs struct {
+	sdk.VLAssigner
+	name string
+	h    *Hooks
+}
+
+func (t timedVLs) AssignVLs(ctx context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
+	t0 := time.Now()
+	r, err := t.VLAssigner.AssignVLs(ctx, req)
+	t.h.call(t.name, "AssignVLs", t0, err)
+	return r, err
+}
+
+func (h *Hooks) routing(name string, e sdk.RoutingEngine) sdk.RoutingEngine {
+	if h == nil || h.PluginCall == nil {
+		return e
+	}
+	return timedRouting{e, name, h}
+}
+
+func (h *Hooks) lids(name string, e sdk.LIDAssigner) sdk.LIDAssigner {
+	if h == nil || h.PluginCall == nil {
+		return e
+	}
+	return timedLIDs{e, name, h}
+}
+
+func (h *Hooks) vls(name string, e sdk.VLAssigner) sdk.VLAssigner {
+	if h == nil || h.PluginCall == nil {
+		return e
+	}
+	return timedVLs{e, name, h}
+}
+
+// Settings is what ApplySettings did.
+type Settings struct {
+	// Applied names the run-time settings that changed and now hold.
+	Applied []string `json:"applied,omitempty"`
+	// Restart names the settings that changed but take effect only at
+	// the next restart.
+	Restart []string `json:"restart,omitempty"`
+}
+
+// ApplySettings puts the run-time settings of cfg in force after a
+// Reload from old (which already swapped the pipeline, the election
+// settings and the keys): the sweep interval, the MAD window, timeout and
+// retries, and the SA agent's SM_Key. It reports what changed and which
+// changes wait for a restart.
+func (a *App) ApplySettings(old, cfg *conf.Config) Settings {
+	var s Settings
+	o, n := old.SM, cfg.SM
+	changed := func(name string, was, is any) bool {
+		if was == is {
+			return false
+		}
+		s.Applied = append(s.Applied, fmt.Sprintf("%s %v → %v", name, was, is))
+		return true
+	}
+	changed("priority", o.Priority, n.Priority)
+	changed("sm_key", o.SMKey != 0, n.SMKey != 0) // says whether one is set, never the key
+	changed("polling_interval", o.PollingInterval, n.PollingInterval)
+	changed("polling_retries", o.PollingRetries, n.PollingRetries)
+	changed("honor_priority", o.HonorPriority, n.HonorPriority)
+	changed("lmc", o.LMC, n.LMC)
+	changed("plugin_timeout", o.PluginTimeout, n.PluginTimeout)
+	if changed("sweep_interval", o.SweepInterval, n.SweepInterval) {
+		a.SM.SetSweepInterval(n.SweepInterval)
+	}
+	w := changed("mad_window", o.MADWindow, n.MADWindow)
+	w = changed("mad_timeout", o.MADTimeout, n.MADTimeout) || w
+	w = changed("mad_retries", o.MADRetries, n.MADRetries) || w
+	if w {
+		if a.disp != nil {
+			a.disp.SetLimits(n.MADWindow, n.MADTimeout, n.MADRetries)
+		} else {
+			s.Restart = append(s.Restart, "mad_window/mad_timeout/mad_retries (this transport cannot change them while it runs)")
+		}
+	}
+	if changed("audit_smps", o.AuditSMPs, n.AuditSMPs) {
+		s.Applied = s.Applied[:len(s.Applied)-1]
+		s.Restart = append(s.Restart, fmt.Sprintf("audit_smps %d → %d", o.AuditSMPs, n.AuditSMPs))
+	}
+	f0, f1 := old.Fabric, cfg.Fabric
+	for _, c := range []struct {
+		name     string
+		was, now any
+	}{
+		{"fabric.transport", f0.Transport, f1.Transport}, {"fabric.topology", f0.Topology, f1.Topology},
+		{"fabric.sm_node", f0.SMNode, f1.SMNode}, {"fabric.sm_port", f0.SMPort, f1.SMPort},
+		{"fabric.socket", f0.Socket, f1.Socket}, {"fabric.attach", f0.Attach, f1.Attach},
+		{"fabric.device", f0.Device, f1.Device}, {"fabric.port", f0.Port, f1.Port},
+	} {
+		if c.was != c.now {
+			s.Restart = append(s.Restart, fmt.Sprintf("%s %v → %v", c.name, c.was, c.now))
+		}
+	}
+	if ag, ok := a.SM.Agent.(*sa.Agent); ok && o.SMKey != n.SMKey {
+		ag.SetSMKey(n.SMKey)
+	}
+	return s
+}
+
+// MADLimits are the window, timeout and retries new MADs get.
+func (a *App) MADLimits() (int, time.Duration, int, bool) {
+	if a.disp == nil {
+		return 0, 0, 0, false
+	}
+	w, t, r := a.disp.Limits()
+	return w, t, r, true
+}
