@@ -253,7 +253,16 @@ func (s *SM) updateMulticast(ctx context.Context, sweep bool) (progressed bool, 
 		touched = allSwitches(topo)
 	}
 	mc.topo = topo
-	pst, perr := mc.prog.Apply(ctx, fab, mc.fwd.Switches, touched)
+	// Break before make: first every switch keeps only the ports both
+	// the old and the new trees use (a part of the old tree: no loop),
+	// then gets the new tree's. No state in between can loop.
+	pst, perr := mc.prog.Apply(ctx, fab, mc.intersect(touched), touched)
+	if perr == nil {
+		var p2 program.MFTStats
+		p2, perr = mc.prog.Apply(ctx, fab, mc.fwd.Switches, touched)
+		pst.BlocksSent += p2.BlocksSent
+		pst.BlocksSkipped = p2.BlocksSkipped
+	}
 	mc.stats.BlocksSent += pst.BlocksSent
 	mc.stats.BlocksKept += pst.BlocksSkipped
 	mc.stats.LastDuration = time.Since(start)
@@ -266,6 +275,30 @@ func (s *SM) updateMulticast(ctx context.Context, sweep bool) (progressed bool, 
 	s.Log.Debug("multicast programmed", "groups", len(req.Groups), "gone", len(gone), "members_not_in_fabric", missing,
 		"blocks_sent", pst.BlocksSent, "took", time.Since(start))
 	return true, nil
+}
+
+// intersect is, for the switches the programmer has written before, the
+// blocks of what they hold AND what they should hold; switches never
+// written are left out (they get the new blocks directly).
+func (mc *multicast) intersect(switches []uint64) map[uint64]mcast.Blocks {
+	out := map[uint64]mcast.Blocks{}
+	for _, g := range switches {
+		held := mc.prog.Known(g)
+		if len(held) == 0 {
+			continue
+		}
+		want := mc.fwd.Switches[g]
+		both := mcast.Blocks{}
+		for k, blk := range held {
+			w := want[k]
+			for i := range blk {
+				blk[i] &= w[i]
+			}
+			both[k] = blk
+		}
+		out[g] = both
+	}
+	return out
 }
 
 // lastMLID is the highest MLID every switch's MFT holds, from their

@@ -3,8 +3,9 @@
 // rooted at a centre of the group (a switch halfway along the group's
 // longest shortest path), with branches that follow shortest paths to the
 // root. Groups spread over the fabric: among the equally central switches
-// (the spines of a fat tree) the root is picked by MLID, and within one
-// request each new branch prefers the links fewer trees use so far.
+// (the spines of a fat tree) the root is picked by MLID, and so is the
+// parent among equally short ones. A group's tree depends on nothing but
+// the group and the fabric.
 package main
 
 import (

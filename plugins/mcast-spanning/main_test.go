@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/ibsm/ibsm/sdk"
@@ -127,4 +128,27 @@ func rebuild(nodes []topology.Node, sm topology.PortRef) (*topology.Topology, er
 		b.SetSM(nodes[sm.Node].GUID, sm.Port)
 	}
 	return b.Build()
+}
+
+// A group's tree is the same whether it is routed alone (after a join) or
+// with every other group (after a topology change).
+func TestTreeIndependentOfBatch(t *testing.T) {
+	topo, err := sdktest.FatTree3(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := sdk.MulticastRequest{Topo: topo, Groups: sdktest.MulticastGroups(topo, 5)}
+	all, err := route(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range req.Groups {
+		one, err := route(context.Background(), sdk.MulticastRequest{Topo: topo, Groups: []sdk.MulticastGroup{g}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(one[0]) != fmt.Sprint(all[i]) {
+			t.Fatalf("group %#x: alone %v, in the batch %v", g.MLID, one[0], all[i])
+		}
+	}
 }

@@ -59,31 +59,17 @@ func (g *graph) bfs(src int32, dist []int32) []int32 {
 	return dist
 }
 
-// linkKey names a cable by its lower end.
-type linkKey struct {
-	node int32
-	port uint8
-}
-
-func keyOf(n int32, l link) linkKey {
-	if n < l.peer.Node || (n == l.peer.Node && l.port < l.peer.Port) {
-		return linkKey{n, l.port}
-	}
-	return linkKey{l.peer.Node, l.peer.Port}
-}
-
 func route(ctx context.Context, req sdk.MulticastRequest) ([]sdk.MulticastTree, error) {
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
 	g := newGraph(req.Topo)
-	load := map[linkKey]int{}
 	trees := make([]sdk.MulticastTree, len(req.Groups))
 	for i := range req.Groups {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		t, err := g.tree(&req.Groups[i], load)
+		t, err := g.tree(&req.Groups[i])
 		if err != nil {
 			return nil, err
 		}
@@ -92,8 +78,10 @@ func route(ctx context.Context, req sdk.MulticastRequest) ([]sdk.MulticastTree, 
 	return trees, nil
 }
 
-// tree builds one group's tree, adding the links it uses to load.
-func (g *graph) tree(grp *sdk.MulticastGroup, load map[linkKey]int) (sdk.MulticastTree, error) {
+// tree builds one group's tree. It depends on the group alone, never on
+// the other groups of the request, so recomputing one group after a join
+// gives the tree a computation of all groups would.
+func (g *graph) tree(grp *sdk.MulticastGroup) (sdk.MulticastTree, error) {
 	out := map[int32][]uint8{}
 	var terms []int32
 	for _, m := range grp.Members {
@@ -125,21 +113,24 @@ func (g *graph) tree(grp *sdk.MulticastGroup, load map[linkKey]int) (sdk.Multica
 			if dist[t] < 0 {
 				return sdk.MulticastTree{}, fmt.Errorf("group %#04x: switch %d cannot reach the group's root %d", grp.MLID, t, root)
 			}
-			// Climb toward the root, joining the tree as soon as possible
-			// and otherwise over the least used link.
+			// Climb toward the root, joining the tree as soon as possible;
+			// among equal parents the MLID picks, so that groups spread
+			// over parallel links and middle switches.
 			for v := t; !in[v]; {
-				best, bestLoad, joins := -1, 0, false
+				var ups []int
+				joins := false
 				for j, l := range g.adj[v] {
 					if dist[l.peer.Node] != dist[v]-1 {
 						continue
 					}
-					j2, ld := in[l.peer.Node], load[keyOf(v, l)]
-					if best < 0 || (j2 && !joins) || (j2 == joins && ld < bestLoad) {
-						best, bestLoad, joins = j, ld, j2
+					switch j2 := in[l.peer.Node]; {
+					case j2 && !joins:
+						ups, joins = []int{j}, true
+					case j2 == joins:
+						ups = append(ups, j)
 					}
 				}
-				l := g.adj[v][best] // dist[v] > 0, so a parent exists
-				load[keyOf(v, l)]++
+				l := g.adj[v][ups[(int(grp.MLID)+int(v))%len(ups)]] // dist[v] > 0: a parent exists
 				out[v] = append(out[v], l.port)
 				out[l.peer.Node] = append(out[l.peer.Node], l.peer.Port)
 				in[v] = true
