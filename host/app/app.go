@@ -51,7 +51,7 @@ type App struct {
 	stateDir *statedir.Dir // locked for our lifetime
 	// candPlugins runs the candidate {} pipeline's plugins (rollout.go).
 	candPlugins *pluginhost.Manager
-	disp     *transport.Dispatcher
+	disp        *transport.Dispatcher
 	// Hooks hear MADs and plugin calls (metrics); see runtime.go.
 	Hooks *Hooks
 }
@@ -113,7 +113,7 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 	// Only umad's kernel agent segments RMPP; ibsim and the embedded fabric
 	// carry single MADs, so their SA answers must fit in one.
 	a.SM.SetPartitions(cfg.Partitions)
-	a.SM.Agent = sa.New(a.SM, a.T, sa.Options{
+	a.SM.Agent = sa.New(a.SM, a.Hooks.saTransport(a.T), sa.Options{
 		RMPP:     cfg.Fabric.Transport == conf.TransportUMAD,
 		Priority: cfg.SM.Priority,
 		SMKey:    cfg.SM.SMKey,

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/smp"
 )
 
 // Hooks let the daemon observe the App without the App knowing who
@@ -176,4 +178,27 @@ func (a *App) MADLimits() (int, time.Duration, int, bool) {
 	}
 	w, t, r := a.disp.Limits()
 	return w, t, r, true
+}
+
+// saTransport is t, telling Hooks.SAQuery of every SA answer the agent
+// sends (one per request answered): its attribute, method and status.
+func (h *Hooks) saTransport(t transport.Transport) transport.Transport {
+	if h == nil || h.SAQuery == nil {
+		return t
+	}
+	return saCounting{t, h.SAQuery}
+}
+
+type saCounting struct {
+	transport.Transport
+	hear func(attr uint16, method uint8, status uint16)
+}
+
+// Send implements transport.Transport. The MAD header (IBA 13.4.2):
+// MgmtClass at byte 1, Method at 3, Status at 4..5, AttributeID at 16..17.
+func (s saCounting) Send(p transport.Packet) error {
+	if m := p.MAD; len(m) >= 24 && m[1] == smp.ClassSA && m[3]&0x80 != 0 {
+		s.hear(binary.BigEndian.Uint16(m[16:]), m[3], binary.BigEndian.Uint16(m[4:]))
+	}
+	return s.Transport.Send(p)
 }

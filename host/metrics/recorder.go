@@ -233,5 +233,15 @@ func (r *Recorder) MAD(ev transport.MADEvent, class uint8, attr uint16) {
 
 // Hooks are the App hooks that feed this Recorder.
 func (r *Recorder) Hooks() *app.Hooks {
-	return &app.Hooks{MAD: r.MAD, PluginCall: r.PluginCall}
+	return &app.Hooks{MAD: r.MAD, PluginCall: r.PluginCall, SAQuery: r.SAQuery}
+}
+
+// SAQuery records one SA answer (app.Hooks.SAQuery).
+func (r *Recorder) SAQuery(attr uint16, method uint8, status uint16) {
+	r.mu.Lock()
+	p := r.prom
+	r.mu.Unlock()
+	if p != nil {
+		p.saQuery(attr, status)
+	}
 }

@@ -205,6 +205,16 @@ func cmdRun(args []string) error {
 		return err
 	}
 	defer stopControl()
+	me := newMetricsEndpoint(d)
+	defer me.Close()
+	if err := me.set(cfg.SM.MetricsListen); err != nil {
+		return err
+	}
+	rl.onConfig = func(c *conf.Config) {
+		if err := me.set(c.SM.MetricsListen); err != nil {
+			log.Error("metrics endpoint not moved", "error", err)
+		}
+	}
 	go func() {
 		for range hup {
 			if _, err := rl.reload(ctx); err != nil {
