@@ -56,6 +56,7 @@ sdk-example:
 # The fast loop: every test but the end-to-end scenarios in integration/.
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/integration')
+	$(MAKE) sdk-test
 
 deps:
 	@./integration/setup.sh
@@ -70,10 +71,13 @@ sdk-isolation:
 	echo "sdk isolation ok"
 
 # Short fuzzing pass over every decoder (go test -fuzz runs one target at a time).
+# The sdk module's decoders are fuzzed from inside it.
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-			echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 15s $$pkg || exit 1; \
+	@for mod in . sdk; do \
+		for pkg in $$(cd $$mod && $(GO) list ./...); do \
+			for f in $$(cd $$mod && $(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+				echo "fuzz $$pkg $$f"; (cd $$mod && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 15s $$pkg) || exit 1; \
+			done; \
 		done; \
 	done
 
