@@ -21,13 +21,6 @@ type decoded struct {
 
 func TestDecode(t *testing.T) {
 	defaults := decoded{Workers: 4, Name: "x", LMC: 1, Plain: 7}
-	strs := func(s ...string) cty.Value {
-		var vs []cty.Value
-		for _, x := range s {
-			vs = append(vs, cty.StringVal(x))
-		}
-		return cty.ListVal(vs)
-	}
 	tests := []struct {
 		name    string
 		v       cty.Value
@@ -38,13 +31,13 @@ func TestDecode(t *testing.T) {
 		{"absent and null attributes keep defaults", obj(map[string]cty.Value{"workers": cty.NullVal(cty.Number)}), defaults, ""},
 		{"every kind", obj(map[string]cty.Value{
 			"workers": cty.NumberIntVal(8), "spread": cty.True, "name": cty.StringVal("e"), "lmc": cty.NumberIntVal(3),
-			"ratio": cty.NumberFloatVal(0.5), "tags": strs("a", "b"), "roots": strs("0x2", "0x1", "0x2"),
+			"ratio": cty.NumberFloatVal(0.5), "tags": strList("a", "b"), "roots": strList("0x2", "0x1", "0x2"),
 		}), decoded{Workers: 8, Spread: true, Name: "e", LMC: 3, Ratio: 0.5, Tags: []string{"a", "b"}, Roots: []uint64{2, 1}, Plain: 7}, ""},
 		{"uint8 overflow names the attribute", obj(map[string]cty.Value{"lmc": cty.NumberIntVal(300)}), defaults, `"lmc" = 300 is out of range for uint8`},
 		{"negative into unsigned", obj(map[string]cty.Value{"lmc": cty.NumberIntVal(-1)}), defaults, `"lmc" = -1 is out of range`},
 		{"wrong type", obj(map[string]cty.Value{"spread": cty.StringVal("yes")}), defaults, `"spread" must be a bool`},
 		{"fraction into int", obj(map[string]cty.Value{"workers": cty.NumberFloatVal(1.5)}), defaults, `"workers" must be a whole number`},
-		{"bad GUID", obj(map[string]cty.Value{"roots": strs("12")}), defaults, `roots: "12" is not a GUID`},
+		{"bad GUID", obj(map[string]cty.Value{"roots": strList("12")}), defaults, `roots: "12" is not a GUID`},
 	}
 	for _, tc := range tests {
 		got := defaults

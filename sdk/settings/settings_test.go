@@ -103,13 +103,6 @@ func TestGUID(t *testing.T) {
 }
 
 func TestGUIDs(t *testing.T) {
-	list := func(s ...string) cty.Value {
-		var vs []cty.Value
-		for _, x := range s {
-			vs = append(vs, cty.StringVal(x))
-		}
-		return cty.ListVal(vs)
-	}
 	tests := []struct {
 		name    string
 		v       cty.Value
@@ -118,8 +111,8 @@ func TestGUIDs(t *testing.T) {
 	}{
 		{"absent", obj(map[string]cty.Value{}), nil, ""},
 		{"null object", cty.NullVal(cty.EmptyObject), nil, ""},
-		{"list, repeats dropped in order", obj(map[string]cty.Value{"l": list("0x2", " 0X1", "0x2")}), []uint64{2, 1}, ""},
-		{"bad list entry names the attribute", obj(map[string]cty.Value{"l": list("0x1", "12")}), nil, `l: "12" is not a GUID`},
+		{"list, repeats dropped in order", obj(map[string]cty.Value{"l": strList("0x2", " 0X1", "0x2")}), []uint64{2, 1}, ""},
+		{"bad list entry names the attribute", obj(map[string]cty.Value{"l": strList("0x1", "12")}), nil, `l: "12" is not a GUID`},
 		{"list not strings", obj(map[string]cty.Value{"l": cty.ListVal([]cty.Value{cty.True})}), nil, "only strings"},
 	}
 	for _, tc := range tests {
@@ -134,4 +127,13 @@ func TestGUIDs(t *testing.T) {
 			t.Errorf("%s: %x, %v; want %x", tc.name, got, err, tc.want)
 		}
 	}
+}
+
+// strList is a list of strings as HCL decodes one.
+func strList(s ...string) cty.Value {
+	var vs []cty.Value
+	for _, x := range s {
+		vs = append(vs, cty.StringVal(x))
+	}
+	return cty.ListVal(vs)
 }
