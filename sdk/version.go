@@ -1,7 +1,7 @@
 package sdk
 
 // SDKVersion is this SDK's semantic version, the version of the Go module
-// github.com/ibsm/ibsm/sdk (its git tag is sdk/v<SDKVersion>). Every plugin
+// github.com/ibsm/ibsm/sdk (a release is tagged sdk/v<SDKVersion>). Every plugin
 // built against it reports it on the wire (GetInfo), so the host can record
 // it in the lock file and list it. Minor versions add API and capabilities
 // and keep older plugins working; a new major plugin protocol
