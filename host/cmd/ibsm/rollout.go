@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ibsm/ibsm/host/app"
+	"github.com/ibsm/ibsm/host/control"
 	"github.com/ibsm/ibsm/host/rollout"
 )
 
@@ -21,8 +24,10 @@ Commands (the daemon must run with a candidate {} block):
   abort   [--wait DUR]      roll every promoted switch back to the active plan
   history [--json]          every rollout event so far
 
-status and history read state_dir/rollout/ (the daemon rewrites it after
-each shadow computation and rollout step). promote and abort leave a
+status asks the daemon over its control socket (state_dir/control.sock)
+when it answers rollout.status, else reads state_dir/rollout/status.json
+(rewritten after each shadow computation and rollout step); history reads
+state_dir/rollout/history.jsonl. promote and abort leave a
 request file there that the daemon takes at its next light sweep
 (sm.sweep_interval); --wait waits until it is taken.
 `
@@ -59,9 +64,11 @@ func cmdRollout(args []string, w io.Writer) error {
 	dir := rollout.Dir(cfg.SM.StateDir)
 	switch args[0] {
 	case "status":
-		st, err := rollout.ReadStatus(dir)
+		st, err := liveStatus(cfg.SM.StateDir)
 		if err != nil {
-			return err
+			if st, err = rollout.ReadStatus(dir); err != nil {
+				return err
+			}
 		}
 		if *asJSON {
 			return printJSON(w, st)
@@ -109,6 +116,18 @@ func cmdRollout(args []string, w io.Writer) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("the daemon did not take the %s request within %s; is it running with this configuration? (the request stays in %s)", req, *wait, path)
+}
+
+// liveStatus asks the running daemon over its control socket (when it
+// registered the rollout commands); an error sends the caller to the file.
+func liveStatus(stateDir string) (*rollout.Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var st rollout.Status
+	if err := control.Call(ctx, control.SocketPath(stateDir), app.CmdRolloutStatus, nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 func printJSON(w io.Writer, v any) error {
