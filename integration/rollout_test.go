@@ -28,9 +28,9 @@ import (
 	"github.com/ibsm/ibsm/host/rollout"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
+	"github.com/ibsm/ibsm/integration/diags"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
-	"github.com/ibsm/ibsm/integration/diags"
 	"github.com/ibsm/ibsm/transport/netfile"
 	"github.com/ibsm/ibsm/transport/sim"
 )
