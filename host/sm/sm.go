@@ -121,6 +121,7 @@ type SM struct {
 	elect *election
 	cand  *candidate // candidate {}: shadow plan and staged rollout (candidate.go)
 
+	parts partitionState // P_Key tables (partitions.go)
 }
 
 // Applied is the plan currently programmed.
@@ -336,10 +337,11 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	rep.Stages = res.Timings
 	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab) && !drift(fab, topo, res) {
 		// Unchanged plan (its key covers the topology hash) that the
-		// fabric holds: nothing to send.
+		// fabric holds: nothing to send but P_Key blocks that differ.
+		err := s.syncPartitions(ctx, fab, topo, res, rep)
 		rep.Total = time.Since(start)
 		s.finishStats(rep, st0)
-		return rep, nil
+		return rep, err
 	}
 	if err := s.checkAlone(ctx, fab, topo, res, clear != nil); err != nil {
 		// Another master started since the last election: what looked
@@ -383,9 +385,10 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	s.mu.Unlock()
 	s.multicastAfterRoute(ctx)
 	s.notifyEndpoints(cur, topo) // InformInfo subscribers: traps 64/65
+	err = s.syncPartitions(ctx, fab, topo, res, rep)
 	rep.Total = time.Since(start)
 	s.finishStats(rep, st0)
-	return rep, nil
+	return rep, err
 }
 
 func (s *SM) finishStats(rep *Report, st0 transport.Stats) {
