@@ -89,6 +89,13 @@ func (s *SM) SetCandidate(c *Candidate) error {
 	switch {
 	case old != nil && old.ro.InProgress():
 		s.cand.ro, s.cand.pair, s.cand.steps = old.ro, old.pair, old.steps // a reload does not forget a rollout
+	case old != nil && old.promoted:
+		// A reload after a promotion keeps the promoted pipeline routing
+		// (the reload's routing block would otherwise re-program the old
+		// engine at once, unstaged) until the configuration makes the
+		// candidate its routing block and drops the candidate block.
+		s.Pipe, s.cand.promoted, s.cand.ro = c.Pipe, true, old.ro
+		s.Log.Warn("rollout: the candidate was promoted; it keeps routing after this reload: make it the routing block")
 	case ro != nil && (ro.InProgress() || ro.Phase == rollout.PhasePromoted) && s.applied == nil:
 		s.cand.recovered = ro
 	}
