@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,14 @@ import (
 // one. A reload that moves one port to the other partition sends that
 // port's block and nothing else.
 func TestPartitionsIBSim(t *testing.T) {
+	// ibsim and the tools are started with Pdeathsig, which fires when the
+	// OS thread that forked them exits; the in-process App's plugin
+	// manager locks a thread for its spawner and lets it exit when a
+	// reload closes the old manager. Pin this goroutine to its thread
+	// until every cleanup (ibsim's stop included) has run, so the thread
+	// that forks ibsim can never be that one.
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	nf, err := netfile.ParseFile(rand8Net)
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +220,19 @@ partition "blue" {
 			t.Errorf("saquery -p %s -> %s: a path with P_Key %#04x; they share no partition", c.from.Name, c.to.Name, got)
 		case c.pkey != 0 && (!ok || got != c.pkey):
 			t.Errorf("saquery -p %s -> %s: P_Key %#04x (path %v), want %#04x", c.from.Name, c.to.Name, got, ok, c.pkey)
+		}
+	}
+
+	// The SA's PKeyTableRecord (saquery PKTR lid/port/block) shows the
+	// table the port holds.
+	for _, n := range []*netfile.Node{red[0], blue[0]} {
+		out, err := r.env.Run(ctx, "saquery", "PKTR", fmt.Sprintf("%d/1/0", lid[port(n)]))
+		if err != nil {
+			t.Fatalf("saquery PKTR %s: %v", n.Name, err)
+		}
+		has := strings.Contains(strings.ToLower(out), "0x8010")
+		if has != (n == red[0]) || !strings.Contains(strings.ToLower(out), "0x7fff") {
+			t.Errorf("saquery PKTR %d/1/0 (%s):\n%s", lid[port(n)], n.Name, out)
 		}
 	}
 
