@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ibsm/ibsm/host/analysis"
 )
@@ -14,6 +15,9 @@ type Checker struct {
 	Pair Pair
 	// Workers bounds the analysis goroutines (0: GOMAXPROCS).
 	Workers int
+	// Deadline, when set, ends the search for a verified order (Build
+	// refuses what it has not ordered by then).
+	Deadline time.Time
 
 	oldRep, newRep *analysis.Report
 	states         map[string]error

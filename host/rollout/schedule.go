@@ -83,7 +83,7 @@ func Build(c *Checker, groups []Group) (*Schedule, error) {
 	return sc, nil
 }
 
-var errBudget = errors.New("no verified order found within the analysis budget")
+var errBudget = errors.New("no verified order found within the analysis budget (analyses or time)")
 
 // enter finds steps that take the switches ws of state cur to their new
 // tables, each transition verified: the whole group at once, else its
@@ -106,7 +106,7 @@ func (c *Checker) enter(cur State, ws []int32) ([][]int32, State, error) {
 const maxSplitDepth = 3
 
 func (c *Checker) split(cur State, ws []int32, depth int) ([][]int32, State, error) {
-	if c.Analyses >= c.budget() {
+	if c.exhausted() {
 		return nil, nil, errBudget
 	}
 	next := cur.With(ws)
@@ -144,7 +144,7 @@ func (c *Checker) greedy(cur State, ws []int32) ([][]int32, State, error) {
 	for len(left) > 0 {
 		var step, rest []int32
 		for i, s := range left {
-			if c.Analyses >= c.budget() {
+			if c.exhausted() {
 				return nil, nil, errBudget
 			}
 			try := append(slices.Clone(step), s)
@@ -163,10 +163,10 @@ func (c *Checker) greedy(cur State, ws []int32) ([][]int32, State, error) {
 	return steps, cur, nil
 }
 
-// budget is the number of analyses a schedule may take: enough for a
-// greedy pass or two over every switch.
-func (c *Checker) budget() int {
-	return MaxAnalyses + 6*len(c.Pair.Old.Rz.LFT)
+// exhausted reports whether the search has used its budget: the analyses
+// (enough for a greedy pass or two over every switch) or the time.
+func (c *Checker) exhausted() bool {
+	return c.Analyses >= MaxAnalyses+6*len(c.Pair.Old.Rz.LFT) || (!c.Deadline.IsZero() && time.Now().After(c.Deadline))
 }
 
 // StateAfter returns the state once steps[:n] are applied.

@@ -318,6 +318,10 @@ func (s *SM) RolloutTick(ctx context.Context) error {
 	return nil
 }
 
+// MaxRolloutPlanning bounds the search for a verified order of the steps
+// (it holds the sweep loop); what is not ordered by then is refused.
+const MaxRolloutPlanning = 30 * time.Second
+
 // startRollout plans the steps of a promotion of the latest candidate
 // plan and enters the first stage.
 func (s *SM) startRollout(ctx context.Context, c *candidate, why string) error {
@@ -352,6 +356,8 @@ func (s *SM) startRollout(ctx context.Context, c *candidate, why string) error {
 	if err != nil {
 		return fail(err)
 	}
+	// The search runs on the sweep loop: bound it.
+	chk.Deadline = time.Now().Add(MaxRolloutPlanning)
 	diff := rollout.Compare(rollout.TablesOf(pair.Old), rollout.TablesOf(pair.New))
 	groups, err := rollout.Groups(sp.topo, diff.Changed(sp.topo), c.Rules.Stages)
 	if err != nil {
