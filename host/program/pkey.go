@@ -276,16 +276,26 @@ func (p *PKeys) enforce(ctx context.Context, ports []*managed, lid func(discover
 		if done || info.PartitionEnforcementInbound && info.PartitionEnforcementOutbound {
 			continue
 		}
-		pi := info
-		noChange(&pi)
-		withKey(keys, m.n, m.ref.Port, &pi)
-		pi.PartitionEnforcementInbound, pi.PartitionEnforcementOutbound = true, true
-		atomic.AddInt64(&st.EnforceSets, 1)
+		n := m.n
 		path, port, ref := m.path, uint32(m.ref.Port), m.ref
 		r.Go(func() error {
-			var got smp.PortInfo
-			if err := p.C.Set(ctx, path, smp.AttrPortInfo, port, &pi, &got); err != nil {
+			// A PortInfo Set writes every field: start from what the port
+			// holds now, not from the discovery that preceded this
+			// sweep's programming (OperationalVLs, VLHighLimit, HOQLife).
+			var pi, got smp.PortInfo
+			if err := p.C.Get(ctx, path, smp.AttrPortInfo, port, &pi); err != nil {
 				return err
+			}
+			if !pi.PartitionEnforcementInbound || !pi.PartitionEnforcementOutbound {
+				noChange(&pi)
+				withKey(keys, n, uint8(port), &pi)
+				pi.PartitionEnforcementInbound, pi.PartitionEnforcementOutbound = true, true
+				atomic.AddInt64(&st.EnforceSets, 1)
+				if err := p.C.Set(ctx, path, smp.AttrPortInfo, port, &pi, &got); err != nil {
+					return err
+				}
+			} else {
+				got = pi
 			}
 			if !got.PartitionEnforcementInbound || !got.PartitionEnforcementOutbound {
 				mu.Lock()
