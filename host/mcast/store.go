@@ -66,28 +66,33 @@ type Store struct {
 	mu     sync.Mutex
 	byMGID map[[16]byte]*Group
 	byMLID map[uint16]*Group
-	// last is the highest MLID the switches' MFTs hold.
-	last     uint16
+	// last is the highest MLID to allocate: the lower of ceiling and what
+	// the switches' MFTs hold.
+	last, ceiling uint16
 	dirty    map[uint16]bool
 	onChange func()
 }
 
-// NewStore returns an empty store whose MLIDs run from 0xC000 to last
-// (0: the whole range, 0xFFFE).
-func NewStore(last uint16) *Store {
-	s := &Store{byMGID: map[[16]byte]*Group{}, byMLID: map[uint16]*Group{}, dirty: map[uint16]bool{}}
-	s.SetLastMLID(last)
+// NewStore returns an empty store whose MLIDs run from 0xC000 to at most
+// ceiling (0: the whole range, 0xFFFE).
+func NewStore(ceiling uint16) *Store {
+	if ceiling == 0 || ceiling > smp.MaxMulticastLID {
+		ceiling = smp.MaxMulticastLID
+	}
+	s := &Store{byMGID: map[[16]byte]*Group{}, byMLID: map[uint16]*Group{}, dirty: map[uint16]bool{}, ceiling: ceiling}
+	s.SetLastMLID(0)
 	return s
 }
 
-// SetLastMLID bounds new MLIDs (groups holding higher ones keep them).
+// SetLastMLID bounds new MLIDs to what the switches hold (0: no bound but
+// the ceiling); groups holding higher ones keep them.
 func (s *Store) SetLastMLID(last uint16) {
-	if last == 0 || last > smp.MaxMulticastLID {
-		last = smp.MaxMulticastLID
-	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if last == 0 || last > s.ceiling {
+		last = s.ceiling
+	}
 	s.last = last
-	s.mu.Unlock()
 }
 
 // OnChange sets the function called after each change.

@@ -196,3 +196,47 @@ func TestMCMemberRecordJoinLeave(t *testing.T) {
 		t.Fatalf("deleted group still delivers: %v %v", got, err)
 	}
 }
+
+// 10,000 groups created through the SA all get MLIDs, trees and MFT
+// entries; one more, past the MLIDs the store may hand out, is refused
+// with ERR_NO_RESOURCES (0x0100) and changes nothing.
+func TestMCMemberRecordManyGroups(t *testing.T) {
+	const n = 10000
+	s := startSubnet(t, 0)
+	store := mcast.NewStore(smp.MulticastLIDBase + n - 1)
+	s.sm.EnableMulticast(bfsMcast{base{"bfs"}}, store)
+	cs := mcClients(t, s, 2)
+	create := func(i int) uint16 {
+		r := smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 0xa0, 0x1b, 0xff, 0xff, 12: byte(i >> 24), 13: byte(i >> 16), 14: byte(i >> 8), 15: byte(i)},
+			PortGID: cs[i%2].gid(), QKey: 1, PKey: 0xFFFF, JoinState: smp.JoinFullMember}
+		resp, _ := cs[i%2].do(t, s, smp.MethodSet, createComps, &r)
+		return resp.Status
+	}
+	for i := range n {
+		if st := create(i); st != 0 {
+			t.Fatalf("group %d: status %#x", i, st)
+		}
+	}
+	if st := create(n); st != smp.SAStatusNoResources {
+		t.Fatalf("group past the last MLID: status %#x, want ERR_NO_RESOURCES", st)
+	}
+	s.sm.MulticastWait()
+	if store.Len() != n {
+		t.Fatalf("%d groups, want %d", store.Len(), n)
+	}
+	for _, mlid := range []uint16{smp.MulticastLIDBase, smp.MulticastLIDBase + n/2, smp.MulticastLIDBase + n - 1} {
+		g, _ := store.ByMLID(mlid)
+		var owner mcClient
+		for _, c := range cs {
+			if _, ok := g.Members[c.guid]; ok {
+				owner = c
+			}
+		}
+		if err := s.fab.CheckMulticastGroup(mlid, []sim.Delivery{owner.at}, []sim.Delivery{owner.at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.sm.MulticastStats(); st.LastError != "" || st.Rejected != 0 {
+		t.Fatalf("multicast stats %+v", st)
+	}
+}
