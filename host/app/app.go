@@ -121,7 +121,7 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 	if err := a.setCandidate(ctx, cfg); err != nil {
 		return nil, err
 	}
-	if err := a.setMulticast(ctx, cfg); err != nil { // multicast.go
+	if err := a.setMulticast(ctx, cfg); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -415,7 +415,7 @@ func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
 	}
 	a.SM.SetElection(election(cfg))
 	a.SM.SetPartitions(cfg.Partitions) // the next sweep sends the P_Key blocks that differ
-	if err := a.setMulticast(ctx, cfg); err != nil { // multicast.go
+	if err := a.setMulticast(ctx, cfg); err != nil {
 		a.Log.Error("reload: the multicast router was not replaced; the previous one stays", "error", err)
 	}
 	switch {

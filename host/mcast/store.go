@@ -69,8 +69,8 @@ type Store struct {
 	// last is the highest MLID to allocate: the lower of ceiling and what
 	// the switches' MFTs hold.
 	last, ceiling uint16
-	dirty    map[uint16]bool
-	onChange func()
+	dirty         map[uint16]bool
+	onChange      func()
 }
 
 // NewStore returns an empty store whose MLIDs run from 0xC000 to at most
