@@ -49,6 +49,8 @@ Commands:
                                      the candidate {} block's shadow plan and staged promotion
   plan    diff --config FILE [--candidate] [--json]
                                      what the configured (or candidate) plan would change on the fabric
+  report  --config FILE [--out report.html]
+                                     compute the plan and draw it as one self-contained HTML page
   version                            print the version, commit and plugin SDK version (also --version)
 `
 
@@ -75,6 +77,8 @@ func main() {
 		err = cmdSweep(os.Args[2:], os.Stdout)
 	case "reload":
 		err = cmdReload(os.Args[2:], os.Stdout)
+	case "report":
+		err = cmdReport(os.Args[2:], os.Stdout)
 	case "rollout":
 		err = cmdRollout(os.Args[2:], os.Stdout)
 	case "plan":
