@@ -61,7 +61,15 @@ func (c mcClient) gid() [16]byte {
 
 func (c mcClient) do(t *testing.T, s *subnet, method uint8, cm uint64, r *smp.MCMemberRecord) (*smp.SAMAD, smp.MCMemberRecord) {
 	t.Helper()
-	req := smp.NewSAMAD(method, smp.SAAttrMCMemberRecord)
+	resp := c.doAttr(t, s, method, smp.SAAttrMCMemberRecord, cm, r)
+	var out smp.MCMemberRecord
+	_ = out.Unmarshal(resp.Data[:])
+	return resp, out
+}
+
+func (c mcClient) doAttr(t *testing.T, s *subnet, method uint8, attr uint16, cm uint64, r smp.Attribute) *smp.SAMAD {
+	t.Helper()
+	req := smp.NewSAMAD(method, attr)
 	req.ComponentMask = cm
 	if err := r.MarshalTo(req.Data[:]); err != nil {
 		t.Fatal(err)
@@ -74,15 +82,13 @@ func (c mcClient) do(t *testing.T, s *subnet, method uint8, cm uint64, r *smp.MC
 	defer cancel()
 	p, err := c.t.Do(ctx, transport.Packet{DLID: s.smLID(t), QP: 1, MAD: b})
 	if err != nil {
-		t.Fatalf("MCMemberRecord method %#x: %v", method, err)
+		t.Fatalf("SA attribute %#04x method %#x: %v", attr, method, err)
 	}
 	var resp smp.SAMAD
 	if err := resp.Decode(p.MAD); err != nil {
 		t.Fatal(err)
 	}
-	var out smp.MCMemberRecord
-	_ = out.Unmarshal(resp.Data[:])
-	return &resp, out
+	return &resp
 }
 
 // ipoibBroadcast is the IPv4 broadcast MGID of P_Key 0xFFFF, link scope.
@@ -116,6 +122,16 @@ func TestMCMemberRecordJoinLeave(t *testing.T) {
 	members := []sim.Delivery{cs[0].at, cs[1].at, cs[2].at}
 	if err := s.fab.CheckMulticastGroup(smp.MulticastLIDBase, members, members); err != nil {
 		t.Fatal(err)
+	}
+
+	// MFTRecord: the SA reports the blocks the switches were given.
+	mr := smp.MFTRecord{}
+	mresp := cs[0].doAttr(t, s, smp.MethodGetTable, smp.SAAttrMFTRecord, 0, &mr)
+	if mresp.Status != 0 || records(mresp) == 0 {
+		t.Fatalf("MFTRecord GetTable: status %#x, %d records", mresp.Status, records(mresp))
+	}
+	if err := mr.Unmarshal(mresp.Data[:]); err != nil || mr.BlockNum != 0 || mr.Position != 0 || mr.Block[0] == 0 {
+		t.Fatalf("first MFTRecord %+v %v", mr, err)
 	}
 
 	// Refusals, each with the spec's status; none changes the group.

@@ -22,6 +22,7 @@ type Multicaster interface {
 var mcKinds = map[uint16]queryKind{
 	smp.SAAttrMCMemberRecord: {name: "MCMemberRecord", stride: stride(smp.MCMemberRecordLen), table: true,
 		run: runMCMemberRecord, set: setMCMemberRecord, del: deleteMCMemberRecord},
+	smp.SAAttrMFTRecord: {name: "MulticastForwardingTableRecord", stride: stride(smp.MFTRecordLen), table: true, run: runMFTRecord},
 }
 
 var mcMemberFields = []field{

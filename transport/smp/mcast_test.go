@@ -99,3 +99,27 @@ func FuzzMCMemberRecord(f *testing.F) {
 		roundTrip(t, b, new(MCMemberRecord), new(MCMemberRecord), MCMemberRecordLen, false)
 	})
 }
+
+func TestMFTRecordBytes(t *testing.T) {
+	r := MFTRecord{LID: 0x0102, Position: 2, BlockNum: 0x1FF}
+	r.Block[0], r.Block[31] = 0x8001, 0x0004
+	b := make([]byte, MFTRecordLen)
+	if err := r.MarshalTo(b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b[:8], []byte{0x01, 0x02, 0x21, 0xFF, 0, 0, 0, 0}) || b[8] != 0x80 || b[9] != 0x01 || b[71] != 0x04 {
+		t.Fatalf("wire bytes %x", b)
+	}
+	var back MFTRecord
+	if err := back.Unmarshal(b); err != nil || back != r {
+		t.Fatalf("round trip %v %+v", err, back)
+	}
+	if err := (&MFTRecord{Position: 16}).MarshalTo(b); err == nil {
+		t.Fatal("position 16 marshalled")
+	}
+}
+
+func FuzzMFTRecord(f *testing.F) {
+	attrSeed(f, &MFTRecord{LID: 1, Position: 1, BlockNum: 3}, MFTRecordLen)
+	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, new(MFTRecord), new(MFTRecord), MFTRecordLen, false) })
+}
