@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +15,10 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/integration/diags"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/ibsim"
 	"github.com/ibsm/ibsm/transport/netfile"
+	"github.com/ibsm/ibsm/transport/smp"
 )
 
 // OpenSM's SA conformance client, osmtest, against ibsm and against
@@ -231,15 +235,7 @@ func compareOsmtest(t *testing.T, net string, flows, asserted []byte, within tim
 }
 
 func TestOsmtest(t *testing.T) {
-	dir := t.TempDir()
-	random := filepath.Join(dir, "random.net")
-	out, err := exec.Command(filepath.Join(binDir, "ibsm"), "topo", "random", "--switches", "8", "--degree", "3", "--cas", "16", "--seed", "5").Output()
-	if err != nil {
-		t.Fatalf("ibsm topo random: %v", err)
-	}
-	if err := os.WriteFile(random, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	random := randomNet(t, 8, 3, 16)
 	flows, asserted := []byte("cvasem"), []byte("cvase")
 	within := 15 * time.Second
 	t.Run("random", func(t *testing.T) { compareOsmtest(t, random, flows, asserted, within) })
@@ -252,19 +248,199 @@ func TestOsmtest(t *testing.T) {
 // TestOsmtestNoSM is the negative control: with no SM on the fabric,
 // osmtest's first flow fails (the harness reads failures as failures).
 func TestOsmtestNoSM(t *testing.T) {
-	dir := t.TempDir()
-	net := filepath.Join(dir, "random.net")
-	out, err := exec.Command(filepath.Join(binDir, "ibsm"), "topo", "random", "--switches", "4", "--degree", "2", "--cas", "4", "--seed", "5").Output()
-	if err != nil {
-		t.Fatalf("ibsm topo random: %v", err)
-	}
-	if err := os.WriteFile(net, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	net := randomNet(t, 4, 2, 4)
 	r, _ := osmtestRig(t, net)
 	res := runOsmtest(context.Background(), t, r, 'c', filepath.Join(r.dir, "osmtest.dat"), 10*time.Second)
 	if res.pass {
 		t.Fatalf("osmtest -f c passed with no SM on the fabric: %s", res)
 	}
 	t.Logf("no SM: %s", res)
+}
+
+// TestSAEventForwarding stands in for osmtest's flow e, which the Debian
+// build does not run: a Go client on ibsim subscribes with InformInfo to
+// traps 64 and 65, a CA's link goes down and comes back, and ibsm must
+// report trap 65 then 64 with that port's GID as SubnAdmReport(Notice) to
+// the client's QP, sending a report again when the first copy goes
+// unacknowledged. InformInfoRecord must list the subscriptions, and an
+// unsubscribe must end them.
+func TestSAEventForwarding(t *testing.T) {
+	net := randomNet(t, 4, 2, 6)
+	r, smNode := osmtestRig(t, net)
+	cfg := ibsimConfig(t, r.dir, "ibsm.hcl", "ibsim", r, smNode.Name, filepath.Join(r.dir, "state"), 3)
+	sm := startIBSM(t, cfg)
+	sm.waitUp(t, 1, 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	client, victim := nthCA(t, r.net, 1), nthCA(t, r.net, 2)
+	// Only a client that CONNECTs with issm=1 gets unsolicited QP1
+	// requests (a Report) from ibsim.
+	c, err := ibsim.Dial(ctx, ibsim.Options{SockName: r.env.Sockname, Attach: client.Name, IsSM: true, RecvBuffer: 1024})
+	if err != nil {
+		t.Fatalf("attaching to %s: %v", client.Name, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pi, err := c.PortInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	myLID, smLID := pi.LID, pi.MasterSMLID
+	if myLID == 0 || smLID == 0 {
+		t.Fatalf("client port: LID %d, SM LID %d", myLID, smLID)
+	}
+	const qp = 1
+	var tid uint64
+	// ask sends an SA request and returns its answer (reports that arrive
+	// meanwhile are kept for later).
+	var pending []transport.Packet
+	ask := func(m *smp.SAMAD) *smp.SAMAD {
+		t.Helper()
+		tid++
+		m.TID = tid
+		b := make([]byte, smp.MADLen)
+		if err := m.EncodeTo(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Send(transport.Packet{DLID: smLID, SLID: myLID, QP: qp, MAD: b}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			p, err := c.Recv(ctx)
+			if err != nil {
+				t.Fatalf("no answer to %#04x: %v", m.AttrID, err)
+			}
+			var a smp.SAMAD
+			if a.Decode(p.MAD) != nil {
+				continue
+			}
+			if a.Method == smp.MethodReport {
+				pending = append(pending, p)
+				continue
+			}
+			if a.TID&(1<<48-1) == tid { // ibsim keeps its client id in the top bits
+				return &a
+			}
+		}
+	}
+	inform := func(trap uint16, subscribe bool) uint16 {
+		m := smp.NewSAMAD(smp.MethodSet, smp.SAAttrInformInfo)
+		ii := smp.InformInfo{LIDRangeBegin: 0xFFFF, IsGeneric: true, Subscribe: subscribe, Type: 0xFFFF,
+			TrapNumber: trap, QPN: qp, ProducerType: 0xFFFFFF}
+		if err := ii.MarshalTo(m.Data[:]); err != nil {
+			t.Fatal(err)
+		}
+		return ask(m).Status
+	}
+	for _, trap := range []uint16{64, 65} {
+		if st := inform(trap, true); st != 0 {
+			t.Fatalf("subscribe to trap %d: status %#04x", trap, st)
+		}
+	}
+	if a := ask(smp.NewSAMAD(smp.MethodGetTable, smp.SAAttrInformInfoRecord)); a.Status != 0 || smp.RMPPMessageLen(mustEncode(t, a)) != smp.SADataOffset+2*64 {
+		t.Fatalf("InformInfoRecord GetTable: status %#04x, %d bytes; want 2 records", a.Status, smp.RMPPMessageLen(mustEncode(t, a)))
+	}
+
+	// awaitReport returns the next report of trap; the first copy of each
+	// report is left unanswered when skipFirst, so ibsm must send it again.
+	victimGID := func() (g [16]byte) {
+		binary.BigEndian.PutUint64(g[:8], 0xFE80_0000_0000_0000)
+		binary.BigEndian.PutUint64(g[8:], victim.Ports[1].GUID)
+		return g
+	}()
+	awaitReport := func(trap uint16, skipFirst bool) {
+		t.Helper()
+		copies := 0
+		for {
+			var p transport.Packet
+			if len(pending) > 0 {
+				p, pending = pending[0], pending[1:]
+			} else if p, err = c.Recv(ctx); err != nil {
+				t.Fatalf("no report of trap %d (%d copies seen): %v\n%s", trap, copies, err, tail(sm.log.String(), 3000))
+			}
+			var a smp.SAMAD
+			var n smp.Notice
+			if a.Decode(p.MAD) != nil || a.Method != smp.MethodReport || a.AttrID != smp.SAAttrNotice || n.Unmarshal(a.Data[:smp.NoticeLen]) != nil {
+				continue
+			}
+			var g [16]byte
+			copy(g[:], n.DataDetails[6:22])
+			if n.TrapNumber != trap || g != victimGID {
+				t.Logf("report of trap %d about %x (not the one awaited) acknowledged", n.TrapNumber, g)
+			} else if copies++; skipFirst && copies == 1 {
+				continue
+			}
+			resp := a
+			resp.Method = smp.MethodReportResp
+			b := make([]byte, smp.MADLen)
+			if err := resp.EncodeTo(b); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Send(transport.Packet{DLID: p.SLID, SLID: myLID, QP: p.QP, MAD: b}); err != nil {
+				t.Fatal(err)
+			}
+			if n.TrapNumber == trap && g == victimGID {
+				t.Logf("trap %d about the victim: %d copies, the last acknowledged; issuer LID %d", trap, copies, n.IssuerLID)
+				return
+			}
+		}
+	}
+	sw, port := victim.Ports[1].Peer, victim.Ports[1].PeerPort
+	if err := r.sim.Unlink(sw.Name, port); err != nil {
+		t.Fatal(err)
+	}
+	awaitReport(65, true)
+	if err := r.sim.ReLink(sw.Name, port); err != nil {
+		t.Fatal(err)
+	}
+	awaitReport(64, false)
+	if strings.Contains(sm.log.String(), "report dropped") {
+		t.Errorf("ibsm dropped a report the client acknowledged:\n%s", tail(sm.log.String(), 2000))
+	}
+	// Unsubscribed, the client hears nothing of the next change.
+	for _, trap := range []uint16{64, 65} {
+		if st := inform(trap, false); st != 0 {
+			t.Fatalf("unsubscribe from trap %d: status %#04x", trap, st)
+		}
+	}
+	if st := inform(65, false); st != smp.SAStatusReqInvalid {
+		t.Fatalf("second unsubscribe: status %#04x, want ERR_REQ_INVALID", st)
+	}
+	if err := r.sim.Unlink(sw.Name, port); err != nil {
+		t.Fatal(err)
+	}
+	quiet, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	for {
+		p, err := c.Recv(quiet)
+		if err != nil {
+			break
+		}
+		if smp.PeekClass(p.MAD) == smp.ClassSA && smp.PeekMethod(p.MAD) == smp.MethodReport {
+			t.Fatalf("a report arrived after the client unsubscribed")
+		}
+	}
+}
+
+func mustEncode(t *testing.T, m *smp.SAMAD) []byte {
+	b := make([]byte, smp.MADLen)
+	if err := m.EncodeTo(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// randomNet writes `ibsm topo random` (seed 5) into a temporary file.
+func randomNet(t *testing.T, switches, degree, cas int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "random.net")
+	out, err := exec.Command(filepath.Join(binDir, "ibsm"), "topo", "random", "--switches", fmt.Sprint(switches),
+		"--degree", fmt.Sprint(degree), "--cas", fmt.Sprint(cas), "--seed", "5").Output()
+	if err != nil {
+		t.Fatalf("ibsm topo random: %v", err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -166,10 +166,7 @@ func runInformInfoRecord(q *query, t *table, limit int) (uint16, string) {
 	defer s.mu.Unlock()
 	var buf [64]byte
 	for _, sub := range s.subs {
-		var gid [16]byte
-		putU64(gid[:8], q.x.prefix)
-		putU64(gid[8:], sub.subscriber)
-		rec := smp.InformInfoRecord{SubscriberGID: gid, Enum: sub.enum, Info: sub.info}
+		rec := smp.InformInfoRecord{SubscriberGID: q.x.portGID(sub.subscriber), Enum: sub.enum, Info: sub.info}
 		if rec.MarshalTo(buf[:]) != nil {
 			continue
 		}
