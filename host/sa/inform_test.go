@@ -2,10 +2,12 @@ package sa
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/smp"
 )
@@ -117,3 +119,71 @@ func TestInformInfo(t *testing.T) {
 }
 
 func x(a *Agent) *index { return a.current() }
+
+func TestSubscriptionWants(t *testing.T) {
+	gidA := [16]byte{0: 0xFE, 0x80, 15: 0xA}
+	gidB := [16]byte{0: 0xFE, 0x80, 15: 0xB}
+	n64 := smp.Notice{IsGeneric: true, Type: smp.NoticeInformational, ProducerType: smp.ProducerClassManager, TrapNumber: 64}
+	all := smp.InformInfo{LIDRangeBegin: lidRangeAll, IsGeneric: true, Type: anyType, TrapNumber: anyTrapNumber, ProducerType: anyProducerType}
+	with := func(f func(*smp.InformInfo)) smp.InformInfo { ii := all; f(&ii); return ii }
+	for _, c := range []struct {
+		name string
+		ii   smp.InformInfo
+		gid  [16]byte
+		lid  uint16
+		want bool
+	}{
+		{"everything", all, gidA, 7, true},
+		{"that trap", with(func(i *smp.InformInfo) { i.TrapNumber = 64 }), gidA, 7, true},
+		{"another trap", with(func(i *smp.InformInfo) { i.TrapNumber = 65 }), gidA, 7, false},
+		{"vendor notices only", with(func(i *smp.InformInfo) { i.IsGeneric = false }), gidA, 7, false},
+		{"another type", with(func(i *smp.InformInfo) { i.Type = smp.NoticeUrgent }), gidA, 7, false},
+		{"another producer", with(func(i *smp.InformInfo) { i.ProducerType = smp.ProducerSwitch }), gidA, 7, false},
+		{"this GID", with(func(i *smp.InformInfo) { i.GID = gidA }), gidA, 7, true},
+		{"another GID", with(func(i *smp.InformInfo) { i.GID = gidB }), gidA, 7, false},
+		{"one LID", with(func(i *smp.InformInfo) { i.LIDRangeBegin = 7 }), gidA, 7, true},
+		{"one other LID", with(func(i *smp.InformInfo) { i.LIDRangeBegin = 8 }), gidA, 7, false},
+		{"LID range", with(func(i *smp.InformInfo) { i.LIDRangeBegin, i.LIDRangeEnd = 5, 9 }), gidA, 9, true},
+		{"below the range", with(func(i *smp.InformInfo) { i.LIDRangeBegin, i.LIDRangeEnd = 5, 9 }), gidA, 4, false},
+	} {
+		sub := subscription{info: c.ii}
+		if got := sub.wants(&n64, c.gid, c.lid); got != c.want {
+			t.Errorf("%s: wants %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestReportDropped: a subscriber that never acknowledges gets
+// reportAttempts copies, then the report is dropped and logged; multicast
+// group notices (66/67) reach their subscribers.
+func TestReportDropped(t *testing.T) {
+	rt := &reportTransport{done: make(chan struct{}), failFirst: 1 << 30}
+	var logs syncBuffer
+	a := New(tinySubnet(t), rt, Options{RMPP: true}, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn}))
+	mc := smp.InformInfo{LIDRangeBegin: lidRangeAll, IsGeneric: true, Subscribe: true, Type: anyType, TrapNumber: TrapMcastCreated, ProducerType: anyProducerType, QPN: 1}
+	if st, _ := askFrom(t, a, &rt.fakeTransport, 4, saReq(smp.MethodSet, smp.SAAttrInformInfo, 0, 0, 0, informBytes(t, mc))); st != 0 {
+		t.Fatalf("subscribe to trap 66: status %#04x", st)
+	}
+	a.ReportMulticastGroup(false, [16]byte{0: 0xFF}) // 67: not subscribed
+	mgid := [16]byte{0: 0xFF, 1: 0x12, 2: 0x40, 3: 0x1B}
+	a.ReportMulticastGroup(true, mgid)
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "report dropped"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no drop logged; log:\n%s", logs.String())
+		}
+	}
+	rt.rmu.Lock()
+	defer rt.rmu.Unlock()
+	if len(rt.reports) != reportAttempts {
+		t.Fatalf("%d copies sent, want %d (trap 67 has no subscriber)", len(rt.reports), reportAttempts)
+	}
+	var m smp.SAMAD
+	var n smp.Notice
+	_ = m.Decode(rt.reports[0].MAD)
+	_ = n.Unmarshal(m.Data[:smp.NoticeLen])
+	var g [16]byte
+	copy(g[:], n.DataDetails[6:22])
+	if n.TrapNumber != TrapMcastCreated || g != mgid {
+		t.Fatalf("report: trap %d about %x, want 66 about %x", n.TrapNumber, g, mgid)
+	}
+}

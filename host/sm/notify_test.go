@@ -1,0 +1,41 @@
+package sm
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// TestEndpointChanges: a CA that appears is "in", one that goes is "out";
+// the switch (port 0, the node GUID) stays.
+func TestEndpointChanges(t *testing.T) {
+	build := func(cas ...uint64) *topology.Topology {
+		b := topology.NewBuilder()
+		up := topology.Port{State: topology.StateActive, VLCap: 1}
+		sw := topology.Node{GUID: 0x100, Type: topology.Switch, Ports: []topology.Port{{GUID: 0x100}, up, up, up}}
+		if err := b.AddNode(sw); err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range cas {
+			ca := topology.Node{GUID: g, Type: topology.CA, Ports: []topology.Port{{}, up}}
+			ca.Ports[1].GUID = g + 1
+			if err := b.AddNode(ca); err != nil {
+				t.Fatal(err)
+			}
+			b.Link(0x100, uint8(i+1), g, 1)
+		}
+		topo, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return topo
+	}
+	in, out := endpointChanges(build(0x200, 0x300), build(0x300, 0x400))
+	if !slices.Equal(in, []uint64{0x401}) || !slices.Equal(out, []uint64{0x201}) {
+		t.Fatalf("in %#x out %#x; want in [0x401] out [0x201]", in, out)
+	}
+	if in, out := endpointChanges(build(0x200), build(0x200)); len(in)+len(out) != 0 {
+		t.Fatalf("unchanged fabric: in %#x out %#x", in, out)
+	}
+}
