@@ -28,7 +28,6 @@ import (
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/mcast"
 	"github.com/ibsm/ibsm/host/sa"
-	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"
@@ -148,26 +147,14 @@ func mcastConfigOn(t *testing.T, dir, net string) string {
 	return path
 }
 
-// runMcastApp runs a's SM until test end and waits for SUBNET UP.
+// runMcastApp runs a's SM until test end (runApp) and waits for SUBNET UP.
 func runMcastApp(t *testing.T, a *app.App) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	up := make(chan error, 1)
-	go func() {
-		defer close(done)
-		a.SM.Run(ctx, nil, func(_ *sm.Report, err error) {
-			select {
-			case up <- err:
-			default:
-			}
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	r := runApp(t, a)
 	select {
-	case err := <-up:
-		if err != nil {
-			t.Fatalf("first sweep: %v", err)
+	case res := <-r.sweeps:
+		if res.err != nil {
+			t.Fatalf("first sweep: %v", res.err)
 		}
 	case <-time.After(10 * time.Minute):
 		t.Fatal("no SUBNET UP within 10 min")

@@ -38,6 +38,18 @@ func (r *bfsRouter) RouteMulticast(_ context.Context, req sdk.MulticastRequest) 
 	return trees, err
 }
 
+// newGroup creates a group in store with guids as full members.
+func newGroup(t *testing.T, store *mcast.Store, guids []uint64) mcast.Group {
+	t.Helper()
+	g, err := store.Create(mcast.Group{QKey: 1, PKey: 0xFFFF})
+	must(t, err)
+	for _, guid := range guids {
+		_, err := store.Join(g.MGID, guid, mcast.Member{State: smp.JoinFullMember})
+		must(t, err)
+	}
+	return g
+}
+
 // caPorts lists the CA ports of topo as probe addresses and port GUIDs.
 func caPorts(topo *topology.Topology) ([]sim.Delivery, []uint64) {
 	var ds []sim.Delivery
@@ -95,12 +107,7 @@ func TestMulticastJoinLeaveProgramsMFTs(t *testing.T) {
 	// A second group changes only its own MLID's entries; the first's
 	// blocks are not resent.
 	before := s.MulticastStats()
-	g2, err := store.Create(mcast.Group{QKey: 1, PKey: 0xFFFF})
-	must(t, err)
-	for _, guid := range guids[:2] {
-		_, err := store.Join(g2.MGID, guid, mcast.Member{State: smp.JoinFullMember})
-		must(t, err)
-	}
+	g2 := newGroup(t, store, guids[:2])
 	s.MulticastWait()
 	must(t, fab.CheckMulticastGroup(g2.MLID, cas[:2], cas[:2]))
 	must(t, fab.CheckMulticastGroup(g.MLID, cas[half:], cas[half:]))
@@ -149,16 +156,11 @@ func TestMulticastLoopingTreeRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	cas, guids := caPorts(s.Applied().Topo)
-	g, err := store.Create(mcast.Group{QKey: 1, PKey: 0xFFFF})
-	must(t, err)
-	for _, guid := range guids[:3] {
-		_, err := store.Join(g.MGID, guid, mcast.Member{State: smp.JoinFullMember})
-		must(t, err)
-	}
+	g := newGroup(t, store, guids[:3])
 	s.MulticastWait()
 	must(t, fab.CheckMulticastGroup(g.MLID, cas[:3], cas[:3]))
 	router.bad = true
-	_, err = store.Join(g.MGID, guids[3], mcast.Member{State: smp.JoinFullMember})
+	_, err := store.Join(g.MGID, guids[3], mcast.Member{State: smp.JoinFullMember})
 	must(t, err)
 	s.MulticastWait()
 	st := s.MulticastStats()
