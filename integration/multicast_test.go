@@ -207,7 +207,7 @@ func TestMulticastIPoIBEmbedded(t *testing.T) {
 			}
 			t.Fatal(err)
 		}
-		ct := transport.New(conn, transport.Options{Timeout: 2 * time.Second, Retries: 2})
+		ct := transport.New(conn, transport.Options{Timeout: 2 * time.Second, Retries: 2, UnsolicitedBuffer: 1})
 		t.Cleanup(func() { ct.Close() })
 		clients[i] = &ipoibClient{t: ct, guid: g, smLID: smLID}
 	}
