@@ -12,6 +12,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -129,6 +130,7 @@ type rolloutRig struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	srv    *control.Server
+	cfg    string // the configuration file (promoting)
 }
 
 func startRollout(t *testing.T, cfgPath string, f *sim.Fabric) *rolloutRig {
@@ -370,40 +372,45 @@ func TestRolloutFatTree(t *testing.T) {
 	}
 }
 
-// A link lost during stage 2 fails its gate: every promoted switch goes
-// back to the active plan (recomputed by the re-route for the fabric
-// without the link) and the fabric reads back equal to it.
-func TestRolloutLinkDownRollsBack(t *testing.T) {
-	k := rolloutRadix()
-	dir := t.TempDir()
-	cfg := writeRolloutConfig(t, dir, k, rolloutActive, rolloutPolicy, rolloutCandidate+threeStages("3s"))
+// promoting starts the rollout rig on the fat tree with stages of the
+// given dwell, waits for the shadow plan and asks for the promotion.
+func promoting(t *testing.T, dwell string) *rolloutRig {
+	t.Helper()
+	cfg := writeRolloutConfig(t, t.TempDir(), rolloutRadix(), rolloutActive, rolloutPolicy, rolloutCandidate+threeStages(dwell))
 	r := startRollout(t, cfg, nil)
 	r.waitStatus("the shadow plan", 5*time.Minute, func(s *rollout.Status) bool { return s.Candidate != nil })
 	if err := rollout.WriteRequest(r.dir, rollout.RequestPromote); err != nil {
 		t.Fatal(err)
 	}
+	r.cfg = cfg
+	return r
+}
+
+// switchUplink returns a switch port cabled to another switch: the
+// first switch's highest such port.
+func switchUplink(topo *topology.Topology) (uint64, uint8) {
+	for _, n := range topo.Switches() {
+		node := &topo.Nodes[n]
+		for p := len(node.Ports) - 1; p >= 1; p-- {
+			if pr := node.Ports[p].Peer; pr.Connected() && topo.Nodes[pr.Node].Type == topology.Switch {
+				return node.GUID, uint8(p)
+			}
+		}
+	}
+	return 0, 0
+}
+
+// A link lost during stage 2 fails its gate: every promoted switch goes
+// back to the active plan (recomputed by the re-route for the fabric
+// without the link) and the fabric reads back equal to it.
+func TestRolloutLinkDownRollsBack(t *testing.T) {
+	r := promoting(t, "3s")
 	st := r.waitStatus("stage 2", 5*time.Minute, func(s *rollout.Status) bool {
 		ro := s.Rollout
 		return ro != nil && ro.InProgress() && ro.Applied > 0 && ro.Steps[ro.Applied-1].Stage == "half"
 	})
-	// A leaf's up link, which both plans use.
-	ap := r.a.SM.Applied()
-	var leaf uint64
-	var port uint8
-	for _, n := range ap.Topo.Switches() {
-		node := &ap.Topo.Nodes[n]
-		if strings.Contains(node.Desc, "L1") || leaf == 0 {
-			for p := len(node.Ports) - 1; p >= 1; p-- {
-				if pr := node.Ports[p].Peer; pr.Connected() && ap.Topo.Nodes[pr.Node].Type == topology.Switch {
-					leaf, port = node.GUID, uint8(p)
-					break
-				}
-			}
-		}
-		if leaf != 0 {
-			break
-		}
-	}
+	// A link both plans use.
+	leaf, port := switchUplink(r.a.SM.Applied().Topo)
 	t.Logf("stage 2 entered (%d of %d steps); taking down switch 0x%016x port %d", st.Rollout.Applied, len(st.Rollout.Steps), leaf, port)
 	if err := r.a.Sim.LinkDown(leaf, port); err != nil {
 		t.Fatal(err)
@@ -432,14 +439,7 @@ func TestRolloutLinkDownRollsBack(t *testing.T) {
 // programs anything else, and the fabric reads back equal to the active
 // plan.
 func TestRolloutRestartMidway(t *testing.T) {
-	k := rolloutRadix()
-	dir := t.TempDir()
-	cfg := writeRolloutConfig(t, dir, k, rolloutActive, rolloutPolicy, rolloutCandidate+threeStages("1h"))
-	r := startRollout(t, cfg, nil)
-	r.waitStatus("the shadow plan", 5*time.Minute, func(s *rollout.Status) bool { return s.Candidate != nil })
-	if err := rollout.WriteRequest(r.dir, rollout.RequestPromote); err != nil {
-		t.Fatal(err)
-	}
+	r := promoting(t, "1h")
 	st := r.waitStatus("stage 1 in dwell", 5*time.Minute, func(s *rollout.Status) bool {
 		return s.Rollout != nil && s.Rollout.InProgress() && s.Rollout.Applied > 0
 	})
@@ -456,7 +456,7 @@ func TestRolloutRestartMidway(t *testing.T) {
 		t.Fatalf("state file after the stop: %+v %v", saved, err)
 	}
 
-	r2 := startRollout(t, cfg, fab)
+	r2 := startRollout(t, r.cfg, fab)
 	st = r2.waitStatus("the restart's rollback", 5*time.Minute, func(s *rollout.Status) bool {
 		return s.Rollout != nil && s.Rollout.Phase == rollout.PhaseRolledBack
 	})
@@ -577,6 +577,39 @@ func TestRolloutIBSim(t *testing.T) {
 	}
 	maxLID := maxLIDOf(d0)
 	before := toolLFTs(t, ctx, r)
+
+	// ibsm plan diff, attached at another CA with a state directory of its
+	// own (the daemon holds its): the configured plan is what the fabric
+	// holds; the candidate's differs by what the status announced.
+	st, err := rollout.ReadStatus(rollout.Dir(stateDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffDir := filepath.Join(r.dir, "plandiff")
+	os.MkdirAll(diffDir, 0o755)
+	other := nthCA(t, r.net, 1).Name
+	diffCfg := rolloutHCL(t, diffDir, fmt.Sprintf("fabric {\n  transport = \"ibsim\"\n  socket = %q\n  attach = %q\n}\n", r.env.Sockname, other), rolloutActive, rolloutPolicy, rolloutCandidate)
+	for _, cand := range []bool{false, true} {
+		args := []string{"plan", "diff", "--config", diffCfg, "--json"}
+		if cand {
+			args = append(args, "--candidate")
+		}
+		out, err := ibsmCmd(t, args...)
+		if err != nil {
+			t.Fatalf("ibsm %v: %v\n%s", args, err, out)
+		}
+		var pd rollout.Diff
+		if err := json.Unmarshal([]byte(out), &pd); err != nil {
+			t.Fatalf("ibsm plan diff --json: %v\n%s", err, out)
+		}
+		want := 0
+		if cand {
+			want = st.Changes.LFTBlocks
+		}
+		if pd.LFTBlocks != want || pd.LIDsChanged != 0 || (cand && pd.SwitchesChanged != st.Changes.SwitchesChanged) {
+			t.Errorf("ibsm plan diff (candidate %v): %d LFT blocks on %d switches, %d LIDs; want %d blocks (status: %d switches), no LID", cand, pd.LFTBlocks, pd.SwitchesChanged, pd.LIDsChanged, want, st.Changes.SwitchesChanged)
+		}
+	}
 	if out, err := ibsmCmd(t, "rollout", "promote", "--config", cfg, "--wait", "30s"); err != nil {
 		t.Fatalf("ibsm rollout promote: %v\n%s", err, out)
 	}
@@ -789,20 +822,7 @@ func TestRolloutShadowBench(t *testing.T) {
 			first = append(first, up.Routing.Time)
 			// Take a leaf up link down at once: its re-route runs while
 			// the shadow computation (if any) does.
-			ap := a.SM.Applied()
-			var leaf uint64
-			var port uint8
-			for _, n := range ap.Topo.Switches() {
-				node := &ap.Topo.Nodes[n]
-				for p := len(node.Ports) - 1; p >= 1 && leaf == 0; p-- {
-					if pr := node.Ports[p].Peer; pr.Connected() && ap.Topo.Nodes[pr.Node].Type == topology.Switch {
-						leaf, port = node.GUID, uint8(p)
-					}
-				}
-				if leaf != 0 {
-					break
-				}
-			}
+			leaf, port := switchUplink(a.SM.Applied().Topo)
 			if err := a.Sim.LinkDown(leaf, port); err != nil {
 				t.Fatal(err)
 			}
