@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
@@ -95,4 +97,42 @@ func TestMoreRecords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzMoreHandle feeds requests for this file's attributes, ServiceRecord,
+// InformInfo(Record) and MultiPathRecord through the agent: any bytes get
+// a well-formed answer or none, never a panic.
+func FuzzMoreHandle(f *testing.F) {
+	mpr := make([]byte, smp.SADataLen)
+	_ = (&smp.MultiPathRecord{SGIDCount: 1, DGIDCount: 1, GIDs: make([][16]byte, 2)}).MarshalTo(mpr)
+	for _, s := range []struct {
+		method uint8
+		attr   uint16
+		cm     uint64
+	}{
+		{smp.MethodGetTable, smp.SAAttrLinkRecord, 0xF}, {smp.MethodGet, smp.SAAttrGUIDInfoRecord, 1},
+		{smp.MethodGetTable, smp.SAAttrSwitchInfoRecord, 0}, {smp.MethodGet, smp.SAAttrLFTRecord, 3},
+		{smp.MethodGetTable, smp.SAAttrSL2VLRecord, 7}, {smp.MethodSet, smp.SAAttrServiceRecord, 0x57},
+		{smp.MethodDelete, smp.SAAttrServiceRecord, 1 << 6}, {smp.MethodSet, smp.SAAttrInformInfo, 0},
+		{smp.MethodGetTable, smp.SAAttrInformInfoRecord, 3}, {smp.MethodGetMulti, smp.SAAttrMultiPathRecord, 3 << 19},
+	} {
+		f.Add(saReq(s.method, s.attr, 0, 0, s.cm, mpr), false)
+	}
+	src := tinySubnet(f)
+	f.Fuzz(func(t *testing.T, mad []byte, trusted bool) {
+		ft := &fakeTransport{}
+		a := New(src, ft, Options{RMPP: true, SMKey: 7}, hclog.NewNullLogger())
+		if trusted && len(mad) >= 44 {
+			binary.BigEndian.PutUint64(mad[36:], 7)
+		}
+		// Twice: the second request meets the state the first one left.
+		for i := 0; i < 2; i++ {
+			a.handle(transport.Packet{DLID: 2, SLID: 4, QP: 1, MAD: mad})
+		}
+		for _, p := range ft.sent {
+			if len(p.MAD) < smp.SADataOffset || p.MAD[3]&smp.MethodResponse == 0 {
+				t.Fatalf("malformed answer %x", p.MAD[:min(24, len(p.MAD))])
+			}
+		}
+	})
 }
