@@ -1,6 +1,9 @@
 package sa
 
 import (
+	"bytes"
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -136,7 +139,7 @@ func runServiceRecord(q *query, t *table, limit int) (uint16, string) {
 	now := s.clock()
 	s.expireLocked(now)
 	var buf [smp.ServiceRecordLen]byte
-	for _, v := range s.byKey {
+	for _, v := range s.sortedLocked() {
 		v.view(now, buf[:])
 		if !matchesService(cm, q.req.Data[:], buf[:]) {
 			continue
@@ -146,6 +149,25 @@ func runServiceRecord(q *query, t *table, limit int) (uint16, string) {
 		}
 	}
 	return 0, ""
+}
+
+// sortedLocked lists the records by key, so that a table cut to one MAD
+// always holds the same ones.
+func (s *services) sortedLocked() []*service {
+	out := make([]*service, 0, len(s.byKey))
+	for _, v := range s.byKey {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b *service) int {
+		if c := cmp.Compare(a.rec.ID, b.rec.ID); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(a.rec.GID[:], b.rec.GID[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rec.PKey, b.rec.PKey)
+	})
+	return out
 }
 
 // setServiceRecord registers or replaces a service.
