@@ -104,3 +104,9 @@ experiments-vls:
 
 clean:
 	rm -rf $(BIN)
+
+# The Debian package (dist/ibsm_<version>_<arch>.deb), built with nfpm as a
+# Go module: see host/cmd/ibsm-deb.
+.PHONY: deb
+deb: build
+	$(GO) run ./host/cmd/ibsm-deb --bin $(BIN) --out dist
