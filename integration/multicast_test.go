@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/host/app"
+	"github.com/ibsm/ibsm/host/dump"
 	"github.com/ibsm/ibsm/host/mcast"
 	"github.com/ibsm/ibsm/host/sa"
 	"github.com/ibsm/ibsm/sdk"
@@ -251,6 +252,23 @@ func TestMulticastIPoIBEmbedded(t *testing.T) {
 
 	if err := a.Sim.CheckMulticastGroup(smp.MulticastLIDBase, at, at); err != nil {
 		t.Fatal(err)
+	}
+	// ibdmchk reads the same MFTs from opensm.mcfdbs.
+	dumpDir := t.TempDir()
+	if err := dump.WriteAll(dumpDir, ap.Result.Realized, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := dump.WriteMCFDBFile(dumpDir, a.SM.MulticastForwarding()); err != nil {
+		t.Fatal(err)
+	}
+	chk := ibdmchk(t, dumpDir)
+	if !strings.Contains(chk, "Multicast Group:0xC000 has:37 switches and:648 HCAs") {
+		t.Fatalf("ibdmchk did not see the broadcast group over 36 leaves and one spine with all 648 CAs:\n%s", tail(chk, 3000))
+	}
+	for _, l := range strings.Split(chk, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "-E-") {
+			t.Fatalf("ibdmchk: %s\n%s", l, tail(chk, 3000))
+		}
 	}
 	// A PathRecord to a peer (the next CA) and to the group.
 	for i, c := range clients {
