@@ -224,9 +224,13 @@ partition "blue" {
 	}
 
 	// The SA's PKeyTableRecord (saquery PKTR lid/port/block) shows the
-	// table the port holds.
+	// table the port holds to a trusted requester (ibsm's default SM_Key,
+	// OpenSM's, is 1), and refuses anyone else, as OpenSM does.
+	if out, err := r.env.Run(ctx, "saquery", "PKTR", fmt.Sprintf("%d/1/0", lid[port(red[0])])); err == nil {
+		t.Errorf("saquery PKTR without the SM_Key was answered:\n%s", out)
+	}
 	for _, n := range []*netfile.Node{red[0], blue[0]} {
-		out, err := r.env.Run(ctx, "saquery", "PKTR", fmt.Sprintf("%d/1/0", lid[port(n)]))
+		out, err := r.env.Run(ctx, "saquery", "--smkey", "1", "PKTR", fmt.Sprintf("%d/1/0", lid[port(n)]))
 		if err != nil {
 			t.Fatalf("saquery PKTR %s: %v", n.Name, err)
 		}

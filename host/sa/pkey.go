@@ -81,7 +81,13 @@ func (q *query) pathPKey(pl *program.PKeyPlan, src, dst int32, wantSet bool, wan
 // 32-entry block of every programmed table, for CA ports and for a
 // switch's port 0 and enforcing external ports (all under the switch's
 // LID), filtered by the component mask (LID by range, BlockNum, PortNum).
+// Only trusted requesters (our SM_Key) may read P_Key tables, as with
+// OpenSM: who may talk to whom is not for every port to learn (osmtest's
+// validation expects the refusal).
 func runPKeyTableRecord(q *query, t *table, limit int) (uint16, string) {
+	if !q.trusted {
+		return smp.SAStatusReqInvalid, "PKeyTableRecord needs the SM_Key (a trusted requester)"
+	}
 	cm := q.req.ComponentMask
 	if st, why := checkMask("PKeyTableRecord", pkeyTableRecordFields, cm); st != 0 {
 		return st, why

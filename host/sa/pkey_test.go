@@ -106,8 +106,8 @@ func TestPKeyTableRecord(t *testing.T) {
 	src := tinyPartitions(t)
 	count := func(t *testing.T, cm uint64, data []byte) (int, []byte) {
 		t.Helper()
-		a, ft := newAgent(t, src, Options{RMPP: true})
-		got := ask(t, a, ft, saReq(smp.MethodGetTable, smp.SAAttrPKeyTableRecord, 0, 0, cm, data))
+		a, ft := newAgent(t, src, Options{RMPP: true, SMKey: 9})
+		got := ask(t, a, ft, saReq(smp.MethodGetTable, smp.SAAttrPKeyTableRecord, 0, 9, cm, data))
 		if st := binary.BigEndian.Uint16(got[4:]); st != 0 {
 			t.Fatalf("status %#04x", st)
 		}
@@ -129,15 +129,20 @@ func TestPKeyTableRecord(t *testing.T) {
 		t.Fatalf("%d records, first %x", n, rec[:16])
 	}
 	// A Get naming one block.
-	a, ft := newAgent(t, src, Options{RMPP: true})
-	got := ask(t, a, ft, saReq(smp.MethodGet, smp.SAAttrPKeyTableRecord, 0, 0, 1|2|4, []byte{0, 2, 0, 1, 1}))
+	a, ft := newAgent(t, src, Options{RMPP: true, SMKey: 9})
+	got := ask(t, a, ft, saReq(smp.MethodGet, smp.SAAttrPKeyTableRecord, 0, 9, 1|2|4, []byte{0, 2, 0, 1, 1}))
 	if st := binary.BigEndian.Uint16(got[4:]); st != 0 || binary.BigEndian.Uint16(got[smp.SADataOffset+2:]) != 1 {
 		t.Fatalf("Get: status %#04x, record %x", st, got[smp.SADataOffset:smp.SADataOffset+16])
 	}
+	// Untrusted (no SM_Key): refused, as OpenSM does.
+	got = ask(t, a, ft, saReq(smp.MethodGetTable, smp.SAAttrPKeyTableRecord, 0, 0, 0, nil))
+	if st := binary.BigEndian.Uint16(got[4:]); st != smp.SAStatusReqInvalid {
+		t.Fatalf("untrusted: status %#04x, want %#04x", st, smp.SAStatusReqInvalid)
+	}
 	// Without a plan: no records, not an error.
 	plain := tinySubnet(t)
-	a, ft = newAgent(t, plain, Options{RMPP: true})
-	got = ask(t, a, ft, saReq(smp.MethodGetTable, smp.SAAttrPKeyTableRecord, 0, 0, 0, nil))
+	a, ft = newAgent(t, plain, Options{RMPP: true, SMKey: 9})
+	got = ask(t, a, ft, saReq(smp.MethodGetTable, smp.SAAttrPKeyTableRecord, 0, 9, 0, nil))
 	if st := binary.BigEndian.Uint16(got[4:]); st != 0 {
 		t.Fatalf("no plan: status %#04x", st)
 	}
@@ -151,8 +156,8 @@ func FuzzPKeyTableRecord(f *testing.F) {
 	f.Add(uint64(1<<5), []byte{0xff})
 	src := tinyPartitions(f)
 	f.Fuzz(func(t *testing.T, cm uint64, data []byte) {
-		a, ft := newAgent(t, src, Options{RMPP: true})
-		got := ask(t, a, ft, saReq(smp.MethodGetTable, smp.SAAttrPKeyTableRecord, 0, 0, cm, data))
+		a, ft := newAgent(t, src, Options{RMPP: true, SMKey: 9})
+		got := ask(t, a, ft, saReq(smp.MethodGetTable, smp.SAAttrPKeyTableRecord, 0, 9, cm, data))
 		if binary.BigEndian.Uint16(got[4:]) != 0 {
 			return
 		}

@@ -564,6 +564,15 @@ func FuzzHandle(f *testing.F) {
 	b, _ := dr.Encode()
 	f.Add(b, true)
 	f.Add([]byte{1, 3, 2}, false)
+	// Every attribute this SA knows, with every method, an empty record
+	// and all component-mask bits: each handler meets hostile input.
+	for id := range queryKinds {
+		for _, m := range []uint8{smp.MethodGet, smp.MethodGetTable, smp.MethodSet, smp.MethodDelete, smp.MethodGetMulti} {
+			f.Add(saReq(m, id, 0, 0, ^uint64(0), nil), false)
+			f.Add(saReq(m, id, 0, 7, 0, nil), true)
+			f.Add(saReq(m, id, 1<<31, 0, 0x5555, []byte{0, 2, 0, 0, 0, 1, 0xff, 0xff}), true)
+		}
+	}
 	src := tinySubnet(f)
 	f.Fuzz(func(t *testing.T, mad []byte, rmpp bool) {
 		ft := &fakeTransport{}

@@ -188,7 +188,7 @@ func (a *Agent) handleSA(p transport.Packet) {
 	set := req.Method == smp.MethodSet && kind.set != nil
 	del := req.Method == smp.MethodDelete && kind.del != nil
 	multi := req.Method == smp.MethodGetMulti && kind.multi != nil
-	if !ok || !(get || (getTable && kind.table) || set || del || multi) {
+	if !ok || !((get && kind.run != nil) || (getTable && kind.table && kind.run != nil) || set || del || multi) {
 		a.saError(p, &req, method, smp.StatusUnsupportedMethodAttr, "attribute/method not supported by this SA")
 		return
 	}
