@@ -532,7 +532,7 @@ func maxLIDOf(d *diags.Discovery) uint16 {
 // rolloutOnIBSim starts ibsim on the radix-8 3-level fat tree (128 CAs,
 // 80 switches) and `ibsm run` with the rollout configuration (stages of
 // the given dwell), and waits for the shadow plan.
-func rolloutOnIBSim(t *testing.T, dwell string) (r *rig, cfg, stateDir string, d *daemon) {
+func rolloutOnIBSim(t *testing.T, dwell string) (r *rig, cfg, stateDir string, d *daemon, fab ibsimFabric) {
 	t.Helper()
 	net := filepath.Join(t.TempDir(), "ft3-8.net")
 	writeFatTree(t, net, 8)
@@ -551,7 +551,20 @@ func rolloutOnIBSim(t *testing.T, dwell string) (r *rig, cfg, stateDir string, d
 		st, err := rollout.ReadStatus(rollout.Dir(stateDir))
 		return err == nil && st.Candidate != nil
 	}, "the shadow status", 2*time.Minute)
-	return r, cfg, stateDir, d
+	fab.d, _, err = r.env.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fab.maxLID = maxLIDOf(fab.d)
+	fab.before = toolLFTs(t, context.Background(), r)
+	return r, cfg, stateDir, d, fab
+}
+
+// ibsimFabric is what the tools saw before the promotion.
+type ibsimFabric struct {
+	d      *diags.Discovery
+	maxLID uint16
+	before map[uint64]*diags.LFT
 }
 
 func waitFile(t *testing.T, ok func() bool, what string, within time.Duration) {
@@ -569,14 +582,9 @@ func waitFile(t *testing.T, ok func() bool, what string, within time.Duration) {
 // the steps applied holding their new tables and every other switch its
 // old one, and ibnetdiscover the same LIDs as before.
 func TestRolloutIBSim(t *testing.T) {
-	r, cfg, stateDir, _ := rolloutOnIBSim(t, "5s")
+	r, cfg, stateDir, _, fab := rolloutOnIBSim(t, "5s")
 	ctx := context.Background()
-	d0, _, err := r.env.Discover(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	maxLID := maxLIDOf(d0)
-	before := toolLFTs(t, ctx, r)
+	d0, maxLID, before := fab.d, fab.maxLID, fab.before
 
 	// ibsm plan diff, attached at another CA with a state directory of its
 	// own (the daemon holds its): the configured plan is what the fabric
@@ -679,14 +687,9 @@ func TestRolloutIBSim(t *testing.T) {
 // were programmed): the restarted ibsm rolls back step by step before
 // anything else, and dump_fts reads back the old plan.
 func TestRolloutIBSimKill9(t *testing.T) {
-	r, cfg, stateDir, d := rolloutOnIBSim(t, "1h")
+	r, cfg, stateDir, d, fab := rolloutOnIBSim(t, "1h")
 	ctx := context.Background()
-	d0, _, err := r.env.Discover(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	maxLID := maxLIDOf(d0)
-	before := toolLFTs(t, ctx, r)
+	maxLID, before := fab.maxLID, fab.before
 	if err := rollout.WriteRequest(rollout.Dir(stateDir), rollout.RequestPromote); err != nil {
 		t.Fatal(err)
 	}
