@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,7 +137,7 @@ func StartIBSimWith(ctx context.Context, o IBSimOptions) (*IBSim, error) {
 			return nil, err
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := StartPinned(cmd, s.waited); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("starting ibsim: %w", err)
 	}
@@ -400,4 +401,23 @@ func (s *IBSim) Attached(ctx context.Context) ([]string, error) {
 		}
 	}
 	return lines, nil
+}
+
+// StartPinned starts cmd from an OS thread that stays alive until done is
+// closed. Pdeathsig fires when the thread that forked the child exits, not
+// the process, and Go retires threads: a goroutine that ends while locked
+// to its thread (the plugin manager's spawner does, on a reload) takes the
+// thread with it, and a child forked there would be killed mid-test.
+func StartPinned(cmd *exec.Cmd, done <-chan struct{}) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			<-done
+		}
+		runtime.UnlockOSThread()
+	}()
+	return <-started
 }
