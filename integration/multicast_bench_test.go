@@ -57,7 +57,7 @@ func TestMulticastScale(t *testing.T) {
 		if err != nil { // the SM's own port
 			return &ipoibClient{t: a.T, guid: guids[i], smLID: smLID}, func() {}
 		}
-		ct := transport.New(conn, transport.Options{Timeout: 2 * time.Second, Retries: 3})
+		ct := transport.New(conn, transport.Options{Timeout: 5 * time.Second, Retries: 3, UnsolicitedBuffer: 1})
 		return &ipoibClient{t: ct, guid: guids[i], smLID: smLID}, func() { ct.Close() }
 	}
 	const groups = 8
