@@ -204,11 +204,12 @@ func cmdRun(args []string) error {
 	d := newDaemonState(a, rec, c.config, log)
 	a.SM.Observer = rec
 	rl.d, rl.trigger = d, trigger
-	_, stopControl, err := startControl(d, rl, trigger)
+	srv, stopControl, err := startControl(d, rl, trigger)
 	if err != nil {
 		return err
 	}
 	defer stopControl()
+	a.RegisterRollout(srv) // rollout.status|promote|abort for `ibsm rollout`
 	me := newMetricsEndpoint(d)
 	defer me.Close()
 	if err := me.set(cfg.SM.MetricsListen); err != nil {
