@@ -233,6 +233,66 @@ func sendTrap(t *testing.T, c transport.Conn, smLID, from uint16, n *smp.Notice,
 	must(t, c.Send(transport.Packet{DLID: smLID, SLID: from, MAD: buf}))
 }
 
+// trapRig is an SM running its sweep loop (Run) on the embedded fat tree
+// with the updn test engine, as the trap tests need it: every sweep's
+// report arrives on reps, the log in sink.
+type trapRig struct {
+	f    *netfile.File
+	fab  *sim.Fabric
+	tr   transport.Transport // the SM's
+	s    *sm.SM
+	sink *logSink
+	reps chan *sm.Report
+	stop func() // ends Run; idempotent, and a test cleanup
+}
+
+// startTrapRig starts Run with opts (Parallel 8 and an hour's sweep
+// interval when unset); logs are JSON when json is set.
+func startTrapRig(t *testing.T, opts sm.Options, json bool, reports int) *trapRig {
+	t.Helper()
+	if opts.Parallel == 0 {
+		opts.Parallel = 8
+	}
+	if opts.SweepInterval == 0 {
+		opts.SweepInterval = time.Hour
+	}
+	r := &trapRig{f: fatTree(t), sink: &logSink{}, reps: make(chan *sm.Report, reports)}
+	r.fab, r.tr = attach(t, r.f)
+	log := hclog.New(&hclog.LoggerOptions{Output: r.sink, Level: hclog.Info, JSONFormat: json})
+	r.s = sm.New(r.tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), opts, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- r.s.Run(ctx, nil, func(rep *sm.Report, err error) {
+			if err != nil {
+				t.Errorf("sweep: %v", err)
+			}
+			r.reps <- rep
+		})
+	}()
+	var once sync.Once
+	r.stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(r.stop)
+	select {
+	case <-r.reps:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no first sweep")
+	}
+	return r
+}
+
+// lidOf is the base LID the plan in force gives a switch.
+func (r *trapRig) lidOf(guid uint64) uint16 {
+	a := r.s.Applied()
+	return a.Result.LIDs.Ports[a.Topo.EndpointIndex(topology.PortRef{Node: a.Topo.NodeByGUID(guid), Port: 0})].Base
+}
+
+// smLID is the SM port's LID in the plan in force.
+func (r *trapRig) smLID() uint16 {
+	a := r.s.Applied()
+	return a.Result.LIDs.Ports[a.Topo.EndpointIndex(a.Topo.SM)].Base
+}
+
 // logSink collects log lines.
 type logSink struct {
 	mu  sync.Mutex
@@ -247,24 +307,8 @@ func (l *logSink) Write(p []byte) (int, error) {
 func (l *logSink) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
 
 func TestRunTraps(t *testing.T) {
-	f := fatTree(t)
-	fab, tr := attach(t, f)
-	sink := &logSink{}
-	log := hclog.New(&hclog.LoggerOptions{Output: sink, Level: hclog.Info, JSONFormat: true})
-	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100),
-		sm.Options{Parallel: 8, SweepInterval: time.Hour, TrapCoalesce: 30 * time.Millisecond, TrapMinInterval: 300 * time.Millisecond}, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	reps := make(chan *sm.Report, 16)
-	done := make(chan error, 1)
-	go func() {
-		done <- s.Run(ctx, nil, func(r *sm.Report, err error) {
-			if err != nil {
-				t.Errorf("sweep: %v", err)
-			}
-			reps <- r
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	r0 := startTrapRig(t, sm.Options{TrapCoalesce: 30 * time.Millisecond, TrapMinInterval: 300 * time.Millisecond}, true, 16)
+	f, fab, tr, s, sink, reps := r0.f, r0.fab, r0.tr, r0.s, r0.sink, r0.reps
 	next := func(what string) *sm.Report {
 		t.Helper()
 		select {
@@ -283,12 +327,7 @@ func TestRunTraps(t *testing.T) {
 		case <-time.After(d):
 		}
 	}
-	next("first heavy sweep")
-	a := s.Applied()
-	smLID := a.Result.LIDs.Ports[a.Topo.EndpointIndex(a.Topo.SM)].Base
-	lidOf := func(guid uint64) uint16 {
-		return a.Result.LIDs.Ports[a.Topo.EndpointIndex(topology.PortRef{Node: a.Topo.NodeByGUID(guid), Port: 0})].Base
-	}
+	smLID, lidOf := r0.smLID(), r0.lidOf
 
 	// A link between two switches goes down: both switches trap, but a
 	// trap whose LID route to the SM crossed that link is lost (as in

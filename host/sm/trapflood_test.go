@@ -1,17 +1,13 @@
 package sm_test
 
 import (
-	"context"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/host/sm"
-	"github.com/ibsm/ibsm/sdk"
-	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
@@ -20,41 +16,11 @@ import (
 // of traps from one source is cut to the per-source rate, counted in a
 // bounded log, while the traps that pass still coalesce into few sweeps.
 func TestHostileTraps(t *testing.T) {
-	f := fatTree(t)
-	fab, tr := attach(t, f)
-	sink := &logSink{}
-	log := hclog.New(&hclog.LoggerOptions{Output: sink, Level: hclog.Info})
-	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100),
-		sm.Options{Parallel: 8, SweepInterval: time.Hour, TrapCoalesce: 30 * time.Millisecond, TrapMinInterval: 300 * time.Millisecond}, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	reps := make(chan *sm.Report, 1024)
-	done := make(chan error, 1)
-	go func() {
-		done <- s.Run(ctx, nil, func(r *sm.Report, err error) {
-			if err != nil {
-				t.Errorf("sweep: %v", err)
-			}
-			reps <- r
-		})
-	}()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	select {
-	case <-reps:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no first sweep")
-	}
-	a := s.Applied()
-	smLID := a.Result.LIDs.Ports[a.Topo.EndpointIndex(a.Topo.SM)].Base
+	r := startTrapRig(t, sm.Options{TrapCoalesce: 30 * time.Millisecond, TrapMinInterval: 300 * time.Millisecond}, false, 1024)
+	f, fab, sink, reps, stop := r.f, r.fab, r.sink, r.reps, r.stop
+	smLID := r.smLID()
 	l := switchLinks(f)[0]
-	swLID := a.Result.LIDs.Ports[a.Topo.EndpointIndex(topology.PortRef{Node: a.Topo.NodeByGUID(l.B.GUID), Port: 0})].Base
+	swLID := r.lidOf(l.B.GUID)
 	sender := trapSender(t, fab, l.B.GUID)
 
 	// Port 200 of a 4-port switch.
