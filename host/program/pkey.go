@@ -386,7 +386,9 @@ func (p *PKeys) learn(ctx context.Context, ports []*managed) (reads int64) {
 	r := fanout.New(p.Parallel)
 	for _, m := range todo {
 		k := &pkeyKnown{table: make([]uint16, m.size)}
+		mu.Lock() // reads of earlier ports are running and may mark them failed
 		got[m.ref], ok[m.ref] = k, true
+		mu.Unlock()
 		for b := 0; b < m.blocks(); b++ {
 			path, mod := m.path, m.mod(b)
 			atomic.AddInt64(&reads, 1)
