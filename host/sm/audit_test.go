@@ -211,7 +211,7 @@ func TestAuditInRun(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- s.Run(ctx, nil, func(r *sm.Report, err error) {
-			if err != nil {
+			if err != nil && ctx.Err() == nil { // a sweep cut short by the test's end is no failure
 				t.Errorf("sweep: %v", err)
 			}
 			reps <- r
