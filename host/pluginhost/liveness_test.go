@@ -287,7 +287,11 @@ func TestManagerCloseStoppedPlugins(t *testing.T) {
 		_, err := busy.Route(context.Background(), sdk.RouteRequest{Topo: topo})
 		routed <- err
 	}()
-	for _, pid := range pids {
+	// "a" stops itself inside the Route (mode stop): waiting for that, not
+	// stopping it from here, is what makes the Route be in flight when
+	// Close comes (under load the call could otherwise arrive later).
+	waitStopped(t, pids[0])
+	for _, pid := range pids[1:] {
 		syscall.Kill(pid, syscall.SIGSTOP)
 		waitStopped(t, pid)
 	}

@@ -86,7 +86,11 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 			os.Exit(7)
 		}
 	case "stop":
+		// A stopped process never answers. The signal lands on the
+		// process asynchronously: without blocking here the answer could
+		// slip out before the stop takes hold.
 		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		select {}
 	case "close_stdio":
 		syscall.Close(1)
 		syscall.Close(2)
