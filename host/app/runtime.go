@@ -39,8 +39,12 @@ func (h *Hooks) onMAD() func(transport.MADEvent, uint8, uint16) {
 	return h.MAD
 }
 
-func (h *Hooks) call(plugin, method string, t0 time.Time, err error) {
+// timed runs one plugin call and reports its latency and outcome.
+func timed[T any](h *Hooks, plugin, method string, call func() (T, error)) (T, error) {
+	t0 := time.Now()
+	r, err := call()
 	h.PluginCall(plugin, method, time.Since(t0), err)
+	return r, err
 }
 
 type timedRouting struct {
@@ -50,10 +54,7 @@ type timedRouting struct {
 }
 
 func (t timedRouting) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
-	t0 := time.Now()
-	r, err := t.RoutingEngine.Route(ctx, req)
-	t.h.call(t.name, "Route", t0, err)
-	return r, err
+	return timed(t.h, t.name, "Route", func() (*plan.Routes, error) { return t.RoutingEngine.Route(ctx, req) })
 }
 
 type timedLIDs struct {
@@ -63,10 +64,7 @@ type timedLIDs struct {
 }
 
 func (t timedLIDs) AssignLIDs(ctx context.Context, req sdk.LIDRequest) (*plan.LIDPlan, error) {
-	t0 := time.Now()
-	r, err := t.LIDAssigner.AssignLIDs(ctx, req)
-	t.h.call(t.name, "AssignLIDs", t0, err)
-	return r, err
+	return timed(t.h, t.name, "AssignLIDs", func() (*plan.LIDPlan, error) { return t.LIDAssigner.AssignLIDs(ctx, req) })
 }
 
 type timedVLs struct {
@@ -76,10 +74,7 @@ type timedVLs struct {
 }
 
 func (t timedVLs) AssignVLs(ctx context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
-	t0 := time.Now()
-	r, err := t.VLAssigner.AssignVLs(ctx, req)
-	t.h.call(t.name, "AssignVLs", t0, err)
-	return r, err
+	return timed(t.h, t.name, "AssignVLs", func() (*plan.VLPlan, error) { return t.VLAssigner.AssignVLs(ctx, req) })
 }
 
 func (h *Hooks) routing(name string, e sdk.RoutingEngine) sdk.RoutingEngine {
