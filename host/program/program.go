@@ -48,7 +48,10 @@ type Stats struct {
 	// state Set is not counted here.
 	OpVLsSets int64
 	StateSets int64
-	Failed    int64
+	// ArmedWithLID counts CA ports whose LID Set (counted in PortInfoSets)
+	// also moved them Init → Armed, saving a state Set each.
+	ArmedWithLID int64
+	Failed       int64
 	// Reregistered counts CA ports asked to re-register (in PortInfo Sets
 	// counted above).
 	Reregistered int64
@@ -192,6 +195,14 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 			st.Reregistered++
 			pi.ClientReregister = true
 		}
+		// A CA port in Init on a live link is armed by this same Set: the
+		// SMA applies LID and PortState together (IBA 14.2.5.6) and Armed
+		// passes no data, so it need not wait for the forwarding tables.
+		// Active still waits for them. One Set per CA port instead of two.
+		if ca && pt.PeerGUID != 0 && cur.PortState == smp.PortStateInit {
+			pi.PortState = smp.PortStateArmed
+			st.ArmedWithLID++
+		}
 		lidSets[portKey{n.Info.NodeGUID, ep.Port}] = &piSet{n.Path, pi}
 	}
 	opVLs := p.operationalVLs(fab, need)
@@ -317,11 +328,15 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 					continue
 				}
 				cur := pt.Info.PortState
+				w, ok := written[portKey{guid, uint8(port)}]
+				if ok && w.PortState > cur {
+					cur = w.PortState // armed by its LID Set
+				}
 				if cur < smp.PortStateInit || cur >= state {
 					continue
 				}
 				pi := pt.Info
-				if w, ok := written[portKey{guid, uint8(port)}]; ok {
+				if ok {
 					pi = w
 				}
 				noChange(&pi)

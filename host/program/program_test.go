@@ -182,14 +182,15 @@ func TestApplyAndReapply(t *testing.T) {
 					}
 				}
 			}
+			caPorts := links - switchLinks(topo)
 			wantSL2VL, wantArb := int64(0), int64(0)
 			if tc.vls {
 				for _, node := range topo.Switches() {
 					np := int64(len(topo.Nodes[node].Ports))
 					wantSL2VL += np * (np - 1)
 				}
-				wantSL2VL += links - switchLinks(topo) // one table per linked CA port
-				wantArb = 2 * links                    // low block 1 and high block 3 (caps are 8)
+				wantSL2VL += caPorts // one table per linked CA port
+				wantArb = 2 * links  // low block 1 and high block 3 (caps are 8)
 			}
 			want := program.Stats{
 				PortInfoSets:   int64(len(topo.Endpoints())),
@@ -198,8 +199,10 @@ func TestApplyAndReapply(t *testing.T) {
 				LFTBlocksTotal: sw * blocks,
 				SL2VLSets:      wantSL2VL,
 				VLArbSets:      wantArb,
-				// OperationalVLs rides on the LID and Armed Sets.
-				StateSets: 2 * links, // Armed, then Active
+				// OperationalVLs rides on the LID and Armed Sets; a CA
+				// port's LID Set also arms it.
+				StateSets:    2*links - caPorts, // Armed, then Active
+				ArmedWithLID: caPorts,
 			}
 			if st != want {
 				t.Fatalf("first Apply stats %+v, want %+v", st, want)
