@@ -33,6 +33,9 @@ type index struct {
 	dlidOv map[[2]int32]uint8
 	slOv   map[slKey]uint8
 
+	// vlarb holds the VLArbitration blocks queries read (vlarb.go).
+	vlarb vlarbCache
+
 	smEP   int32
 	smLID  uint16
 	smGUID uint64
@@ -62,6 +65,7 @@ func buildIndex(ap *sm.Applied, fab *discovery.Fabric) (*index, error) {
 		byGUID: make(map[uint64]int32, len(eps)),
 		smEP:   -1,
 		prefix: DefaultGIDPrefix,
+		vlarb:  vlarbCache{m: map[vlarbKey]vlarbRead{}},
 	}
 	if x.vls == nil {
 		x.vls = &plan.VLPlan{}

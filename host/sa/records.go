@@ -41,7 +41,7 @@ func stride(n int) int { return int(smp.SARecordStride(n)) * 8 }
 // queryKinds is every attribute this SA answers. Each file that
 // implements a group of attributes keeps its own table; they are merged
 // here (an attribute in two tables is a bug caught by the tests).
-var queryKinds = mergeKinds(coreKinds, moreKinds, serviceKinds, informKinds, multiPathKinds, pkeyKinds, mcKinds)
+var queryKinds = mergeKinds(coreKinds, moreKinds, serviceKinds, informKinds, multiPathKinds, pkeyKinds, mcKinds, vlarbKinds)
 
 var coreKinds = map[uint16]queryKind{
 	smp.SAAttrClassPortInfo:  {name: "ClassPortInfo", stride: stride(smp.ClassPortInfoLen), run: runClassPortInfo},

@@ -1,11 +1,14 @@
 // Package sa is the SM's answering side: Subnet Administration queries
 // (class 0x03: PathRecord, MultiPathRecord, NodeRecord, PortInfoRecord,
 // LinkRecord, GUIDInfoRecord, SwitchInfoRecord, LinearForwardingTableRecord,
-// SLtoVLMappingTableRecord, SMInfoRecord, ClassPortInfo) and SMInfo SMPs,
-// all answered from the plan the SM has programmed (sm.Applied) and the
-// discovered fabric, never by querying the fabric per request; and the
-// SA's own state: ServiceRecord registrations (service.go) and InformInfo
-// subscriptions with Report forwarding (inform.go).
+// SLtoVLMappingTableRecord, VLArbitrationTableRecord, P_KeyTableRecord,
+// MCMemberRecord, MulticastForwardingTableRecord, SMInfoRecord,
+// ClassPortInfo) and SMInfo SMPs, answered from the plan the SM has
+// programmed (sm.Applied) and the discovered fabric, never by querying the
+// fabric per request, except VLArbitrationTableRecord (read once per plan,
+// see vlarb.go); and the SA's own state: ServiceRecord registrations
+// (service.go) and InformInfo subscriptions with Report forwarding
+// (inform.go).
 //
 // # Transports with and without RMPP
 //
@@ -24,10 +27,8 @@
 //
 // # What is not implemented
 //
-// No VLArbitrationTableRecord (the plan holds the tables ibsm writes only
-// when it uses more than one VL), no TraceRecord, no QoS classes, no
-// off-subnet (router) paths; MultiPathRecord ignores IndependenceSelector
-// and reads one MAD of GIDs; ServiceRecords and subscriptions live in
+// No TraceRecord, no QoS classes, no off-subnet (router) paths;
+// MultiPathRecord ignores IndependenceSelector and reads one MAD of GIDs; ServiceRecords and subscriptions live in
 // memory only (a restarted SM forgets them: clients re-register). Over
 // ibsim a single record longer than 160 bytes (ServiceRecord: 176) loses
 // its tail in umad2sim, whatever the SA sends (see singleMADData).
