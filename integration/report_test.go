@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -32,8 +33,9 @@ var (
 )
 
 // renderReport loads page in headless Chromium: the page writes script
-// errors into its title and its own render time into the body.
-func renderReport(t *testing.T, browser, page, shot string) (renderMS int) {
+// errors into its title and its own render time into the body. It returns
+// that time and the rendered DOM.
+func renderReport(t *testing.T, browser, page, shot string) (renderMS int, dom []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -56,7 +58,7 @@ func renderReport(t *testing.T, browser, page, shot string) (renderMS int) {
 		renderMS, _ = strconv.Atoi(string(r[1]))
 	}
 	if shot == "" {
-		return renderMS
+		return renderMS, dom
 	}
 	cmd = exec.CommandContext(ctx, browser, append(flags, "--screenshot="+shot, "file://"+page)...)
 	cmd.Env = append(os.Environ(), "DBUS_SESSION_BUS_ADDRESS=disabled:")
@@ -75,7 +77,7 @@ func renderReport(t *testing.T, browser, page, shot string) (renderMS int) {
 	if colours := distinctColours(img); colours < 20 {
 		t.Fatalf("screenshot of %s has %d colours: nothing was drawn", page, colours)
 	}
-	return renderMS
+	return renderMS, dom
 }
 
 func distinctColours(img image.Image) int {
@@ -132,7 +134,7 @@ func TestReportRenders(t *testing.T) {
 		if i == 0 || os.Getenv("IBSM_REPORT_ALL") != "" {
 			shot = strings.TrimSuffix(page, ".html") + ".png"
 		}
-		ms := renderReport(t, browser, page, shot)
+		ms, _ := renderReport(t, browser, page, shot)
 		fi, _ := os.Stat(page)
 		t.Logf("%s: %d bytes, ibsm report %s, rendered in %d ms (page's own clock)", ex, fi.Size(), took.Round(time.Millisecond), ms)
 	}
@@ -157,7 +159,7 @@ func TestReportRenders(t *testing.T) {
 		t.Logf("ft3-11664: %s", strings.TrimSpace(out))
 	}
 	took := time.Since(start)
-	ms := renderReport(t, browser, page, filepath.Join(dir, "ft3-11664.png"))
+	ms, _ := renderReport(t, browser, page, filepath.Join(dir, "ft3-11664.png"))
 	fi, _ := os.Stat(page)
 	t.Logf("ft3-11664 (11,664 CAs, 1,620 switches): %d bytes, ibsm report %s, rendered in %d ms (page's own clock)", fi.Size(), took.Round(time.Millisecond), ms)
 	if keep := os.Getenv("IBSM_REPORT_KEEP"); keep != "" {
@@ -186,4 +188,62 @@ func ibsmTopo(t *testing.T, path string, args ...string) (string, string, error)
 		err = os.WriteFile(path, []byte(out), 0o644)
 	}
 	return "", errOut, err
+}
+
+// TestReportCandidate: with a candidate {} block the page draws the
+// active and the candidate plan side by side (computed as the shadow
+// computes the candidate: same discovery, the active plan's LIDs); a
+// candidate the verifier rejects is named on the page beside the active
+// plan. Rendered in headless Chromium: no script error, a drawing.
+func TestReportCandidate(t *testing.T) {
+	browser := chromium(t)
+	badPlugin := fmt.Sprintf("plugin \"routing_engine\" \"badengine\" {\n  path = %q\n  config {\n    mode = \"loop\"\n  }\n}\n", filepath.Join(binDir, "ibsm-plugin-badengine"))
+	cases := []struct {
+		name, cand, extra string
+		// what the command prints and the page shows
+		plans    string
+		captions []string
+		pageHas  string
+	}{
+		{name: "sftree beside updn", cand: rolloutCandidate, plans: "plans: active updn-spines, candidate sftree",
+			captions: []string{"active (updn-spines)", "candidate (sftree)"}, pageHas: `<td class="diff">`},
+		{name: "rejected candidate", cand: "  engine = \"badengine\"\n", extra: badPlugin, plans: "plans: active updn-spines;",
+			captions: []string{"active (updn-spines)"}, pageHas: "candidate plan: "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := writeRolloutConfig(t, dir, 12, rolloutActive, rolloutPolicy, c.cand)
+			if c.extra != "" {
+				f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteString(c.extra)
+				f.Close()
+			}
+			page := filepath.Join(dir, "report.html")
+			out, errOut, err := ibsmOut(t, "report", "--config", cfg, "--out", page)
+			if err != nil {
+				t.Fatalf("ibsm report: %v\n%s%s", err, out, tail(errOut, 2000))
+			}
+			if !strings.Contains(out, c.plans) {
+				t.Fatalf("ibsm report printed %q, want %q", out, c.plans)
+			}
+			_, dom := renderReport(t, browser, page, filepath.Join(dir, "report.png"))
+			var got []string
+			for _, m := range regexp.MustCompile(`<figcaption>([^<]*)</figcaption>`).FindAllSubmatch(dom, -1) {
+				got = append(got, string(m[1]))
+			}
+			if strings.Join(got, "|") != strings.Join(c.captions, "|") {
+				t.Errorf("fabric drawings %q, want %q", got, c.captions)
+			}
+			if !strings.Contains(string(dom), c.pageHas) {
+				t.Errorf("the rendered page lacks %q", c.pageHas)
+			}
+			if keep := os.Getenv("IBSM_REPORT_KEEP"); keep != "" && c.extra == "" {
+				os.WriteFile(filepath.Join(keep, "ft3-432-candidate.png"), mustRead(t, filepath.Join(dir, "report.png")), 0o644)
+			}
+		})
+	}
 }

@@ -152,7 +152,7 @@ type Dispatcher struct {
 
 // limits are the settings SetLimits may change while requests run.
 type limits struct {
-	sem     chan struct{} // the window
+	win     *window
 	timeout time.Duration
 	retries int
 }
@@ -164,14 +164,18 @@ type limits struct {
 // outstanding.
 func (d *Dispatcher) SetLimits(window int, timeout time.Duration, retries int) {
 	o := Options{Window: window, Timeout: timeout, Retries: retries}.withDefaults()
-	d.lim.Store(&limits{sem: make(chan struct{}, o.Window), timeout: o.Timeout, retries: o.Retries})
+	d.lim.Store(&limits{win: newWindow(o.Window), timeout: o.Timeout, retries: o.Retries})
 }
 
 // Limits returns the window, timeout and retries new requests get.
 func (d *Dispatcher) Limits() (window int, timeout time.Duration, retries int) {
 	l := d.lim.Load()
-	return cap(l.sem), l.timeout, l.retries
+	return l.win.ceiling, l.timeout, l.retries
 }
+
+// Window is the bound on requests in flight now: it adapts between 1 and
+// the window Limits reports (see window).
+func (d *Dispatcher) Window() int { return d.lim.Load().win.size() }
 
 func (d *Dispatcher) onMAD(ev MADEvent, c *call) {
 	if d.opts.OnMAD != nil {
@@ -193,6 +197,8 @@ type call struct {
 	attr     uint16
 	timeout  time.Duration // the limits it started with
 	retries  int
+	win      *window // the window it holds a slot of, and for whom
+	to       destKey
 	// smp is set for SMP classes: mod and, directed route (hops > 0 or
 	// class 0x81), the hop count and initial path must match too.
 	smp   bool
@@ -234,7 +240,7 @@ func New(conn Conn, opts Options) Transport {
 		t.Stop()
 		return &call{done: make(chan result, 2), timer: t}
 	}
-	d.lim.Store(&limits{sem: make(chan struct{}, opts.Window), timeout: opts.Timeout, retries: opts.Retries})
+	d.lim.Store(&limits{win: newWindow(opts.Window), timeout: opts.Timeout, retries: opts.Retries})
 	go d.receive(ctx)
 	return d
 }
@@ -251,14 +257,13 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 		return Packet{}, d.endErr()
 	}
 	lim := d.lim.Load()
-	select {
-	case lim.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Packet{}, ctx.Err()
-	case <-d.done:
-		return Packet{}, d.endErr()
+	to := destOf(req)
+	if err := lim.win.acquire(ctx, d.done, to); err != nil {
+		if ctx.Err() == nil {
+			return Packet{}, d.endErr()
+		}
+		return Packet{}, err
 	}
-	defer func() { <-lim.sem }()
 
 	switch req.MAD[3] {
 	case 0x01: // Get
@@ -273,9 +278,11 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	c.class = req.MAD[1]
 	c.attr = binary.BigEndian.Uint16(req.MAD[16:])
 	c.timeout, c.retries = lim.timeout, lim.retries
+	c.win, c.to = lim.win, to
 	d.onMAD(MADRequest, c)
 	c.remember(req.MAD)
 	resp, err := d.attempts(ctx, c, req)
+	lim.win.release(to, err == nil && len(c.keys) == 1)
 	d.release(c)
 	return resp, err
 }
@@ -342,6 +349,7 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 			sendErr = err
 			d.log.Debug("re-send not written; still waiting for the earlier attempts", "tid", key, "error", err)
 		}
+		sent := time.Now()
 		c.timer.Reset(c.timeout)
 		select {
 		case r := <-c.done:
@@ -352,6 +360,7 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 			lastErr = ErrUndeliverable // retry at once; the fabric said no
 		case <-c.timer.C:
 			lastErr = ErrTimeout
+			c.win.timeout(c.to, sent)
 		case <-ctx.Done():
 			c.timer.Stop()
 			return d.lastChance(c, ctx.Err())

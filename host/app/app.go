@@ -18,6 +18,7 @@ import (
 	"github.com/ibsm/ibsm/host/mkey"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/pluginhost"
+	"github.com/ibsm/ibsm/host/rollout"
 	"github.com/ibsm/ibsm/host/sa"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/statedir"
@@ -49,6 +50,7 @@ type App struct {
 	Log  hclog.Logger
 
 	stateDir *statedir.Dir // locked for our lifetime
+	readOnly bool          // NewReadOnly: no lock, nothing written
 	// candPlugins runs the candidate {} pipeline's plugins (rollout.go).
 	candPlugins *pluginhost.Manager
 	disp        *transport.Dispatcher
@@ -59,7 +61,7 @@ type App struct {
 // New builds everything the config names. On error nothing is left
 // running.
 func New(ctx context.Context, cfg *conf.Config, log hclog.Logger) (_ *App, err error) {
-	return newApp(ctx, cfg, log, nil, nil)
+	return newApp(ctx, cfg, log, nil, nil, false)
 }
 
 // NewOnFabric is New with transport = "sim" on an embedded fabric that
@@ -70,26 +72,36 @@ func NewOnFabric(ctx context.Context, cfg *conf.Config, log hclog.Logger, f *sim
 	if cfg.Fabric.Transport != conf.TransportSim || f == nil {
 		return nil, fmt.Errorf("NewOnFabric needs transport = \"sim\" and a fabric")
 	}
-	return newApp(ctx, cfg, log, f, nil)
+	return newApp(ctx, cfg, log, f, nil, false)
 }
 
-func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fabric, hooks *Hooks) (_ *App, err error) {
+// NewReadOnly is New for commands that look and never program (ibsm plan
+// diff): the state directory is not locked (a daemon may hold it) and
+// nothing is written into it (the plan cache is read, not written; no
+// LIDs, keys or records are saved), and an ibsim attachment does not
+// register as an SM.
+func NewReadOnly(ctx context.Context, cfg *conf.Config, log hclog.Logger) (*App, error) {
+	return newApp(ctx, cfg, log, nil, nil, true)
+}
+
+func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fabric, hooks *Hooks, readOnly bool) (_ *App, err error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	a := &App{Config: cfg, Log: log, Sim: fab, Hooks: hooks}
+	a := &App{Config: cfg, Log: log, Sim: fab, Hooks: hooks, readOnly: readOnly}
 	defer func() {
 		if err != nil {
 			a.Close()
 		}
 	}()
-	if err := os.MkdirAll(cfg.SM.StateDir, 0o755); err != nil {
+	if readOnly {
+		// Nothing to lock or create.
+	} else if err := os.MkdirAll(cfg.SM.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w (set sm.state_dir to a writable path)", err)
-	}
-	if a.stateDir, err = statedir.Lock(cfg.SM.StateDir); err != nil {
+	} else if a.stateDir, err = statedir.Lock(cfg.SM.StateDir); err != nil {
 		return nil, err
 	}
-	if a.stateDir.ReadOnly {
+	if a.stateDir != nil && a.stateDir.ReadOnly {
 		log.Warn("the state directory is read-only: LIDs and plans are not persisted, routing goes on", "dir", cfg.SM.StateDir)
 	}
 	if err := a.openFabric(ctx); err != nil {
@@ -104,11 +116,12 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 		return nil, err
 	}
 	a.SM = sm.New(a.T, runner, sm.Options{
-		LMC:           cfg.SM.LMC,
-		SweepInterval: cfg.SM.SweepInterval,
-		LIDFile:       filepath.Join(cfg.SM.StateDir, "guid2lid"),
-		AuditSMPs:     cfg.SM.AuditSMPs,
-		Election:      election(cfg),
+		LMC:            cfg.SM.LMC,
+		SweepInterval:  cfg.SM.SweepInterval,
+		LIDFile:        filepath.Join(cfg.SM.StateDir, "guid2lid"),
+		ProgrammedFile: a.programmedFile(cfg),
+		AuditSMPs:      cfg.SM.AuditSMPs,
+		Election:       election(cfg),
 	}, log.Named("sm"))
 	// Only umad's kernel agent segments RMPP; ibsim and the embedded fabric
 	// carry single MADs, so their SA answers must fit in one.
@@ -125,6 +138,31 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 		return nil, err
 	}
 	return a, nil
+}
+
+// noWrites reports whether nothing may be written into the state
+// directory (NewReadOnly, or a read-only directory).
+func (a *App) noWrites() bool {
+	return a.readOnly || (a.stateDir != nil && a.stateDir.ReadOnly)
+}
+
+// programmedFile is where the SM records what it programmed, for ibsm
+// plan diff ("" when nothing may be written).
+func (a *App) programmedFile(cfg *conf.Config) string {
+	if a.noWrites() {
+		return ""
+	}
+	return filepath.Join(cfg.SM.StateDir, rollout.ProgrammedFile)
+}
+
+// cache is the plan cache in the state directory (read-only for
+// NewReadOnly).
+func (a *App) cache(cfg *conf.Config) *pipeline.Cache {
+	dir := filepath.Join(cfg.SM.StateDir, "cache")
+	if a.readOnly {
+		return pipeline.NewReadOnlyCache(dir)
+	}
+	return pipeline.NewCache(dir)
 }
 
 // election is the SM's part in the SMInfo protocol as configured.
@@ -170,7 +208,7 @@ func (a *App) openFabric(ctx context.Context) error {
 		c, err := ibsim.Dial(ctx, ibsim.Options{
 			SockName: cfg.Fabric.Socket,
 			Attach:   cfg.Fabric.Attach,
-			IsSM:     true,
+			IsSM:     !a.readOnly,
 			Expect:   want,
 			Logger:   a.Log.Named("ibsim"),
 		})
@@ -218,8 +256,7 @@ func (a *App) openKeys(self uint64) error {
 	if !cfg.SM.MKeysEnabled() && err != nil {
 		return nil
 	}
-	ro := a.stateDir != nil && a.stateDir.ReadOnly
-	a.Keys, err = mkey.Open(mkey.Options{Policy: mkeyPolicy(cfg), Dir: dir, Self: self, Log: a.Log.Named("mkey"), ReadOnly: ro})
+	a.Keys, err = mkey.Open(mkey.Options{Policy: mkeyPolicy(cfg), Dir: dir, Self: self, Log: a.Log.Named("mkey"), ReadOnly: a.noWrites()})
 	if err != nil {
 		return fmt.Errorf("%w: fix or remove the file (ibsm then uses the configured keys)", err)
 	}
@@ -330,7 +367,7 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 	}
 	routesOnly := check(verify.Options{RoutesOnly: true})
 	r := &pipeline.Runner{
-		Cache: pipeline.NewCache(filepath.Join(cfg.SM.StateDir, "cache")),
+		Cache: a.cache(cfg),
 		Check: check(verify.Options{}),
 		CheckRoutes: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
 			_, err := routesOnly(t, rt, l, v, rz)

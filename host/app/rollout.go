@@ -28,7 +28,7 @@ func (a *App) setCandidate(ctx context.Context, cfg *conf.Config) error {
 	if err != nil {
 		return err
 	}
-	sub := &App{Config: cc, Log: a.Log.Named("candidate"), Plugins: mgr}
+	sub := &App{Config: cc, Log: a.Log.Named("candidate"), Plugins: mgr, readOnly: a.readOnly}
 	runner, err := sub.pipeline(ctx, cc)
 	if err != nil {
 		mgr.Close()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 
 	"github.com/ibsm/ibsm/host/control"
 	"github.com/ibsm/ibsm/host/rollout"
@@ -14,7 +16,17 @@ const (
 	CmdRolloutStatus  = "rollout.status"
 	CmdRolloutPromote = "rollout.promote"
 	CmdRolloutAbort   = "rollout.abort"
+	// CmdPlanDiff answers ibsm plan diff: args {"candidate": bool}.
+	CmdPlanDiff = "plan.diff"
 )
+
+// PlanDiffArgs are CmdPlanDiff's arguments.
+type PlanDiffArgs struct {
+	Candidate bool `json:"candidate"`
+}
+
+// planDiffLimit keeps the answer within the control socket's line (1 MiB).
+const planDiffLimit = 900 << 10
 
 // RegisterRollout adds the rollout commands to the daemon's control
 // socket: rollout.status answers the SM's live status (the same record
@@ -39,4 +51,20 @@ func (a *App) RegisterRollout(srv *control.Server) {
 	}
 	srv.Handle(CmdRolloutPromote, request(rollout.RequestPromote))
 	srv.Handle(CmdRolloutAbort, request(rollout.RequestAbort))
+	// plan.diff: the plan in force (or the candidate's) against what the
+	// daemon reads back from its fabric now.
+	srv.Handle(CmdPlanDiff, func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var args PlanDiffArgs
+		if err := control.Decode(raw, &args); err != nil {
+			return nil, err
+		}
+		pd, err := a.SM.PlanDiff(ctx, args.Candidate)
+		if err != nil {
+			return nil, err
+		}
+		pd.Source = rollout.SourceDaemon
+		pd.From = fmt.Sprintf("the fabric as the daemon (pid %d, transport %s) read it back now", os.Getpid(), a.Config.Fabric.Transport)
+		pd.Fit(planDiffLimit)
+		return pd, nil
+	})
 }

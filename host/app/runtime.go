@@ -29,7 +29,7 @@ type Hooks struct {
 
 // NewWithHooks is New with hooks in place from the start.
 func NewWithHooks(ctx context.Context, cfg *conf.Config, log hclog.Logger, h *Hooks) (*App, error) {
-	return newApp(ctx, cfg, log, nil, h)
+	return newApp(ctx, cfg, log, nil, h, false)
 }
 
 func (h *Hooks) onMAD() func(transport.MADEvent, uint8, uint16) {

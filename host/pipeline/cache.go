@@ -67,6 +67,9 @@ func keyOf(parts ...any) Key {
 type Cache struct {
 	dir  string
 	keep int
+	// readOnly: the files are read, never written or removed (a
+	// command looking at a daemon's state directory).
+	readOnly bool
 
 	mu       sync.Mutex
 	mem      map[string][]entry // stage -> newest last
@@ -81,6 +84,14 @@ type entry struct {
 // NewCache returns a cache persisting under dir ("" for memory only).
 func NewCache(dir string) *Cache {
 	return &Cache{dir: dir, keep: 3, mem: map[string][]entry{}}
+}
+
+// NewReadOnlyCache returns a cache that reads dir's results and keeps
+// new ones in memory only: it never writes nor removes a file there.
+func NewReadOnlyCache(dir string) *Cache {
+	c := NewCache(dir)
+	c.readOnly = true
+	return c
 }
 
 // fileMagic starts every cache file; the payload's xxhash follows it.
@@ -118,6 +129,9 @@ func Get[T any](c *Cache, stage string, k Key) (*T, bool) {
 		ok = gob.NewDecoder(bytes.NewReader(payload)).Decode(v) == nil
 	}
 	if !ok {
+		if c.readOnly {
+			return nil, false
+		}
 		os.Remove(p)
 		c.problem("corrupt", fmt.Sprintf("%s is corrupt (checksum or format); removed, the stage is recomputed", p))
 		return nil, false
@@ -139,7 +153,7 @@ func checked(data []byte) ([]byte, bool) {
 // Put stores v for (stage, k) in memory and, best effort, on disk.
 func Put[T any](c *Cache, stage string, k Key, v *T) {
 	c.remember(stage, k, v)
-	if c.dir == "" {
+	if c.dir == "" || c.readOnly {
 		return
 	}
 	var buf bytes.Buffer

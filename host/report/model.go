@@ -2,9 +2,11 @@
 // report`): the fabric drawn by tier when it is a fat tree and with a
 // force-directed layout otherwise, every link coloured by its all-to-all
 // load or, selectable, its worst load over shift permutations, the hop
-// histogram, VL and SL usage and the unreachable pairs. Large fabrics are
-// aggregated (one box per group of like switches, CAs counted, not
-// drawn) so the page stays readable and loads in seconds.
+// histogram, VL and SL usage and the unreachable pairs. When a candidate
+// plan exists (candidate {} block) both plans are drawn side by side on
+// the same layout, so a link's two colours compare. Large fabrics are
+// aggregated (one box per group of like switches, CAs counted, not drawn)
+// so the page stays readable and loads in seconds.
 package report
 
 import (
@@ -12,6 +14,7 @@ import (
 	"sort"
 
 	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/host/rollout"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -19,9 +22,8 @@ import (
 // Options shape the model.
 type Options struct {
 	Title string
-	// MaxBoxes is the most switches drawn one by one; beyond it (or with
-	// more CAs than MaxCAs) switches are aggregated into groups
-	// (default 400).
+	// MaxBoxes is the most switches drawn one by one; beyond it switches
+	// of a fat tree are aggregated into groups (default 400).
 	MaxBoxes int
 	// MaxCAs is the most CAs drawn (default 256); more are counted on
 	// their switch.
@@ -31,29 +33,36 @@ type Options struct {
 	Shifts int
 }
 
+// Plan is one plan to draw.
+type Plan struct {
+	// Name says which plan it is: "active" or "candidate".
+	Name   string
+	Engine string
+	// Key is the pipeline's plan key (the cache key of its result).
+	Key string
+	Rz  *plan.Realized
+	VLs *plan.VLPlan
+}
+
 // Model is what the page draws; it is embedded in the page as JSON.
 type Model struct {
-	Title      string  `json:"title"`
-	Engine     string  `json:"engine"`
-	Layout     string  `json:"layout"` // "tiers" or "force"
-	Aggregated bool    `json:"aggregated"`
-	Nodes      []Box   `json:"nodes"`
-	Links      []Wire  `json:"links"`
-	MaxLoad    int64   `json:"max_load"`
-	MaxWorst   int64   `json:"max_worst"`
-	Shifts     int     `json:"shifts"`
-	Switches   int     `json:"switches"`
-	CAs        int     `json:"cas"`
-	Hops       []int64 `json:"hops"`
-	VLsUsed    []int   `json:"vls_used"`
-	SLsUsed    []int   `json:"sls_used"`
-	// VLChannels[i] is how many channels carry VLsUsed[i].
-	VLChannels   []int                  `json:"vl_channels"`
-	DeadlockFree bool                   `json:"deadlock_free"`
-	CAPairs      analysis.PairStats     `json:"ca_pairs"`
-	SwitchPairs  analysis.PairStats     `json:"switch_pairs"`
-	Unreachable  []analysis.Unreachable `json:"unreachable"`
-	LoadNorm     float64                `json:"max_load_normalized"`
+	Title      string `json:"title"`
+	Layout     string `json:"layout"` // "tiers" or "force"
+	Aggregated bool   `json:"aggregated"`
+	Switches   int    `json:"switches"`
+	CAs        int    `json:"cas"`
+	Nodes      []Box  `json:"nodes"`
+	Links      []Wire `json:"links"`
+	// IdealLoad is the all-to-all load of a channel in a full-bisection
+	// fabric (N−1 routes): the colour scale's yellow. A shift's ideal is 1.
+	IdealLoad int64 `json:"ideal_load"`
+	// Scale is the colour ramp at 0, ½, 1, 1½ and 2 × the ideal (legend).
+	Scale []string `json:"scale"`
+	// Plans are the active plan and, when there is one, the candidate.
+	Plans []PlanView `json:"plans"`
+	// CandidateError says why the candidate plan is missing although the
+	// configuration has a candidate {} block.
+	CandidateError string `json:"candidate_error,omitempty"`
 }
 
 // Box is one switch, one CA or one group of switches.
@@ -68,15 +77,32 @@ type Box struct {
 	CAs     int `json:"cas,omitempty"`
 }
 
-// Wire is one link (or all links between two groups), both directions.
+// Wire is one link (or all links between two groups) between boxes A < B.
 type Wire struct {
-	A int `json:"a"`
-	B int `json:"b"`
-	// Load and Worst are the larger of the two directions' all-to-all and
-	// worst-shift loads; for a group wire, the largest over its links.
-	Load  int64 `json:"load"`
-	Worst int64 `json:"worst"`
-	Links int   `json:"links"`
+	A     int `json:"a"`
+	B     int `json:"b"`
+	Links int `json:"links"`
+}
+
+// PlanView is one plan's figures; its per-wire slices are indexed like
+// Model.Links.
+type PlanView struct {
+	Name string `json:"name"`
+	// Metrics are the figures `ibsm rollout status` compares, so the page
+	// and the shadow never disagree on what a plan measures.
+	Metrics *rollout.Metrics `json:"metrics"`
+	// Load and Worst are, per wire, the larger of the two directions'
+	// all-to-all and worst-shift loads; for a group wire, the largest
+	// over its links. LoadColour and WorstColour draw them.
+	Load        []int64                `json:"load"`
+	Worst       []int64                `json:"worst"`
+	LoadColour  []string               `json:"load_colour"`
+	WorstColour []string               `json:"worst_colour"`
+	MaxLoad     int64                  `json:"max_load"`
+	MaxWorst    int64                  `json:"max_worst"`
+	Hops        []int64                `json:"hops"`
+	VLChannels  []int                  `json:"vl_channels"` // [i]: channels carrying Metrics.VLsUsed[i]
+	Unreachable []analysis.Unreachable `json:"unreachable"`
 }
 
 func (o Options) withDefaults() Options {
@@ -89,21 +115,45 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Build computes the model of plan rz (with VL plan vls and engine name).
-func Build(rz *plan.Realized, vls *plan.VLPlan, engine string, o Options) (*Model, error) {
+// cable is one link of the fabric and the wire that draws it.
+type cable struct {
+	wire        int
+	here, there topology.PortRef
+}
+
+// Build computes the model of plans (the active plan first, then the
+// candidate if any), which must share one topology: they are drawn on the
+// same layout.
+func Build(plans []Plan, o Options) (*Model, error) {
+	if len(plans) == 0 {
+		return nil, fmt.Errorf("report: no plan to draw")
+	}
 	o = o.withDefaults()
-	t := rz.Topo
-	rep, err := analysis.Analyse(rz, vls, analysis.Options{Samples: 50})
-	if err != nil {
-		return nil, err
+	t := plans[0].Rz.Topo
+	for _, p := range plans[1:] {
+		if p.Rz.Topo != t && p.Rz.Topo.Hash() != t.Hash() {
+			return nil, fmt.Errorf("report: the %s plan was computed on another topology than the %s plan; compute both on one discovery", p.Name, plans[0].Name)
+		}
 	}
-	ld := computeLoads(rz, o.Shifts)
-	m := &Model{Title: o.Title, Engine: engine, Hops: rep.Hops, VLsUsed: rep.VLsUsed, SLsUsed: rep.SLsUsed,
-		DeadlockFree: rep.DeadlockFree, CAPairs: rep.CAPairs, SwitchPairs: rep.SwitchPairs, Unreachable: rep.Unreachable,
-		LoadNorm: rep.Load.MaxNormalized, Shifts: ld.shifts}
-	for _, v := range rep.VLs {
-		m.VLChannels = append(m.VLChannels, v.Channels)
+	m := &Model{Title: o.Title}
+	cables := m.boxes(t, o)
+	m.IdealLoad = max(1, int64(m.CAs)-1)
+	for f := range int64(5) { // f/2 × the ideal, in integers
+		m.Scale = append(m.Scale, Colour(f*m.IdealLoad, 2*m.IdealLoad))
 	}
+	for _, p := range plans {
+		v, err := m.view(p, cables, o)
+		if err != nil {
+			return nil, fmt.Errorf("report: the %s plan: %w", p.Name, err)
+		}
+		m.Plans = append(m.Plans, *v)
+	}
+	return m, nil
+}
+
+// boxes lays the topology out: the boxes drawn, the wires between them
+// (sorted by their ends) and every cable's wire.
+func (m *Model) boxes(t *topology.Topology, o Options) []cable {
 	tiers, isTree := fatTreeTiers(t)
 	m.Layout = "force"
 	if isTree {
@@ -116,8 +166,7 @@ func Build(rz *plan.Realized, vls *plan.VLPlan, engine string, o Options) (*Mode
 			m.CAs++
 		}
 	}
-	drawCAs := m.CAs <= o.MaxCAs
-	group := make([]int, len(t.Nodes)) // node → box id, -1 not drawn
+	group := make([]int, len(t.Nodes)) // node → box, -1: not drawn
 	for i := range group {
 		group[i] = -1
 	}
@@ -134,6 +183,7 @@ func Build(rz *plan.Realized, vls *plan.VLPlan, engine string, o Options) (*Mode
 			m.Nodes = append(m.Nodes, Box{ID: len(m.Nodes), Label: label(n), Kind: "switch", Tier: tierOf(tiers, isTree, i)})
 		}
 	}
+	drawCAs := m.CAs <= o.MaxCAs
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
 		if n.Type == topology.Switch {
@@ -151,7 +201,8 @@ func Build(rz *plan.Realized, vls *plan.VLPlan, engine string, o Options) (*Mode
 			}
 		}
 	}
-	wires := map[[2]int]*Wire{}
+	var cables []cable
+	wires := map[[2]int]int{}
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
 		for p := 1; p < len(n.Ports); p++ {
@@ -163,32 +214,82 @@ func Build(rz *plan.Realized, vls *plan.VLPlan, engine string, o Options) (*Mode
 			if a < 0 || b < 0 || a == b {
 				continue
 			}
-			if a > b {
-				a, b = b, a
+			k := [2]int{min(a, b), max(a, b)}
+			w, ok := wires[k]
+			if !ok {
+				w = len(m.Links)
+				wires[k] = w
+				m.Links = append(m.Links, Wire{A: k[0], B: k[1]})
 			}
-			here, there := topology.PortRef{Node: int32(i), Port: uint8(p)}, pr
-			load := max(ld.load[here], ld.load[there])
-			worst := max(ld.worst[here], ld.worst[there])
-			w := wires[[2]int{a, b}]
-			if w == nil {
-				w = &Wire{A: a, B: b}
-				wires[[2]int{a, b}] = w
-			}
-			w.Links++
-			w.Load, w.Worst = max(w.Load, load), max(w.Worst, worst)
+			m.Links[w].Links++
+			cables = append(cables, cable{wire: w, here: topology.PortRef{Node: int32(i), Port: uint8(p)}, there: pr})
 		}
 	}
-	for _, w := range wires {
-		m.Links = append(m.Links, *w)
-		m.MaxLoad, m.MaxWorst = max(m.MaxLoad, w.Load), max(m.MaxWorst, w.Worst)
+	// Sort the wires by their ends and renumber the cables' wires.
+	order := make([]int, len(m.Links))
+	for i := range order {
+		order[i] = i
 	}
-	sort.Slice(m.Links, func(i, j int) bool {
-		if m.Links[i].A != m.Links[j].A {
-			return m.Links[i].A < m.Links[j].A
-		}
-		return m.Links[i].B < m.Links[j].B
+	sort.Slice(order, func(i, j int) bool {
+		a, b := m.Links[order[i]], m.Links[order[j]]
+		return a.A < b.A || (a.A == b.A && a.B < b.B)
 	})
-	return m, nil
+	sorted, at := make([]Wire, len(order)), make([]int, len(order))
+	for i, w := range order {
+		sorted[i], at[w] = m.Links[w], i
+	}
+	m.Links = sorted
+	for i := range cables {
+		cables[i].wire = at[cables[i].wire]
+	}
+	return cables
+}
+
+// view measures one plan and colours the wires by its loads.
+func (m *Model) view(p Plan, cables []cable, o Options) (*PlanView, error) {
+	rep, err := analysis.Analyse(p.Rz, p.VLs, analysis.Options{Samples: 50})
+	if err != nil {
+		return nil, err
+	}
+	ld := computeLoads(p.Rz, o.Shifts)
+	v := &PlanView{Name: p.Name, Metrics: rollout.MetricsOf(rep, p.Engine, p.Key), Hops: rep.Hops, Unreachable: rep.Unreachable,
+		Load: make([]int64, len(m.Links)), Worst: make([]int64, len(m.Links))}
+	for _, c := range cables {
+		v.Load[c.wire] = max(v.Load[c.wire], ld.load[c.here], ld.load[c.there])
+		v.Worst[c.wire] = max(v.Worst[c.wire], ld.worst[c.here], ld.worst[c.there])
+	}
+	for i := range m.Links {
+		v.MaxLoad, v.MaxWorst = max(v.MaxLoad, v.Load[i]), max(v.MaxWorst, v.Worst[i])
+		v.LoadColour = append(v.LoadColour, Colour(v.Load[i], m.IdealLoad))
+		v.WorstColour = append(v.WorstColour, Colour(v.Worst[i], 1))
+	}
+	// The page's worst-shift figure is the loads' own (every channel,
+	// o.Shifts shifts); the shadow samples fewer.
+	v.Metrics.WorstShift, v.Metrics.Shifts = 0, ld.shifts
+	for _, w := range ld.worst {
+		v.Metrics.WorstShift = max(v.Metrics.WorstShift, w)
+	}
+	for _, s := range rep.VLs {
+		v.VLChannels = append(v.VLChannels, s.Channels)
+	}
+	return v, nil
+}
+
+// Colour maps a channel's route count v against ideal, the load a
+// full-bisection fabric puts on every channel: green up to half the
+// ideal, through yellow at the ideal, to red at twice the ideal and above.
+func Colour(v, ideal int64) string {
+	x := 0.0
+	if ideal > 0 {
+		x = min(1, float64(v)/float64(2*ideal))
+	}
+	var r, g float64
+	if x < 0.5 {
+		r, g = 42+(233-42)*x*2, 157+(196-157)*x*2
+	} else {
+		r, g = 233+(214-233)*(x-0.5)*2, 196+(40-196)*(x-0.5)*2
+	}
+	return fmt.Sprintf("#%02x%02x28", int(r+0.5), int(g+0.5))
 }
 
 func label(n *topology.Node) string {

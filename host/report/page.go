@@ -36,8 +36,13 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 16px; color: #222; backgrou
 h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 18px 0 6px; }
 .row { display: flex; gap: 24px; flex-wrap: wrap; align-items: flex-start; }
 table { border-collapse: collapse; } td, th { padding: 2px 8px; text-align: left; border-bottom: 1px solid #eee; }
-#fabric { border: 1px solid #ccc; background: #fafafa; }
-.legend span { display: inline-block; width: 40px; height: 10px; }
+figure.fabric { margin: 8px 0; flex: 1 1 100%; max-width: 1200px; }
+figure.half { flex: 1 1 560px; }
+figcaption { font-weight: 600; }
+svg.fabric { width: 100%; height: auto; border: 1px solid #ccc; background: #fafafa; }
+.legend span { display: inline-block; width: 60px; height: 10px; }
+td.diff { background: #fff3c4; font-weight: 600; } .bad { color: #b00; }
+h3 { font-size: 14px; margin: 10px 0 4px; }
 #errors { color: #b00; white-space: pre; }
 #tip { position: fixed; pointer-events: none; background: #222; color: #fff; padding: 3px 6px; font-size: 12px; border-radius: 3px; display: none; }
 </style></head>
@@ -47,10 +52,10 @@ table { border-collapse: collapse; } td, th { padding: 2px 8px; text-align: left
 <div id="errors"></div>
 <h2>Fabric <small id="layoutnote"></small></h2>
 <div>Colour links by <select id="metric"><option value="load">all-to-all load</option><option value="worst">worst-shift load</option></select>
-<span class="legend">low <span style="background:linear-gradient(90deg,#2a9d3a,#e9c400,#d62828)"></span> high</span> <span id="scale"></span></div>
-<svg id="fabric" width="1200" height="640" xmlns="http://www.w3.org/2000/svg"></svg>
+<span class="legend">low <span id="ramp"></span> high</span> <span id="scale"></span></div>
+<div class="row" id="fabrics"></div>
 <div class="row">
-<div><h2>Hop histogram (CA→CA pairs by switches crossed)</h2><svg id="hops" width="480" height="220"></svg></div>
+<div><h2>Hop histogram (CA→CA pairs by switches crossed)</h2><svg id="hops" width="480" height="240"></svg></div>
 <div><h2>VL and SL usage</h2><table id="vls"></table></div>
 <div><h2>Hottest links</h2><table id="hot"></table></div>
 </div>
@@ -60,6 +65,9 @@ table { border-collapse: collapse; } td, th { padding: 2px 8px; text-align: left
 "use strict";
 var M = {{.Data}};
 var NS = "http://www.w3.org/2000/svg";
+var W = 1200, H = 640;
+// Plan colours of the hop histogram's bars.
+var PLAN_FILL = ["#457b9d", "#e76f51"];
 function el(tag, attrs, parent) {
   var e = document.createElementNS(NS, tag);
   for (var k in attrs) e.setAttribute(k, attrs[k]);
@@ -67,29 +75,44 @@ function el(tag, attrs, parent) {
   return e;
 }
 function esc(s) { var d = document.createElement("div"); d.textContent = String(s); return d.innerHTML; }
-// colour maps v/ideal: green up to half the ideal load, yellow at the
-// ideal (N−1 routes all-to-all, 1 route per shift), red from twice it.
-function colour(v, ideal) {
-  var x = Math.min(1, ideal > 0 ? v / (2 * ideal) : 0), r, g;
-  if (x < 0.5) { r = 42 + (233 - 42) * x * 2; g = 157 + (196 - 157) * x * 2; }
-  else { r = 233 + (214 - 233) * (x - 0.5) * 2; g = 196 + (40 - 196) * (x - 0.5) * 2; }
-  return "rgb(" + Math.round(r) + "," + Math.round(g) + ",40)";
-}
 function pct(p) { return p.total ? (100 * p.reachable / p.total).toFixed(3) + "% (" + p.reachable + " of " + p.total + ")" : "n/a"; }
+function planName(p) { return p.name + " (" + p.metrics.engine + ")"; }
 
+// One row per figure, one column per plan; a candidate cell that differs
+// from the active plan's is marked.
 function summary() {
-  var s = "<table>" +
-    "<tr><th>engine</th><td>" + esc(M.engine) + "</td></tr>" +
-    "<tr><th>fabric</th><td>" + M.switches + " switches, " + M.cas + " CAs" + (M.aggregated ? " (aggregated: one box per group of like switches)" : "") + "</td></tr>" +
-    "<tr><th>CA→CA reachable</th><td>" + pct(M.ca_pairs) + "</td></tr>" +
-    "<tr><th>switch→switch reachable</th><td>" + pct(M.switch_pairs) + "</td></tr>" +
-    "<tr><th>max all-to-all load</th><td>" + M.max_load + " routes (" + M.max_load_normalized.toFixed(3) + " normalised by N−1)</td></tr>" +
-    "<tr><th>max worst-shift load</th><td>" + M.max_worst + " routes over " + M.shifts + " shifts</td></tr>" +
-    "<tr><th>deadlock-free</th><td>" + (M.deadlock_free ? "yes" : "NO") + "</td></tr></table>";
+  var rows = [
+    ["engine", function (m) { return esc(m.engine); }],
+    ["plan key", function (m) { return esc(m.key); }],
+    ["CA→CA reachable", function (m) { return pct(m.ca_pairs); }],
+    ["switch→switch reachable", function (m) { return pct(m.switch_pairs); }],
+    ["max all-to-all load", function (m) { return m.max_load + " routes (" + m.max_load_normalized.toFixed(3) + " normalised by N−1)"; }],
+    ["max worst-shift load", function (m) { return m.worst_shift + " routes over " + m.shifts + " shifts"; }],
+    ["hops max / avg", function (m) { return m.max_hops + " / " + m.avg_hops.toFixed(2); }],
+    ["deadlock-free", function (m) { return m.deadlock_free ? "yes" : "NO"; }],
+    ["forwarding loops", function (m) { return m.loop_lids ? m.loop_lids + " LIDs" : "none"; }],
+    ["LIDs used", function (m) { return m.lids_used; }],
+    ["VLs used", function (m) { return esc((m.vls_used || []).join(", ")); }],
+    ["SLs used", function (m) { return esc((m.sls_used || []).join(", ")); }]
+  ];
+  var s = "<table><tr><th>fabric</th><td colspan=" + M.plans.length + ">" + M.switches + " switches, " + M.cas + " CAs" +
+    (M.aggregated ? " (aggregated: one box per group of like switches)" : "") + "</td></tr><tr><th></th>";
+  M.plans.forEach(function (p) { s += "<th>" + esc(p.name) + " plan</th>"; });
+  s += "</tr>";
+  rows.forEach(function (r) {
+    s += "<tr><th>" + r[0] + "</th>";
+    M.plans.forEach(function (p, i) {
+      var v = r[1](p.metrics), same = i === 0 || v === r[1](M.plans[0].metrics);
+      s += "<td" + (same ? "" : " class=\"diff\"") + ">" + v + "</td>";
+    });
+    s += "</tr>";
+  });
+  s += "</table>";
+  if (M.candidate_error) s += "<p class=\"bad\">candidate plan: " + esc(M.candidate_error) + "</p>";
   document.getElementById("summary").innerHTML = s;
 }
 
-function layout(W, H) {
+function layout() {
   var pos = [], n = M.nodes.length;
   if (M.layout === "tiers") {
     var byTier = {}, maxTier = 0, minTier = 99;
@@ -98,7 +121,7 @@ function layout(W, H) {
       var row = byTier[t], y = H - 30 - (H - 60) * (+t - minTier) / Math.max(1, maxTier - minTier);
       row.forEach(function (b, i) { pos[b.id] = [30 + (W - 60) * (i + 0.5) / row.length, y]; });
     }
-    document.getElementById("layoutnote").textContent = "(fat tree by tier, leaves at tier 1" + (M.cas && M.nodes.some(function (b) { return b.kind === "ca"; }) ? ", CAs below" : "") + ")";
+    document.getElementById("layoutnote").textContent = "(fat tree by tier, leaves at tier 1" + (M.nodes.some(function (b) { return b.kind === "ca"; }) ? ", CAs below" : "") + ")";
     return pos;
   }
   document.getElementById("layoutnote").textContent = "(force-directed)";
@@ -130,50 +153,90 @@ function hover(e, text) {
   e.addEventListener("mouseleave", function () { tip.style.display = "none"; });
 }
 
+// The layout is computed once: every plan is drawn on it, so a link sits
+// at the same place in each drawing.
+var POS = null;
 function draw() {
-  var svg = document.getElementById("fabric"), W = +svg.getAttribute("width"), H = +svg.getAttribute("height");
-  while (svg.firstChild) svg.removeChild(svg.firstChild);
-  var metric = document.getElementById("metric").value, max = metric === "load" ? M.max_load : M.max_worst;
-  var ideal = metric === "load" ? Math.max(1, M.cas - 1) : 1;
-  document.getElementById("scale").textContent = "(yellow: " + ideal + " routes per channel, the least a full-bisection fabric needs; red: twice that or more; busiest: " + max + ")";
-  var pos = layout(W, H);
+  var metric = document.getElementById("metric").value, box = document.getElementById("fabrics");
+  if (!POS) POS = layout();
+  while (box.firstChild) box.removeChild(box.firstChild);
+  var ideal = metric === "load" ? M.ideal_load : 1;
+  document.getElementById("ramp").style.background = "linear-gradient(90deg," + M.scale.join(",") + ")";
+  document.getElementById("scale").textContent = "(yellow: " + ideal + " routes per channel, the least a full-bisection fabric needs; red: twice that or more; busiest drawn link: " +
+    M.plans.map(function (p) { return p.name + " " + (metric === "load" ? p.max_load : p.max_worst); }).join(", ") + ")";
   var wide = M.links.length > 3000 ? 0.6 : 1.6;
-  M.links.forEach(function (l) {
-    var v = l[metric], line = el("line", { x1: pos[l.a][0], y1: pos[l.a][1], x2: pos[l.b][0], y2: pos[l.b][1],
-      stroke: colour(v, ideal), "stroke-width": wide * (l.links > 1 ? 1 + Math.log2(l.links) : 1), "stroke-opacity": 0.85 }, svg);
-    hover(line, M.nodes[l.a].label + " — " + M.nodes[l.b].label + ": " + metric + " " + v + (l.links > 1 ? " (max over " + l.links + " links)" : ""));
-  });
-  M.nodes.forEach(function (b) {
-    var p = pos[b.id], r = b.kind === "ca" ? 3 : b.kind === "group" ? 6 + Math.min(10, Math.sqrt(b.members)) : 5;
-    var shape = b.kind === "ca" ? el("circle", { cx: p[0], cy: p[1], r: r, fill: "#457b9d" }, svg)
-      : el("rect", { x: p[0] - r, y: p[1] - r, width: 2 * r, height: 2 * r, fill: b.kind === "group" ? "#6d597a" : "#1d3557" }, svg);
-    hover(shape, b.label + (b.cas ? " (" + b.cas + " CAs)" : ""));
+  M.plans.forEach(function (p) {
+    var fig = document.createElement("figure");
+    fig.className = "fabric" + (M.plans.length > 1 ? " half" : "");
+    box.appendChild(fig);
+    var cap = document.createElement("figcaption");
+    cap.textContent = planName(p);
+    fig.appendChild(cap);
+    var svg = el("svg", { viewBox: "0 0 " + W + " " + H, "class": "fabric" }, fig);
+    var values = p[metric], colours = p[metric + "_colour"];
+    M.links.forEach(function (l, i) {
+      var line = el("line", { x1: POS[l.a][0], y1: POS[l.a][1], x2: POS[l.b][0], y2: POS[l.b][1],
+        stroke: colours[i], "stroke-width": wide * (l.links > 1 ? 1 + Math.log2(l.links) : 1), "stroke-opacity": 0.85 }, svg);
+      hover(line, p.name + ": " + M.nodes[l.a].label + " — " + M.nodes[l.b].label + ": " + metric + " " + values[i] + (l.links > 1 ? " (max over " + l.links + " links)" : ""));
+    });
+    M.nodes.forEach(function (b) {
+      var q = POS[b.id], r = b.kind === "ca" ? 3 : b.kind === "group" ? 6 + Math.min(10, Math.sqrt(b.members)) : 5;
+      var shape = b.kind === "ca" ? el("circle", { cx: q[0], cy: q[1], r: r, fill: "#457b9d" }, svg)
+        : el("rect", { x: q[0] - r, y: q[1] - r, width: 2 * r, height: 2 * r, fill: b.kind === "group" ? "#6d597a" : "#1d3557" }, svg);
+      hover(shape, b.label + (b.cas ? " (" + b.cas + " CAs)" : ""));
+    });
   });
 }
 
+// Grouped bars: one per plan at every hop count.
 function hops() {
-  var svg = document.getElementById("hops"), W = 480, H = 220, h = M.hops || [], max = Math.max.apply(null, h.concat([1]));
-  var bw = (W - 40) / Math.max(1, h.length);
-  h.forEach(function (v, i) {
-    var bh = (H - 40) * v / max;
-    var r = el("rect", { x: 30 + i * bw, y: H - 20 - bh, width: Math.max(1, bw - 4), height: bh, fill: "#457b9d" }, svg);
-    hover(r, i + " switches: " + v + " pairs");
-    el("text", { x: 30 + i * bw + bw / 2 - 4, y: H - 5, "font-size": 11 }, svg).textContent = i;
+  var svg = document.getElementById("hops"), HW = 480, HH = 240, n = 0, max = 1;
+  M.plans.forEach(function (p) { var h = p.hops || []; n = Math.max(n, h.length); h.forEach(function (v) { max = Math.max(max, v); }); });
+  var bw = (HW - 40) / Math.max(1, n), pw = bw / M.plans.length;
+  M.plans.forEach(function (p, k) {
+    (p.hops || []).forEach(function (v, i) {
+      var bh = (HH - 60) * v / max;
+      var r = el("rect", { x: 30 + i * bw + k * pw, y: HH - 20 - bh, width: Math.max(1, pw - 3), height: bh, fill: PLAN_FILL[k % 2] }, svg);
+      hover(r, p.name + ": " + i + " switches: " + v + " pairs");
+    });
+    if (M.plans.length > 1) {
+      el("rect", { x: 40 + k * 160, y: 4, width: 10, height: 10, fill: PLAN_FILL[k % 2] }, svg);
+      el("text", { x: 54 + k * 160, y: 13, "font-size": 11 }, svg).textContent = planName(p);
+    }
   });
+  for (var i = 0; i < n; i++) el("text", { x: 30 + i * bw + bw / 2 - 4, y: HH - 5, "font-size": 11 }, svg).textContent = i;
 }
 
 function vls() {
-  var s = "<tr><th>VLs used</th><td>" + esc((M.vls_used || []).join(", ")) + "</td></tr>";
-  (M.vls_used || []).forEach(function (v, i) { s += "<tr><td>VL" + v + "</td><td>" + (M.vl_channels[i] || 0) + " channels</td></tr>"; });
-  s += "<tr><th>SLs used</th><td>" + esc((M.sls_used || []).join(", ")) + "</td></tr>";
+  var s = "<tr><th></th>" + M.plans.map(function (p) { return "<th>" + esc(p.name) + "</th>"; }).join("") + "</tr>", all = {};
+  M.plans.forEach(function (p) { (p.metrics.vls_used || []).forEach(function (v) { all[v] = true; }); });
+  Object.keys(all).map(Number).sort(function (a, b) { return a - b; }).forEach(function (v) {
+    s += "<tr><td>VL" + v + "</td>" + M.plans.map(function (p) {
+      var i = (p.metrics.vls_used || []).indexOf(v);
+      return "<td>" + (i < 0 ? "unused" : (p.vl_channels[i] || 0) + " channels") + "</td>";
+    }).join("") + "</tr>";
+  });
+  s += "<tr><th>SLs used</th>" + M.plans.map(function (p) { return "<td>" + esc((p.metrics.sls_used || []).join(", ")) + "</td>"; }).join("") + "</tr>";
   document.getElementById("vls").innerHTML = s;
-  var hot = M.links.slice().sort(function (a, b) { return b.load - a.load; }).slice(0, 10), t = "<tr><th>link</th><th>load</th><th>worst shift</th></tr>";
-  hot.forEach(function (l) { t += "<tr><td>" + esc(M.nodes[l.a].label) + " — " + esc(M.nodes[l.b].label) + "</td><td>" + l.load + "</td><td>" + l.worst + "</td></tr>"; });
+  // The ten links with the highest all-to-all load in any plan.
+  var idx = M.links.map(function (l, i) { return i; }), top = function (i) { return Math.max.apply(null, M.plans.map(function (p) { return p.load[i]; })); };
+  idx.sort(function (a, b) { return top(b) - top(a); });
+  var t = "<tr><th>link</th>" + M.plans.map(function (p) { return "<th>" + esc(p.name) + " load</th><th>worst shift</th>"; }).join("") + "</tr>";
+  idx.slice(0, 10).forEach(function (i) {
+    var l = M.links[i];
+    t += "<tr><td>" + esc(M.nodes[l.a].label) + " — " + esc(M.nodes[l.b].label) + "</td>" +
+      M.plans.map(function (p) { return "<td>" + p.load[i] + "</td><td>" + p.worst[i] + "</td>"; }).join("") + "</tr>";
+  });
   document.getElementById("hot").innerHTML = t;
-  var u = M.unreachable || [];
-  document.getElementById("unreach").innerHTML = u.length === 0 ? "none" :
-    "<table><tr><th>source</th><th>destination</th><th>DLID</th><th>why</th></tr>" + u.map(function (x) {
-      return "<tr><td>" + esc(x.src) + "</td><td>" + esc(x.dst) + "</td><td>" + x.dlid + "</td><td>" + esc(x.message) + "</td></tr>"; }).join("") + "</table>";
+  var u = "";
+  M.plans.forEach(function (p) {
+    var x = p.unreachable || [], m = p.metrics;
+    u += "<h3>" + esc(planName(p)) + "</h3>" + (x.length === 0 ? "none" :
+      "<p>" + (m.ca_pairs.total - m.ca_pairs.reachable) + " CA pairs and " + (m.switch_pairs.total - m.switch_pairs.reachable) + " switch pairs; the first " + x.length + ":</p>" +
+      "<table><tr><th>source</th><th>destination</th><th>DLID</th><th>why</th></tr>" + x.map(function (y) {
+        return "<tr><td>" + esc(y.src) + "</td><td>" + esc(y.dst) + "</td><td>" + y.dlid + "</td><td>" + esc(y.message) + "</td></tr>"; }).join("") + "</table>");
+  });
+  document.getElementById("unreach").innerHTML = u;
 }
 
 summary(); draw(); hops(); vls();

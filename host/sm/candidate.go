@@ -14,9 +14,7 @@ import (
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/rollout"
-	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
-	"github.com/ibsm/ibsm/transport/smp"
 )
 
 // Candidate configures the shadow pipeline and its promotion (the
@@ -475,17 +473,22 @@ func (s *SM) applyState(ctx context.Context, c *candidate, st rollout.State) (in
 	}
 	p := c.pair.Mix(st)
 	pst, err := s.prog.Apply(ctx, fab, a.Topo, p.Rz, p.VLs)
+	if err == nil {
+		s.record(p, c.ro.Engine, c.ro.CandidateKey, fmt.Sprintf("rollout %s: %d of %d switches on the candidate's tables, the rest on the active plan's (%s)",
+			c.ro.ID, st.Count(), len(st), a.Result.Key))
+	}
 	return pst.LFTBlocksSent, err
 }
 
-// readBack reads the forwarding tables of switches ws back from the fabric
-// (LinearForwardingTable Gets, IBA 14.2.5.10) and checks them against
-// state n (steps[:n] applied); it also checks that the state read back
-// delivers every pair without a loop (host/analysis).
+// readBack reads the forwarding and SL2VL tables of switches ws back
+// from the fabric (LinearForwardingTable and SLtoVLMappingTable Gets,
+// IBA 14.2.5.10, 14.2.5.8) and checks them against state n (steps[:n]
+// applied); it also checks that the state read back delivers every pair
+// without a loop (host/analysis).
 func (s *SM) readBack(ctx context.Context, c *candidate, n int, ws []int32) error {
 	r := c.ro
 	want := c.pair.Mix(rollout.StateAfter(len(c.pair.Old.Rz.LFT), r.Steps, n))
-	got, err := s.ReadLFTs(ctx, want.Rz.Topo, ws, int(want.Rz.TopLID))
+	got, err := s.readHeld(ctx, want, ws)
 	if err != nil {
 		return err
 	}
@@ -493,10 +496,6 @@ func (s *SM) readBack(ctx context.Context, c *candidate, n int, ws []int32) erro
 	held.LFT = slices.Clone(want.Rz.LFT)
 	for i, s := range ws {
 		held.LFT[s] = got[i]
-	}
-	if d := rollout.Compare(rollout.Tables{Topo: held.Topo, LFT: want.Rz.LFT}, rollout.Tables{Topo: held.Topo, LFT: held.LFT}); d.LFTBlocks > 0 {
-		sw := d.Switches[0]
-		return fmt.Errorf("read-back: %d LFT blocks on %d switches differ from what was programmed, e.g. switch 0x%016x blocks %v", d.LFTBlocks, d.SwitchesChanged, sw.GUID, sw.LFTBlocks)
 	}
 	chk, err := rollout.NewChecker(rollout.Pair{Old: rollout.Plan{Rz: &held, VLs: want.VLs}, New: rollout.Plan{Rz: &held, VLs: want.VLs}}, 0)
 	if err != nil {
@@ -508,59 +507,32 @@ func (s *SM) readBack(ctx context.Context, c *candidate, n int, ws []int32) erro
 	return nil
 }
 
-// ReadLFTs reads entries 0..top of the forwarding tables of switches ws
-// (indices in topo.Switches()) from the fabric.
-func (s *SM) ReadLFTs(ctx context.Context, topo *topology.Topology, ws []int32, top int) ([][]uint8, error) {
+// readHeld reads back the LFT and SL2VL tables of switches ws and fails
+// unless they are what plan p programs; it returns the LFT rows read.
+func (s *SM) readHeld(ctx context.Context, p rollout.Plan, ws []int32) ([][]uint8, error) {
 	fab := s.Fabric()
 	if fab == nil {
 		return nil, errors.New("no fabric discovered")
 	}
-	return s.ReadLFTsFrom(ctx, fab, topo, ws, top)
-}
-
-// ReadLFTsFrom is ReadLFTs over the directed routes of fab. Entries above
-// a switch's LinearFDBTop forward nothing and read as plan.NoPort.
-func (s *SM) ReadLFTsFrom(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, ws []int32, top int) ([][]uint8, error) {
-	out := make([][]uint8, len(ws))
-	var mu sync.Mutex
-	var firstErr error
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(s.Opts.Parallel, 8))
-	for i, sw := range ws {
-		guid := topo.Nodes[topo.Switches()[sw]].GUID
-		n := fab.Nodes[guid]
-		if n == nil {
-			return nil, fmt.Errorf("switch 0x%016x is gone", guid)
-		}
-		out[i] = make([]uint8, top+1)
-		for b := 0; b*64 <= top; b++ {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				var blk smp.LFTBlock
-				err := s.client.Get(ctx, n.Path, smp.AttrLinearForwardingTable, uint32(b), &blk)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = fmt.Errorf("reading back switch 0x%016x LFT block %d: %w", guid, b, err)
-					}
-					return
-				}
-				copy(out[i][b*64:], blk[:min(64, top+1-b*64)])
-			}()
-		}
+	rd, t := s.Reader(fab), p.Rz.Topo
+	want := rollout.TablesOf(p)
+	held := rollout.Tables{Topo: t, LFT: make([][]uint8, len(t.Switches()))}
+	got, err := rd.LFTs(ctx, t, ws, int(p.Rz.TopLID))
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
 	for i, sw := range ws {
-		if n := fab.Nodes[topo.Nodes[topo.Switches()[sw]].GUID]; n.Switch != nil {
-			for lid := int(n.Switch.LinearFDBTop) + 1; lid <= top; lid++ {
-				out[i][lid] = plan.NoPort
-			}
-		}
+		held.LFT[sw] = got[i]
 	}
-	return out, firstErr
+	if held.SL2VL, err = rd.SL2VL(ctx, t, ws, want.SL2VL); err != nil {
+		return nil, err
+	}
+	if d := rollout.CompareSwitches(held, want, ws); d.SwitchesChanged > 0 {
+		sw := d.Switches[0]
+		return nil, fmt.Errorf("read-back: %d LFT blocks and %d SL2VL tables on %d switches differ from what was programmed, e.g. switch 0x%016x LFT blocks %v SL2VL (in,out) %v",
+			d.LFTBlocks, d.SL2VLTables, d.SwitchesChanged, sw.GUID, sw.LFTBlocks, sw.SL2VL)
+	}
+	return got, nil
 }
 
 // CandidatePlan computes the candidate's plan for topo with the LIDs of
@@ -596,10 +568,17 @@ func (s *SM) rollBack(ctx context.Context, c *candidate, why string) error {
 	c.mu.Unlock()
 	s.Log.Warn("rollout: rolling back", "reason", why, "applied", r.Applied)
 	a := s.Applied()
+	// The switches promoted so far, found by GUID in the fabric in force
+	// (a re-route may have changed it).
 	var touched []int32
 	for i := range r.Steps {
-		if i < r.Applied || i == r.Entering {
-			touched = append(touched, r.Steps[i].Switches...)
+		if a == nil || !(i < r.Applied || i == r.Entering) {
+			continue
+		}
+		for _, g := range r.Steps[i].GUIDs {
+			if n := a.Topo.NodeByGUID(g); n >= 0 && a.Topo.SwitchIndex(n) >= 0 {
+				touched = append(touched, int32(a.Topo.SwitchIndex(n)))
+			}
 		}
 	}
 	var err error
@@ -618,17 +597,7 @@ func (s *SM) rollBack(ctx context.Context, c *candidate, why string) error {
 	}
 	check := "read-back equals the active plan"
 	if a != nil && len(touched) > 0 && err == nil {
-		got, rerr := s.ReadLFTs(ctx, a.Topo, touched, int(a.Result.Realized.TopLID))
-		if rerr != nil {
-			err = rerr
-		} else {
-			for i, sw := range touched {
-				if !slices.Equal(got[i], a.Result.Realized.LFT[sw]) {
-					err = fmt.Errorf("switch 0x%016x still differs from the active plan after the rollback", a.Topo.Nodes[a.Topo.Switches()[sw]].GUID)
-					break
-				}
-			}
-		}
+		_, err = s.readHeld(ctx, planOf(a.Result), touched)
 	}
 	if err != nil {
 		check = "rollback incomplete: " + err.Error() + " (the next sweep's programming and audit repair it)"

@@ -20,6 +20,7 @@ import (
 	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/program"
+	"github.com/ibsm/ibsm/host/rollout"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/smp"
@@ -31,6 +32,9 @@ type Options struct {
 	SweepInterval time.Duration
 	// LIDFile is where port GUID → LID persists ("" = not persisted).
 	LIDFile string
+	// ProgrammedFile, when set, records what was last programmed (in the
+	// background) for ibsm plan diff (rollout.ProgrammedFile).
+	ProgrammedFile string
 	// Parallel bounds SMP-issuing goroutines in discovery and programming.
 	Parallel int
 	// TrapCoalesce is how long the sweep loop waits after a trap for more
@@ -119,7 +123,8 @@ type SM struct {
 	mc *multicast // multicast.go; nil until EnableMulticast
 
 	elect *election
-	cand  *candidate // candidate {}: shadow plan and staged rollout (candidate.go)
+	cand  *candidate        // candidate {}: shadow plan and staged rollout (candidate.go)
+	rec   *rollout.Recorder // Opts.ProgrammedFile's writer (plandiff.go)
 
 	parts partitionState // P_Key tables (partitions.go)
 }
@@ -181,6 +186,7 @@ func New(t transport.Transport, pipe *pipeline.Runner, opts Options, log hclog.L
 		disc:   &discovery.Discoverer{C: c, Log: log.Named("discovery"), Parallel: opts.Parallel},
 		prog:   &program.Programmer{C: c, Log: log.Named("program"), Parallel: opts.Parallel},
 		elect:  newElection(opts.Election),
+		rec:    newRecorder(opts.ProgrammedFile, log),
 	}
 }
 
@@ -375,6 +381,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	if err := s.saveLIDs(topo, res); err != nil {
 		s.Log.Error("could not persist LIDs", "file", s.Opts.LIDFile, "error", err)
 	}
+	s.record(planOf(res), res.Engine, res.Key.String(), "")
 	// The model now holds what was written, so the next incremental sweep
 	// diffs against the fabric as programmed.
 	done := programmed(fab, topo, res)

@@ -1,0 +1,199 @@
+package rollout
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/lidstore"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// ProgrammedFile, in the state directory, records what the SM last
+// programmed: `ibsm plan diff`'s reference when the fabric cannot be read
+// back (the embedded fabric lives only inside the daemon that runs it).
+const ProgrammedFile = "programmed.gob"
+
+// Programmed is what the SM last programmed, by GUID so that it applies
+// to any later topology.
+type Programmed struct {
+	At     time.Time
+	Engine string
+	Key    string
+	// Note says what state this is when not a whole plan (a rollout step).
+	Note string
+	// Switches by node GUID.
+	Switches map[uint64]ProgrammedSwitch
+	// LIDs by port GUID.
+	LIDs map[uint64]plan.PortLID
+	// SL2VLDefault fills pairs a switch's Listed does not hold;
+	// NoSL2VL: the plan wrote no SL2VL table (SL 0 on VL 0 only).
+	SL2VLDefault [16]uint8
+	NoSL2VL      bool
+}
+
+// ProgrammedSwitch is one switch's LFT and its listed SL2VL tables.
+type ProgrammedSwitch struct {
+	LFT   []uint8
+	SL2VL map[[2]uint8][16]uint8
+}
+
+// RecordOf records plan p (engine, key and note describe it).
+func RecordOf(p Plan, engine, key, note string) *Programmed {
+	t := p.Rz.Topo
+	r := &Programmed{At: time.Now(), Engine: engine, Key: key, Note: note,
+		Switches: make(map[uint64]ProgrammedSwitch, len(t.Switches())), LIDs: make(map[uint64]plan.PortLID, len(t.Endpoints()))}
+	sv := PlanSL2VL(t, p.VLs).(*planSL2VL)
+	r.NoSL2VL, r.SL2VLDefault = sv.none, sv.def
+	listed := map[int32]map[[2]uint8][16]uint8{}
+	for k, v := range sv.listed {
+		if listed[k[0]] == nil {
+			listed[k[0]] = map[[2]uint8][16]uint8{}
+		}
+		listed[k[0]][[2]uint8{uint8(k[1]), uint8(k[2])}] = v
+	}
+	for s, node := range t.Switches() {
+		r.Switches[t.Nodes[node].GUID] = ProgrammedSwitch{LFT: p.Rz.LFT[s], SL2VL: listed[node]}
+	}
+	for e, ep := range t.Endpoints() {
+		r.LIDs[t.PortGUID(ep)] = p.Rz.LIDs.Ports[e]
+	}
+	return r
+}
+
+// Tables maps the record onto topology t: a switch or port the record
+// does not hold is unknown (no LFT row, no SL2VL table, LID none).
+func (r *Programmed) Tables(t *topology.Topology) Tables {
+	out := Tables{Topo: t, LFT: make([][]uint8, len(t.Switches())), LIDs: make([]plan.PortLID, len(t.Endpoints()))}
+	sl := &recordSL2VL{r: r, t: t}
+	out.SL2VL = sl
+	for s, node := range t.Switches() {
+		if ps, ok := r.Switches[t.Nodes[node].GUID]; ok {
+			out.LFT[s] = ps.LFT
+		}
+	}
+	for e, ep := range t.Endpoints() {
+		out.LIDs[e] = r.LIDs[t.PortGUID(ep)]
+	}
+	return out
+}
+
+type recordSL2VL struct {
+	r *Programmed
+	t *topology.Topology
+}
+
+func (s *recordSL2VL) Table(node int32, in, out uint8) ([16]uint8, bool) {
+	ps, ok := s.r.Switches[s.t.Nodes[node].GUID]
+	if !ok || s.r.NoSL2VL {
+		return [16]uint8{}, false
+	}
+	if v, ok := ps.SL2VL[[2]uint8{in, out}]; ok {
+		return v, true
+	}
+	return s.r.SL2VLDefault, true
+}
+
+// Pairs is unused on the held side of a diff; it lists the listed pairs.
+func (s *recordSL2VL) Pairs(node int32) [][2]uint8 {
+	return ReadSL2VL{node: s.r.Switches[s.t.Nodes[node].GUID].SL2VL}.Pairs(node)
+}
+
+// recordMagic starts the file; gzip'd gob follows.
+const recordMagic = "ibsm-programmed-v1\n"
+
+// LoadProgrammed reads dir/ProgrammedFile; nil without one.
+func LoadProgrammed(path string) (*Programmed, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(b, []byte(recordMagic)) {
+		return nil, fmt.Errorf("%s is not a record of a programmed plan (remove it; the daemon writes it again at its next programming)", path)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b[len(recordMagic):]))
+	if err == nil {
+		var r Programmed
+		if err = gob.NewDecoder(zr).Decode(&r); err == nil {
+			return &r, nil
+		}
+	}
+	return nil, fmt.Errorf("%s is damaged: %v (remove it; the daemon writes it again at its next programming)", path, err)
+}
+
+func saveProgrammed(path string, r *Programmed) error {
+	var buf bytes.Buffer
+	buf.WriteString(recordMagic)
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err := gob.NewEncoder(zw).Encode(r); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return lidstore.WriteAtomic(path, buf.Bytes())
+}
+
+// Recorder writes records in the background, the newest only: the sweep
+// that programmed does not wait for the file (tens of MB for the largest
+// fabrics before compression).
+type Recorder struct {
+	Path string
+	Log  hclog.Logger
+
+	mu   sync.Mutex
+	next *Programmed
+	busy bool
+	idle chan struct{} // closed when nothing is pending
+}
+
+// Record queues r, replacing a record not yet written.
+func (w *Recorder) Record(r *Programmed) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.next = r
+	if w.busy {
+		return
+	}
+	w.busy, w.idle = true, make(chan struct{})
+	go w.drain()
+}
+
+func (w *Recorder) drain() {
+	for {
+		w.mu.Lock()
+		r := w.next
+		w.next = nil
+		if r == nil {
+			w.busy = false
+			close(w.idle)
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		if err := saveProgrammed(w.Path, r); err != nil && w.Log != nil {
+			w.Log.Warn("cannot record the programmed plan; ibsm plan diff without a daemon compares against an older record", "file", w.Path, "error", err)
+		}
+	}
+}
+
+// Wait returns once every queued record is written.
+func (w *Recorder) Wait() {
+	w.mu.Lock()
+	idle, busy := w.idle, w.busy
+	w.mu.Unlock()
+	if busy {
+		<-idle
+	}
+}

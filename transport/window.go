@@ -1,0 +1,198 @@
+package transport
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// window bounds the requests in flight and adapts the bound, as TCP's
+// congestion window does: it halves on a timeout and opens again by about
+// one request per window's worth of answers, up to the ceiling the
+// configuration sets (where it starts). The same bound is kept per
+// destination, so requests to one slow or dead switch hold at most that
+// destination's window (down to one) and do not stall the rest. Switches
+// forward SMPs without flow control, so a timeout is the only congestion
+// signal a fabric gives.
+//
+// Only a timeout from a second destination since the last cut shrinks the
+// overall window: one dead switch times out forever and must not throttle
+// the healthy ones.
+type window struct {
+	ceiling int
+
+	mu       sync.Mutex
+	all      aimd
+	inflight int
+	dests    map[destKey]*dest
+	waiters  []*waiter
+	// since the last overall cut: which destinations timed out
+	cutAt    time.Time
+	timedOut map[destKey]bool
+}
+
+// aimd is one adaptive bound.
+type aimd struct{ cur float64 }
+
+func (a *aimd) limit() int { return max(1, int(a.cur)) }
+
+func (a *aimd) grow(ceiling int) { a.cur = min(a.cur+1/a.cur, float64(ceiling)) }
+
+func (a *aimd) cut() { a.cur = max(1, a.cur/2) }
+
+type dest struct {
+	w        aimd
+	inflight int
+}
+
+type waiter struct {
+	key   destKey
+	ready chan struct{}
+	ok    bool // granted (under window.mu)
+}
+
+// destKey names where a request goes: the directed route's initial path,
+// or the LID. Comparable, so keying the map allocates nothing per MAD.
+type destKey struct {
+	lid  uint16
+	hops uint8
+	path [drInitPathSz]byte
+}
+
+func destOf(req Packet) destKey {
+	m := req.MAD
+	if len(m) > drHopCount && m[1] == classSMPDR && len(m) >= drInitPath+drInitPathSz {
+		k := destKey{hops: m[drHopCount]}
+		n := min(int(k.hops)+1, drInitPathSz)
+		copy(k.path[:n], m[drInitPath:drInitPath+n])
+		k.lid = req.DLID // a LID-routed leg before the directed one
+		return k
+	}
+	return destKey{lid: req.DLID}
+}
+
+func newWindow(ceiling int) *window {
+	return &window{ceiling: ceiling, all: aimd{float64(ceiling)}, dests: map[destKey]*dest{}, timedOut: map[destKey]bool{}}
+}
+
+func (w *window) dest(key destKey) *dest {
+	d := w.dests[key]
+	if d == nil {
+		d = &dest{w: aimd{float64(w.ceiling)}}
+		w.dests[key] = d
+	}
+	return d
+}
+
+// acquire waits for room for one request to key.
+func (w *window) acquire(ctx context.Context, done <-chan struct{}, key destKey) error {
+	w.mu.Lock()
+	// Waiters are never grantable at rest (put grants them eagerly, and
+	// only put and grow open room), so room now is room ahead of nobody.
+	if w.room(key) {
+		w.take(key)
+		w.mu.Unlock()
+		return nil
+	}
+	wt := &waiter{key: key, ready: make(chan struct{})}
+	w.waiters = append(w.waiters, wt)
+	w.mu.Unlock()
+	var err error
+	select {
+	case <-wt.ready:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-done:
+		err = ErrClosed
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wt.ok { // granted while we gave up: hand the slot on
+		w.put(key)
+		return err
+	}
+	for i, x := range w.waiters {
+		if x == wt {
+			w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
+			break
+		}
+	}
+	return err
+}
+
+func (w *window) room(key destKey) bool {
+	if w.inflight >= w.all.limit() {
+		return false
+	}
+	d := w.dests[key]
+	return d == nil || d.inflight < d.w.limit()
+}
+
+func (w *window) take(key destKey) {
+	w.inflight++
+	w.dest(key).inflight++
+}
+
+// put frees a slot of key and grants waiters, oldest first, skipping those
+// whose destination is full.
+func (w *window) put(key destKey) {
+	w.inflight--
+	if d := w.dests[key]; d != nil {
+		d.inflight--
+		if d.inflight == 0 && d.w.cur >= float64(w.ceiling) {
+			delete(w.dests, key) // at the ceiling: nothing to remember
+		}
+	}
+	kept := w.waiters[:0]
+	for _, wt := range w.waiters {
+		if w.inflight < w.all.limit() && w.room(wt.key) {
+			w.take(wt.key)
+			wt.ok = true
+			close(wt.ready)
+			continue
+		}
+		kept = append(kept, wt)
+	}
+	clear(w.waiters[len(kept):])
+	w.waiters = kept
+}
+
+// release ends a request to key: answered on its first attempt (the
+// windows open), or not.
+func (w *window) release(key destKey, firstTry bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if firstTry {
+		w.all.grow(w.ceiling)
+		if d := w.dests[key]; d != nil {
+			d.w.grow(w.ceiling)
+		}
+	}
+	w.put(key)
+}
+
+// timeout records that an attempt to key sent at sent went unanswered.
+func (w *window) timeout(key destKey, sent time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := w.dests[key]; d != nil {
+		d.w.cut()
+	}
+	if sent.Before(w.cutAt) {
+		return // sent before the last cut took effect: the same congestion
+	}
+	w.timedOut[key] = true
+	if len(w.timedOut) >= 2 {
+		w.all.cut()
+		w.cutAt = time.Now()
+		clear(w.timedOut)
+	}
+}
+
+// size is the overall bound now.
+func (w *window) size() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.all.limit()
+}
