@@ -175,6 +175,14 @@ func (a *App) MADLimits() (int, time.Duration, int, bool) {
 	return w, t, r, true
 }
 
+// MADWindowNow is the adaptive MAD window in force (see transport.Dispatcher.Window).
+func (a *App) MADWindowNow() (int, bool) {
+	if a.disp == nil {
+		return 0, false
+	}
+	return a.disp.Window(), true
+}
+
 // saTransport is t, telling Hooks.SAQuery of every SA answer the agent
 // sends (one per request answered): its attribute, method and status.
 func (h *Hooks) saTransport(t transport.Transport) transport.Transport {

@@ -18,6 +18,7 @@ var (
 	dSMState       = desc("ibsm_sm_state", "1 for the SM's current SMInfo state.", "state")
 	dSMPriority    = desc("ibsm_sm_priority", "The SM's SMInfo priority.")
 	dMADWindow     = desc("ibsm_mad_window", "MADs the SM keeps outstanding at most.")
+	dMADWindowNow  = desc("ibsm_mad_window_now", "MADs the SM keeps outstanding at most now: the adaptive window, halved by timeouts.")
 	dNodes         = desc("ibsm_fabric_nodes", "Nodes in the fabric as last discovered, by type.", "type")
 	dLinks         = desc("ibsm_fabric_links", "Links with both ends discovered.")
 	dPorts         = desc("ibsm_fabric_ports", "Linked ports by PortState.", "state")
@@ -37,7 +38,7 @@ var (
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dSMState, dSMPriority, dMADWindow, dNodes, dLinks, dPorts, dPlanLIDs, dPlanPairs, dPlanUnreach,
+	for _, d := range []*prometheus.Desc{dSMState, dSMPriority, dMADWindow, dMADWindowNow, dNodes, dLinks, dPorts, dPlanLIDs, dPlanPairs, dPlanUnreach,
 		dPlanMaxLoad, dPlanMaxLoadN, dPlanVLs, dPlanMaxHops, dPlanDeadlock, dPlanApplied, dPluginUp, dPluginCalls, dPluginRestart, dMADErrors} {
 		ch <- d
 	}
@@ -56,6 +57,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(dSMPriority, float64(st.SM.Priority))
 	gauge(dMADWindow, float64(st.SM.MADWindow))
+	gauge(dMADWindowNow, float64(st.SM.MADWindowNow))
 	gauge(dNodes, float64(st.Fabric.Switches), "switch")
 	gauge(dNodes, float64(st.Fabric.CAs), "ca")
 	gauge(dLinks, float64(st.Fabric.Links))

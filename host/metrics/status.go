@@ -38,9 +38,12 @@ type SMStatus struct {
 	Handovers  int    `json:"handovers"`
 	SweepEvery string `json:"sweep_interval"`
 	MADWindow  int    `json:"mad_window"`
-	MADTimeout string `json:"mad_timeout"`
-	MADRetries int    `json:"mad_retries"`
-	LogLevel   string `json:"log_level"`
+	// MADWindowNow is the adaptive window in force (1..MADWindow): below
+	// MADWindow after timeouts.
+	MADWindowNow int    `json:"mad_window_now,omitempty"`
+	MADTimeout   string `json:"mad_timeout"`
+	MADRetries   int    `json:"mad_retries"`
+	LogLevel     string `json:"log_level"`
 }
 
 // FabricStatus is the fabric as last discovered.

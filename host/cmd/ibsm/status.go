@@ -90,6 +90,9 @@ func (d *daemonState) status() *metrics.Status {
 	if w, to, r, ok := a.MADLimits(); ok { // what the transport uses, not what was asked
 		st.SM.MADWindow, st.SM.MADTimeout, st.SM.MADRetries = w, to.String(), r
 	}
+	if w, ok := a.MADWindowNow(); ok {
+		st.SM.MADWindowNow = w
+	}
 	if si.GUID != 0 {
 		st.SM.PortGUID = fmt.Sprintf("0x%016x", si.GUID)
 	}
@@ -330,7 +333,11 @@ func printStatus(out io.Writer, st *metrics.Status) error {
 		fmt.Fprint(w, ", CONTESTED (another master is on the subnet)")
 	}
 	fmt.Fprintf(w, "\n\ttakeovers %d, step-downs %d, handovers %d\n", sm.Takeovers, sm.StepDowns, sm.Handovers)
-	fmt.Fprintf(w, "settings\tsweep every %s, MAD window %d, timeout %s, retries %d, log level %s\n", sm.SweepEvery, sm.MADWindow, sm.MADTimeout, sm.MADRetries, sm.LogLevel)
+	now := ""
+	if sm.MADWindowNow > 0 && sm.MADWindowNow < sm.MADWindow {
+		now = fmt.Sprintf(" (%d now, after timeouts)", sm.MADWindowNow)
+	}
+	fmt.Fprintf(w, "settings\tsweep every %s, MAD window %d%s, timeout %s, retries %d, log level %s\n", sm.SweepEvery, sm.MADWindow, now, sm.MADTimeout, sm.MADRetries, sm.LogLevel)
 	f := st.Fabric
 	fmt.Fprintf(w, "fabric\t%d nodes (%d switches, %d CAs), %d links; ports %s\n", f.Nodes, f.Switches, f.CAs, f.Links, countsText(f.PortsByState))
 	sw := st.Sweeps
