@@ -58,8 +58,9 @@ func BenchmarkBringUp(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("needs Linux (/proc and wait4 rusage for peak RSS, ibsim for OpenSM)")
 	}
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
+	// The go command that runs the benchmark exports its GOROOT; PATH's go otherwise.
+	goTool := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(goTool); os.Getenv("GOROOT") == "" || err != nil {
 		if goTool, err = exec.LookPath("go"); err != nil {
 			b.Skip("no go tool to build ibsm and its plugins with")
 		}

@@ -521,12 +521,6 @@ func (f *fuzzer) send(mad []byte, slid uint16, qp uint32) {
 	}
 }
 
-func (f *fuzzer) intn(n int) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.rng.Intn(n)
-}
-
 // sendFuzz sends one random or mutated MAD.
 func (f *fuzzer) sendFuzz() {
 	f.mu.Lock()

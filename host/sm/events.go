@@ -55,8 +55,10 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	// The election's clock: a standby polls its master; a master checks
-	// the SMs it knows and, every PollRetries ticks, re-discovers to find
-	// new ones (an SM that started, a second master after a merge).
+	// the SMs it knows and, every PollRetries ticks, reads every end
+	// port's IsSM bit to find new ones (an SM that started without a trap
+	// 144 reaching us); a second master after a merge comes with a link
+	// up, which the light sweep turns into a discovery.
 	pollEvery, peerTicks := s.pollSettings()
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
@@ -113,7 +115,7 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			case smp.SMStateStandby:
 				heavy = heavy || s.pollMaster(ctx)
 			case smp.SMStateMaster:
-				if polls++; polls%peerTicks == 0 || elect || s.peersChanged(ctx) {
+				if polls++; polls%peerTicks == 0 && s.newSMs(ctx) || elect || s.peersChanged(ctx) {
 					heavy = true
 				}
 			}

@@ -68,7 +68,8 @@ func Lock(dir string) (*Dir, error) {
 	}
 	// Ours now: record who we are for the next one's error message.
 	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt(pid, 0)
 	}
 	if err != nil {

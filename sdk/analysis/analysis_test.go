@@ -21,7 +21,6 @@ type ref struct {
 	load        map[topology.PortRef]int64
 	maxLoad     int64
 	maxSwLoad   int64
-	loopPairs   int64
 	unreachable int64
 }
 

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"math"
 	"math/big"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 func FuzzDecode(f *testing.F) {
 	f.Add(uint8(0), int64(8), 0.5, "x", true)
 	f.Add(uint8(0xff), int64(-1), 1e300, "0x1", false)
-	f.Add(uint8(0x5a), int64(1<<40), -0.0, "", true)
+	f.Add(uint8(0x5a), int64(1<<40), math.Copysign(0, -1), "", true)
 	f.Fuzz(func(t *testing.T, types uint8, n int64, x float64, s string, b bool) {
 		// Each attribute takes one of four values by two bits of types.
 		vals := []cty.Value{cty.NumberIntVal(n), cty.NumberVal(new(big.Float).SetFloat64(finite(x))), cty.StringVal(s), cty.BoolVal(b)}

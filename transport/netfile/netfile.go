@@ -166,8 +166,6 @@ type Port struct {
 	// them); 0 means "not yet assigned". Unused on switch ports.
 	LID uint16
 	LMC uint8
-
-	line int // where the port was declared, for messages; 0 if built
 }
 
 // Node is a switch, CA or router.

@@ -31,7 +31,6 @@ func fatTree3(tb testing.TB, k int) *netfile.File {
 		}
 	}
 	// CAs first so DefaultSMPort is a CA.
-	var leaves [][]*netfile.Node
 	cas := make([]*netfile.Node, 0, k*h*h)
 	for i := 0; i < k*h*h; i++ {
 		cas = append(cas, must(f.AddCA(fmt.Sprintf("H%d", i), next(2), 1)))
@@ -59,7 +58,6 @@ func fatTree3(tb testing.TB, k int) *netfile.File {
 				link(a, h+1+j, cores[ai*h+j], p+1)
 			}
 		}
-		leaves = append(leaves, ls)
 	}
 	return f
 }

@@ -41,7 +41,12 @@ func runLossy(tb testing.TB, n, saAnswers int, seed uint64) lossy {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(seed, 17))
 	chance := func(p float64) bool { mu.Lock(); defer mu.Unlock(); return rng.Float64() < p }
-	k.loseSegment = func() bool { return chance(0.01) || chance(0.01) } // the segment, or its ACK
+	k.loseSegment = func() bool {
+		if chance(0.01) { // the segment
+			return true
+		}
+		return chance(0.01) // or its ACK
+	}
 	k.fabric = func(k *fakeKernel, s *kSend) {
 		switch binary.BigEndian.Uint32(s.mad[20:]) % 100 {
 		case 0: // dead port

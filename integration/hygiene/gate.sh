@@ -1,0 +1,105 @@
+#!/bin/sh
+# The hygiene gate (`make hygiene`, run by `make test`): gofmt, go mod tidy,
+# staticcheck and deadcode over the three modules (main, sdk, the example
+# plugin). Tool versions are pinned by the Makefile and run with `go run
+# tool@version` (the Go build cache keeps the binaries, so only a new machine
+# compiles them). Exits non-zero with every finding listed.
+#
+#   STATICCHECK  module@version of honnef.co/go/tools/cmd/staticcheck
+#   DEADCODE     module@version of golang.org/x/tools/cmd/deadcode
+#   SKIP_PATHS   temporary: an extended regexp of paths whose findings are
+#                not failures yet (see the Makefile); empty for none
+set -u
+cd "$(dirname "$0")/../.."
+GO=${GO:-go}
+: "${STATICCHECK:?set STATICCHECK=module@version}" "${DEADCODE:?set DEADCODE=module@version}"
+SKIP_PATHS=${SKIP_PATHS:-}
+ALLOW=integration/hygiene/deadcode-allow.txt
+MODULES=". sdk sdk/examples/minimal-engine"
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+# skip drops findings in SKIP_PATHS (their files belong to work in progress).
+skip() {
+	if [ -n "$SKIP_PATHS" ]; then grep -Ev "$SKIP_PATHS" || true; else cat; fi
+}
+report() { # report NAME FILE: print the findings in FILE, if any, under NAME
+	if [ -s "$2" ]; then
+		echo "hygiene: $1:"
+		sed 's/^/  /' "$2"
+		fail=1
+	fi
+}
+
+gofmt -l host plugins sdk transport conf integration | skip >"$tmp/gofmt"
+report "gofmt -l (run gofmt -w on these)" "$tmp/gofmt"
+
+for m in $MODULES; do
+	(cd "$m" && $GO mod tidy -diff) >"$tmp/tidy" 2>&1 || {
+		echo "hygiene: go mod tidy -diff in $m (run go mod tidy there):"
+		sed 's/^/  /' "$tmp/tidy"
+		fail=1
+	}
+done
+
+: >"$tmp/sc"
+for m in $MODULES; do
+	(cd "$m" && $GO run "$STATICCHECK" ./... 2>&1 | sed "s#^#$m/#; s#^\./##") >>"$tmp/sc"
+done
+skip <"$tmp/sc" >"$tmp/sc.kept"
+report "staticcheck $STATICCHECK" "$tmp/sc.kept"
+
+# deadcode twice over the main module (which holds the sdk packages through
+# its replace directive) and once over the example plugin: from the binaries
+# alone, where test-only API shows (what the allow-list's test-only entries
+# excuse), and from the binaries and the tests, where nothing may show but
+# the allow-list's other entries.
+tpl='{{range .Funcs}}{{$.Path}} {{.Name}} {{.Position.File}}{{"\n"}}{{end}}'
+: >"$tmp/dc.bin"
+: >"$tmp/dc.test"
+for m in . sdk/examples/minimal-engine; do
+	(cd "$m" && $GO run "$DEADCODE" -f "$tpl" ./... >>"$tmp/dc.bin" &&
+		$GO run "$DEADCODE" -test -f "$tpl" ./... >>"$tmp/dc.test") 2>"$tmp/dc.err" || {
+		echo "hygiene: deadcode failed in $m:"
+		sed 's/^/  /' "$tmp/dc.err"
+		fail=1
+	}
+done
+here=$(pwd)/
+awk -v allow="$ALLOW" -v here="$here" -v skip="$SKIP_PATHS" '
+function rel(p) { sub("^github.com/ibsm/ibsm/", "", p); return p }
+function match_entry(run, pkg, fn,   i) {
+	for (i = 1; i <= n; i++)
+		if (pkg == epkg[i] && fn ~ ("^(" efn[i] ")$") && (run == "bin" || !testonly[i])) {
+			used[i] = 1
+			return 1
+		}
+	return 0
+}
+FILENAME == allow {
+	if ($0 ~ /^[ \t]*(#|$)/) next
+	if (NF < 3) { printf "  %s:%d: want <package> <function regexp> <why>\n", allow, FNR; bad = 1; next }
+	n++; epkg[n] = $1; efn[n] = $2; line[n] = FNR
+	why = $0; sub(/^[^ \t]+[ \t]+[^ \t]+[ \t]+/, "", why)
+	testonly[n] = (why ~ /^test-only:/)
+	next
+}
+{
+	run = (FILENAME ~ /dc\.bin$/) ? "bin" : "test"
+	pkg = rel($1); file = $3; sub("^" here, "", file)
+	if (skip != "" && file ~ skip) next
+	if (match_entry(run, pkg, $2)) next
+	if (seen[pkg " " $2]++) next
+	printf "  %s: %s.%s is unreachable%s\n", file, pkg, $2, run == "bin" ? " from the binaries (only tests call it)" : ""
+	bad = 1
+}
+END {
+	for (i = 1; i <= n; i++)
+		if (!used[i]) { printf "  %s:%d: %s %s matches nothing unreachable now: drop the entry\n", allow, line[i], epkg[i], efn[i]; bad = 1 }
+	exit bad
+}' "$ALLOW" "$tmp/dc.bin" "$tmp/dc.test" >"$tmp/dc" || true
+report "deadcode $DEADCODE (delete it, wire it, or add it to $ALLOW with the reason)" "$tmp/dc"
+
+[ "$fail" = 0 ] && echo "hygiene ok"
+exit "$fail"
