@@ -166,7 +166,7 @@ func (r Reader) SL2VL(ctx context.Context, topo *topology.Topology, ws []int32, 
 
 // Held reads back what the fabric holds where want programs something:
 // every switch's LFT up to want's top LID, the SL2VL tables want
-// programs, and the endpoints' LIDs as discovery read them (PortInfo).
+// programs, and every endpoint's LID and LMC (PortInfo).
 // What could not be read stays unknown (it counts as differing) and the
 // error says what.
 func (r Reader) Held(ctx context.Context, want Tables) (Tables, error) {
@@ -186,15 +186,61 @@ func (r Reader) Held(ctx context.Context, want Tables) (Tables, error) {
 		err = joinRead(err, serr)
 	}
 	if want.LIDs != nil {
-		held.LIDs = make([]plan.PortLID, len(t.Endpoints()))
-		for e, ep := range t.Endpoints() {
-			if n := r.Fab.Nodes[t.Nodes[ep.Node].GUID]; n != nil && int(ep.Port) < len(n.Ports) && n.Ports[ep.Port].Valid {
-				pi := n.Ports[ep.Port].Info
-				held.LIDs[e] = plan.PortLID{Base: pi.LID, LMC: pi.LMC}
-			}
-		}
+		var lerr error
+		held.LIDs, lerr = r.LIDs(ctx, t)
+		err = joinRead(err, lerr)
 	}
 	return held, err
+}
+
+// LIDs reads PortInfo of every endpoint of t (indexed like
+// t.Endpoints()): a switch's port 0 through the switch, a CA port through
+// a route that arrives on it. An endpoint not read has no LID.
+func (r Reader) LIDs(ctx context.Context, t *topology.Topology) ([]plan.PortLID, error) {
+	out := make([]plan.PortLID, len(t.Endpoints()))
+	g := r.gets(ctx)
+	missing := 0
+	var missErr error
+	for e, ep := range t.Endpoints() {
+		guid := t.Nodes[ep.Node].GUID
+		path, err := r.portPath(guid, ep.Port)
+		if err != nil {
+			if missing++; missErr == nil {
+				missErr = err
+			}
+			continue
+		}
+		pi := new(smp.PortInfo)
+		g.get(path, smp.AttrPortInfo, uint32(ep.Port), pi, fmt.Sprintf("node 0x%016x port %d PortInfo", guid, ep.Port), func() {
+			out[e] = plan.PortLID{Base: pi.LID, LMC: pi.LMC}
+		})
+	}
+	err := g.wait()
+	if missing > 0 {
+		err = joinRead(err, &ReadError{Failed: missing, First: missErr})
+	}
+	return out, err
+}
+
+// portPath is a directed route that arrives at port q of node guid (a
+// CA answers PortInfo for the port an SMP arrives on): the node's own
+// route for a switch or the port discovery entered by, else one hop on
+// from the switch cabled to q.
+func (r Reader) portPath(guid uint64, q uint8) (mad.Path, error) {
+	n := r.Fab.Nodes[guid]
+	switch {
+	case n == nil:
+		return nil, fmt.Errorf("node 0x%016x is not in the discovered fabric", guid)
+	case n.Switch != nil || q == n.Info.LocalPortNum:
+		return n.Path, nil
+	case int(q) >= len(n.Ports):
+		return nil, fmt.Errorf("node 0x%016x has no port %d", guid, q)
+	}
+	pt := &n.Ports[q]
+	if peer := r.Fab.Nodes[pt.PeerGUID]; peer != nil && peer.Switch != nil {
+		return peer.Path.Extend(pt.PeerPort), nil
+	}
+	return nil, fmt.Errorf("no directed route arrives at node 0x%016x port %d", guid, q)
 }
 
 // joinRead adds b's failures to a's.

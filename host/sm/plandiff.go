@@ -20,7 +20,7 @@ func (s *SM) Reader(fab *discovery.Fabric) rollout.Reader {
 // PlanDiff compares the plan in force (candidate: the candidate's latest
 // shadow plan, computed now if the shadow has none for the fabric in
 // force) with what the fabric holds, read back now: every switch's LFT
-// and SL2VL tables; LIDs as the SM's sweeps last read them.
+// and SL2VL tables and every endpoint's PortInfo (LID, LMC).
 func (s *SM) PlanDiff(ctx context.Context, candidate bool) (*rollout.PlanDiff, error) {
 	a, fab := s.Applied(), s.Fabric()
 	if a == nil || fab == nil {
