@@ -218,11 +218,12 @@ func runLFTRecord(q *query, t *table, limit int) (uint16, string) {
 }
 
 // runSL2VLRecord: the plan's SL-to-VL table of every (input, output) pair
-// of each switch (output ≥ 1, and port 0 pairs the plan lists) and of each
-// CA port (ports 0, 0 in the record, as a CA's table is its port's). A
-// plan that uses only SL 0 writes no table (see host/program): its records
-// show the plan's default, of which only SL 0 → VL 0 is certain to be in
-// the hardware.
+// of each switch, port 0 included (switches hold those tables, as OpenSM's
+// SA and osmtest's flow q expect), and of each CA port (ports 0, 0 in the
+// record, as a CA's table is its port's). A plan that uses only SL 0
+// writes no table, and a multi-VL plan only the output port 0 pairs it
+// lists (see host/program): the other records show the plan's default, of
+// which only SL 0 → VL 0 is certain to be in the hardware.
 func runSL2VLRecord(q *query, t *table, limit int) (uint16, string) {
 	cm := q.req.ComponentMask
 	if st, why := checkMask("SLtoVLMappingTableRecord", sl2vlRecordFields, cm); st != 0 {
@@ -255,9 +256,6 @@ func runSL2VLRecord(q *query, t *table, limit int) (uint16, string) {
 		np := len(x.topo.Nodes[ep.Node].Ports)
 		for in := 0; in < np; in++ {
 			for out := 0; out < np; out++ {
-				if _, listed := entries[[3]int32{ep.Node, int32(in), 0}]; out == 0 && !listed {
-					continue
-				}
 				if !emit(smp.SL2VLRecord{LID: lid, InPort: uint8(in), OutPort: uint8(out), Table: tableOf(ep.Node, in, out)}) {
 					return false
 				}

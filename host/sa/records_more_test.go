@@ -81,7 +81,8 @@ func TestMoreRecords(t *testing.T) {
 				diff(t, r[0], want)
 			}},
 		{name: "LFTRecord block past the top", method: smp.MethodGet, attr: smp.SAAttrLFTRecord, cm: 2, data: []byte{0, 0, 0, 1}, status: smp.SAStatusNoRecords},
-		{name: "SL2VLRecord all: 5×4 switch pairs and 2 CA ports", method: smp.MethodGetTable, attr: smp.SAAttrSL2VLRecord, n: 5*4 + 2},
+		{name: "SL2VLRecord all: 5×5 switch pairs (port 0 included) and 2 CA ports", method: smp.MethodGetTable, attr: smp.SAAttrSL2VLRecord, n: 5*5 + 2},
+		{name: "SL2VLRecord switch in 0 out 0 (osmtest q)", method: smp.MethodGet, attr: smp.SAAttrSL2VLRecord, cm: 7, data: []byte{0, 1, 0, 0}, n: 1},
 		{name: "SL2VLRecord switch in 1 out 2", method: smp.MethodGet, attr: smp.SAAttrSL2VLRecord, cm: 7, data: []byte{0, 1, 1, 2}, n: 1,
 			check: func(t *testing.T, r [][]byte) {
 				diff(t, r[0], hexb(t, "0001 01 02 00000000 0000 0000 0000 0007", 16))

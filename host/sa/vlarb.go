@@ -20,7 +20,10 @@ import (
 // port holds: the SA reads the blocks a query selects (VLArbitrationTable
 // Gets through the SM's SMP client) and keeps them until the plan or the
 // fabric changes. This is the one record read from the fabric per query;
-// a narrow Get costs one SMP, once.
+// a narrow Get costs one SMP, once. Every port has blocks 1..4 (as with
+// OpenSM): a block past the port's VLArbitrationLowCap/HighCap (PortInfo)
+// holds no entry, so its record is all zeros (weight 0: unused) and costs
+// no SMP; an SMA that refuses a block within its caps has no record.
 
 // VLArbReader is what a Source implements when it can read ports'
 // VLArbitration tables (*sm.SM). An SMP answered with an error status
@@ -107,12 +110,27 @@ func (c *vlarbCache) fill(ctx context.Context, rd VLArbReader, fab *discovery.Fa
 	return failed
 }
 
+// beyondCap reports whether block b of port p of node n lies past the
+// entries its PortInfo (as discovered) says the table has.
+func (x *index) beyondCap(n int32, p, b uint8) bool {
+	pi, ok := x.portInfo(n, p)
+	if !ok {
+		return false
+	}
+	capacity := pi.VLArbitrationLowCap
+	if b >= smp.VLArbHighBlock0 {
+		capacity = pi.VLArbitrationHighCap
+	}
+	return smp.VLArbBlockLen*int((b-1)%2) >= int(capacity)
+}
+
 // vlarbCandidate is a (port, block) a query selects, with the LID its
 // record names.
 type vlarbCandidate struct {
-	key vlarbKey
-	lid uint16
-	ca  bool
+	key   vlarbKey
+	lid   uint16
+	ca    bool
+	empty bool // past the port's caps: no SMP, no entry
 }
 
 // vlarbCandidates lists, in record order, the blocks the request's LID,
@@ -142,7 +160,8 @@ func (q *query) vlarbCandidates(cm uint64) []vlarbCandidate {
 				if cm&compVLArbBlock != 0 && b != reqBlock {
 					continue
 				}
-				out = append(out, vlarbCandidate{key: vlarbKey{node.GUID, uint8(p), b}, lid: x.lids.Ports[e].Base, ca: ca})
+				out = append(out, vlarbCandidate{key: vlarbKey{node.GUID, uint8(p), b}, lid: x.lids.Ports[e].Base, ca: ca,
+					empty: x.beyondCap(ep.Node, uint8(p), b)})
 			}
 		}
 		return true
@@ -165,7 +184,7 @@ func runVLArbRecord(q *query, t *table, limit int) (uint16, string) {
 	if limit == 0 {
 		unread := 0
 		for _, c := range cands {
-			if _, ok := x.vlarb.get(c.key); !ok {
+			if _, ok := x.vlarb.get(c.key); !ok && !c.empty {
 				unread++
 			}
 		}
@@ -184,9 +203,11 @@ func runVLArbRecord(q *query, t *table, limit int) (uint16, string) {
 	var failure error
 	for start := 0; start < len(cands); start += step {
 		chunk := cands[start:min(start+step, len(cands))]
-		keys := make([]vlarbKey, len(chunk))
-		for i, c := range chunk {
-			keys[i] = c.key
+		keys := make([]vlarbKey, 0, len(chunk))
+		for _, c := range chunk {
+			if !c.empty {
+				keys = append(keys, c.key)
+			}
 		}
 		lost := x.vlarb.fill(ctx, rd, x.fabric, keys)
 		for _, c := range chunk {
@@ -194,9 +215,11 @@ func runVLArbRecord(q *query, t *table, limit int) (uint16, string) {
 				failed, failure = failed+1, err
 				continue
 			}
-			r, _ := x.vlarb.get(c.key)
-			if r.err != nil {
-				continue // the port has no such block
+			var r vlarbRead // past the caps: all entries unused
+			if !c.empty {
+				if r, _ = x.vlarb.get(c.key); r.err != nil {
+					continue // the port refuses the block
+				}
 			}
 			rec := smp.VLArbRecord{LID: c.lid, OutPort: c.key.port, BlockNum: c.key.block, Block: r.blk}
 			if rec.MarshalTo(buf[:]) != nil {

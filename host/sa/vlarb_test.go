@@ -3,6 +3,7 @@ package sa
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -12,10 +13,10 @@ import (
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
-// vlarbSource is tinySubnet whose ports answer VLArbitrationTable Gets:
-// the switch (LID 1, ports 0..4) has blocks 1 and 3 only (2 and 4 are
-// refused with an SMP error status), CA A (LIDs 2-3, port 1) all four, CA
-// B (LIDs 4-5) never answers.
+// vlarbSource is tinySubnet whose ports answer VLArbitrationTable Gets.
+// The switch (LID 1, ports 0..4) has a low table of 8 entries and no high
+// table, and port 4 refuses its block 1; CA A (LIDs 2-3, port 1) has 64
+// entries in each table; CA B (LIDs 4-5) has 8 and 8 and never answers.
 type vlarbSource struct {
 	*fakeSource
 	mu    sync.Mutex
@@ -37,10 +38,13 @@ func (s *vlarbSource) ReadVLArb(_ context.Context, fab *discovery.Fabric, guid u
 	}
 	switch guid {
 	case 0x100:
-		if block == smp.VLArbLowBlock1 || block == smp.VLArbHighBlock1 {
+		if block != smp.VLArbLowBlock0 {
+			return b, fmt.Errorf("read of block %d, past the switch's caps", block)
+		}
+		if port == 4 {
 			return b, &mad.Error{Method: smp.MethodGet, Attr: smp.AttrVLArbitrationTable, Status: smp.StatusInvalidField}
 		}
-		if port == 2 && block == smp.VLArbLowBlock0 {
+		if port == 2 {
 			return vlarbSwitchPort2, nil
 		}
 		b[0] = smp.VLArbEntry{VL: port & 0xF, Weight: block}
@@ -50,6 +54,18 @@ func (s *vlarbSource) ReadVLArb(_ context.Context, fab *discovery.Fabric, guid u
 		return b, errNoAnswer
 	}
 	return b, nil
+}
+
+func newVLArbSource(t testing.TB) *vlarbSource {
+	src := &vlarbSource{fakeSource: tinySubnet(t)}
+	caps := map[uint64][2]uint8{0x100: {8, 0}, 0x200: {64, 64}, 0x300: {8, 8}}
+	for g, c := range caps {
+		for i := range src.fab.Nodes[g].Ports {
+			pi := &src.fab.Nodes[g].Ports[i].Info
+			pi.VLArbitrationLowCap, pi.VLArbitrationHighCap = c[0], c[1]
+		}
+	}
+	return src
 }
 
 func (s *vlarbSource) readCount() int {
@@ -89,22 +105,26 @@ func TestVLArbRecord(t *testing.T) {
 	}{
 		{name: "Get switch port 2 block 1", method: smp.MethodGet, cm: cmLID | cmPort | cmBlock, data: vlarbReq(1, 2, 1, nil), n: 1,
 			want: hexb(t, "0001 02 01 00000000 0040 0140", 72)},
-		{name: "switch: every port 0..4, blocks the switch has", method: smp.MethodGetTable, cm: cmLID, data: vlarbReq(1, 0, 0, nil), rmpp: true, n: 5 * 2,
+		{name: "switch: ports 0..4, blocks 1..4, but the one port 4 refuses", method: smp.MethodGetTable, cm: cmLID, data: vlarbReq(1, 0, 0, nil), rmpp: true, n: 5*4 - 1,
 			want: hexb(t, "0001 00 01 00000000 0001", 72)},
-		{name: "switch: a block it refuses has no record", method: smp.MethodGetTable, cm: cmLID | cmBlock, data: vlarbReq(1, 0, 2, nil), rmpp: true},
+		{name: "switch: a block it refuses has no record", method: smp.MethodGet, cm: cmLID | cmPort | cmBlock, data: vlarbReq(1, 4, 1, nil), status: smp.SAStatusNoRecords},
+		{name: "switch: a block past its caps holds no entry", method: smp.MethodGet, cm: cmLID | cmPort | cmBlock, data: vlarbReq(1, 4, 3, nil), n: 1,
+			want: hexb(t, "0001 04 03 00000000", 72)},
 		{name: "switch: port beyond its ports", method: smp.MethodGet, cm: cmLID | cmPort, data: vlarbReq(1, 5, 0, nil), status: smp.SAStatusNoRecords},
 		{name: "switch: Get of several is too many", method: smp.MethodGet, cm: cmLID | cmBlock, data: vlarbReq(1, 0, 1, nil), status: smp.SAStatusTooManyRecords},
 		{name: "CA: port 0 asks for its port (osmtest), second LID of its LMC range", method: smp.MethodGet, cm: cmLID | cmPort | cmBlock, data: vlarbReq(3, 0, 4, nil), n: 1,
 			want: vlarbRecord(2, 1, 4, smp.VLArbBlock{31: {VL: 15, Weight: 0xFF}})},
 		{name: "CA that does not answer: Busy", method: smp.MethodGet, cm: cmLID | cmBlock, data: vlarbReq(4, 1, 1, nil), status: smp.StatusBusy},
-		{name: "all: the switch's 10, A's 4, nothing of B", method: smp.MethodGetTable, rmpp: true, n: 14},
+		{name: "CA that does not answer: a block past its caps", method: smp.MethodGet, cm: cmLID | cmBlock, data: vlarbReq(4, 1, 4, nil), n: 1,
+			want: hexb(t, "0004 01 04 00000000", 72)},
+		{name: "all: the switch's 19, A's 4, B's 2 past its caps", method: smp.MethodGetTable, rmpp: true, n: 19 + 4 + 2},
 		{name: "all over ibsim: what fits one MAD", method: smp.MethodGetTable, n: 2},
 		{name: "by table contents", method: smp.MethodGetTable, cm: cmTable, data: vlarbReq(0, 0, 0, &vlarbSwitchPort2), rmpp: true, n: 1,
 			want: hexb(t, "0001 02 01 00000000 0040 0140", 72)},
 		{name: "mask beyond the fields", method: smp.MethodGetTable, cm: 1 << 5, status: smp.SAStatusReqInvalid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			src := &vlarbSource{fakeSource: tinySubnet(t)}
+			src := newVLArbSource(t)
 			st, recs := answer(t, src, Options{RMPP: c.rmpp}, saReq(c.method, smp.SAAttrVLArbRecord, 0, 0, c.cm, c.data))
 			if st != c.status || len(recs) != c.n {
 				t.Fatalf("status %#04x, %d records; want %#04x, %d", st, len(recs), c.status, c.n)
@@ -117,10 +137,11 @@ func TestVLArbRecord(t *testing.T) {
 }
 
 // TestVLArbRecordReads: a narrow Get reads one block, once per plan; a
-// block that got no answer is asked again; a query wider than
-// maxVLArbReads unread blocks is refused before anything is read.
+// block past the caps costs no read; a block that got no answer is asked
+// again; a query wider than maxVLArbReads unread blocks is refused before
+// anything is read.
 func TestVLArbRecordReads(t *testing.T) {
-	src := &vlarbSource{fakeSource: tinySubnet(t)}
+	src := newVLArbSource(t)
 	a, ft := newAgent(t, src, Options{RMPP: true})
 	get := saReq(smp.MethodGet, smp.SAAttrVLArbRecord, 0, 0, 7, vlarbReq(1, 3, 1, nil))
 	for i := 0; i < 2; i++ {
@@ -130,6 +151,9 @@ func TestVLArbRecordReads(t *testing.T) {
 		if n := src.readCount(); n != 1 {
 			t.Fatalf("after Get %d: %d blocks read, want 1", i, n)
 		}
+	}
+	if got := ask(t, a, ft, saReq(smp.MethodGet, smp.SAAttrVLArbRecord, 0, 0, 7, vlarbReq(1, 3, 4, nil))); got[4] != 0 || got[5] != 0 || src.readCount() != 1 {
+		t.Fatalf("Get past the caps: status %x, %d reads; want 0 and no new read", got[4:6], src.readCount())
 	}
 	lost := saReq(smp.MethodGet, smp.SAAttrVLArbRecord, 0, 0, 5, vlarbReq(4, 0, 1, nil))
 	for i := 0; i < 2; i++ {
@@ -157,7 +181,7 @@ func FuzzVLArbHandle(f *testing.F) {
 		f.Add(saReq(m, smp.SAAttrVLArbRecord, 0, 0, 7, vlarbReq(1, 2, 1, nil)), true)
 		f.Add(saReq(m, smp.SAAttrVLArbRecord, 0, 0, 0x1F, vlarbReq(2, 9, 4, &vlarbSwitchPort2)), false)
 	}
-	src := &vlarbSource{fakeSource: tinySubnet(f)}
+	src := newVLArbSource(f)
 	f.Fuzz(func(t *testing.T, mad []byte, rmpp bool) {
 		ft := &fakeTransport{}
 		a := New(src, ft, Options{RMPP: rmpp}, nil)
