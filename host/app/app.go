@@ -123,6 +123,9 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 		AuditSMPs:      cfg.SM.AuditSMPs,
 		Election:       election(cfg),
 	}, log.Named("sm"))
+	if hooks != nil && hooks.Progress != nil {
+		a.SM.SetProgress(hooks.Progress)
+	}
 	// Only umad's kernel agent segments RMPP; ibsim and the embedded fabric
 	// carry single MADs, so their SA answers must fit in one.
 	a.SM.SetPartitions(cfg.Partitions)
@@ -358,6 +361,9 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 	check := func(opt verify.Options) pipeline.Checker {
 		opt.SwitchToSwitch = policy
 		return func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) ([]string, error) {
+			if !opt.RoutesOnly {
+				a.Hooks.phase("verification", "")
+			}
 			vd, err := verify.Check(verify.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, opt)
 			if err != nil || vd == nil {
 				return nil, err

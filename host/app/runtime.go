@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/conf"
 	"github.com/ibsm/ibsm/host/sa"
+	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/transport"
@@ -25,6 +26,16 @@ type Hooks struct {
 	PluginCall func(plugin, method string, took time.Duration, err error)
 	// SAQuery hears every SA request the agent answered.
 	SAQuery func(attr uint16, method uint8, status uint16)
+	// Progress hears the sweep's phases, the plugin called and the
+	// verification (ibsm verify, dump and run --once on a terminal).
+	Progress sm.Progress
+}
+
+// phase tells h.Progress, if any, that a phase starts.
+func (h *Hooks) phase(name, detail string) {
+	if h != nil && h.Progress != nil {
+		h.Progress.Phase(name, detail)
+	}
 }
 
 // NewWithHooks is New with hooks in place from the start.
@@ -41,9 +52,12 @@ func (h *Hooks) onMAD() func(transport.MADEvent, uint8, uint16) {
 
 // timed runs one plugin call and reports its latency and outcome.
 func timed[T any](h *Hooks, plugin, method string, call func() (T, error)) (T, error) {
+	h.phase("routing", "plugin "+plugin+": "+method)
 	t0 := time.Now()
 	r, err := call()
-	h.PluginCall(plugin, method, time.Since(t0), err)
+	if h.PluginCall != nil {
+		h.PluginCall(plugin, method, time.Since(t0), err)
+	}
 	return r, err
 }
 
@@ -78,21 +92,21 @@ func (t timedVLs) AssignVLs(ctx context.Context, req sdk.VLRequest) (*plan.VLPla
 }
 
 func (h *Hooks) routing(name string, e sdk.RoutingEngine) sdk.RoutingEngine {
-	if h == nil || h.PluginCall == nil {
+	if h == nil || (h.PluginCall == nil && h.Progress == nil) {
 		return e
 	}
 	return timedRouting{e, name, h}
 }
 
 func (h *Hooks) lids(name string, e sdk.LIDAssigner) sdk.LIDAssigner {
-	if h == nil || h.PluginCall == nil {
+	if h == nil || (h.PluginCall == nil && h.Progress == nil) {
 		return e
 	}
 	return timedLIDs{e, name, h}
 }
 
 func (h *Hooks) vls(name string, e sdk.VLAssigner) sdk.VLAssigner {
-	if h == nil || h.PluginCall == nil {
+	if h == nil || (h.PluginCall == nil && h.Progress == nil) {
 		return e
 	}
 	return timedVLs{e, name, h}

@@ -63,6 +63,9 @@ type Discoverer struct {
 	// Parallel bounds the SMP-issuing goroutines (the transport's window
 	// bounds what is actually on the wire).
 	Parallel int
+	// OnNode, when set, hears the number of nodes found each time a new
+	// one is (progress on a terminal); it must not block.
+	OnNode func(found int)
 }
 
 type walk struct {
@@ -241,6 +244,9 @@ func (w *walk) register(ni smp.NodeInfo, path mad.Path) *Node {
 	w.f.Nodes[ni.NodeGUID] = n
 	if w.inc != nil {
 		w.inc.count(func(s *UpdateSummary) { s.NewNodes++ })
+	}
+	if w.d.OnNode != nil {
+		w.d.OnNode(len(w.f.Nodes))
 	}
 	return n
 }

@@ -71,6 +71,10 @@ type Programmer struct {
 	C        *mad.Client
 	Log      hclog.Logger
 	Parallel int
+	// OnBlocks, when set, hears how many of the plan's LFT blocks are
+	// done (written, or unchanged and skipped) of all it spans, as they
+	// complete (progress on a terminal); it must not block.
+	OnBlocks func(done, total int64)
 
 	mu    sync.Mutex
 	known map[uint64]*nodeState // by node GUID
@@ -246,6 +250,12 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	blocks := (int(rz.TopLID) + 64) / 64
 	st.LFTBlocksRead = p.learn(ctx, fab, topo, blocks)
 	sw := topo.Switches()
+	var blocksDone atomic.Int64
+	blockDone := func() {
+		if p.OnBlocks != nil {
+			p.OnBlocks(blocksDone.Add(1), int64(blocks*len(sw)))
+		}
+	}
 	for s, node := range sw {
 		guid := topo.Nodes[node].GUID
 		n := fab.Nodes[guid]
@@ -270,11 +280,13 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 				}
 			}
 			if known != nil && known.blockKnown(b) && sameBlock(known.lft, b, &blk) {
+				blockDone()
 				continue
 			}
 			path, bb := n.Path, uint32(b)
 			atomic.AddInt64(&st.LFTBlocksSent, 1)
 			r.Go(func() error {
+				defer blockDone()
 				return p.C.Set(ctx, path, smp.AttrLinearForwardingTable, bb, &blk, nil)
 			})
 		}

@@ -127,6 +127,8 @@ type SM struct {
 	rec   *rollout.Recorder // Opts.ProgrammedFile's writer (plandiff.go)
 
 	parts partitionState // P_Key tables (partitions.go)
+
+	progress Progress // progress.go; nil: nobody draws progress
 }
 
 // Applied is the plan currently programmed.
@@ -257,6 +259,7 @@ func (s *SM) Plan(ctx context.Context) (*discovery.Fabric, *topology.Topology, *
 
 // discover walks the fabric and cuts its snapshot.
 func (s *SM) discover(ctx context.Context) (*discovery.Fabric, *topology.Topology, error) {
+	s.phase("discovery")
 	fab, err := s.disc.Run(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -277,6 +280,7 @@ func (s *SM) plan(ctx context.Context, fab *discovery.Fabric, topo *topology.Top
 		return nil, 0, err
 	}
 	calls0 := pipe.Calls()
+	s.phase("routing")
 	res, err := pipe.Run(ctx, pipeline.Input{Topo: topo, LMC: lmc, Previous: prev})
 	return res, int(pipe.Calls() - calls0), err
 }
@@ -363,6 +367,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	if clear != nil {
 		clear = append(clear, activating(fab)...)
 	}
+	s.phase("programming")
 	pst, err := s.prog.Apply(ctx, fab, topo, res.Realized, res.VLs)
 	rep.Program = pst
 	if err == nil {

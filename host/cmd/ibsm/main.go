@@ -103,7 +103,8 @@ type common struct {
 	config   string
 	logLevel string
 	logJSON  bool
-	logOut   io.Writer // default os.Stderr
+	logOut   io.Writer     // default os.Stderr
+	prog     *termProgress // progress.go: nil unless drawn on a terminal
 }
 
 func (c *common) flags(fs *flag.FlagSet) {
@@ -170,13 +171,18 @@ func cmdRun(args []string) error {
 	}
 	notify := newNotifier()
 	defer notify.Close()
+	rec := metrics.NewRecorder()
+	hooks := rec.Hooks()
+	if *once {
+		hooks = c.progressHooks(hooks) // before the logger: its lines step around the progress line
+		defer c.endProgress()
+	}
 	log := c.logger()
 	rl := &reloader{c: &c, notify: notify, flagLvl: log.GetLevel()}
 	log.SetLevel(rl.logLevel(cfg))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	rec := metrics.NewRecorder()
-	a, err := app.NewWithHooks(ctx, cfg, log, rec.Hooks())
+	a, err := app.NewWithHooks(ctx, cfg, log, hooks)
 	if err != nil {
 		if ctx.Err() != nil {
 			// SIGTERM while plugins were starting: a requested stop.
@@ -188,6 +194,7 @@ func cmdRun(args []string) error {
 	defer a.Close()
 	if *once {
 		rep, err := a.SM.HeavySweep(ctx)
+		c.endProgress()
 		if err != nil {
 			return err
 		}
@@ -374,12 +381,15 @@ func planOnly(c *common) (*app.App, *pipeline.Result, error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	a, err := app.New(ctx, cfg, c.logger())
+	hooks := c.progressHooks(nil)
+	a, err := app.NewWithHooks(ctx, cfg, c.logger(), hooks)
 	if err != nil {
+		c.endProgress()
 		return nil, nil, err
 	}
 	_, _, res, err := a.SM.Plan(ctx)
 	if err != nil {
+		c.endProgress()
 		a.Close()
 		return nil, nil, err
 	}
@@ -410,7 +420,9 @@ func cmdVerify(args []string, w io.Writer) error {
 		return err
 	}
 	defer a.Close()
+	c.phase("analysis", "reachability, loads, shifts, bisections")
 	rep, err := analysis.Analyse(res.Realized, res.VLs, analysis.Options{Shifts: shifts, Bisections: *bisections, Seed: *seed})
+	c.endProgress()
 	if err != nil {
 		return err
 	}
@@ -439,6 +451,7 @@ func cmdDump(args []string) error {
 		return err
 	}
 	defer a.Close()
+	c.endProgress()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}

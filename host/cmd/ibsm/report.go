@@ -40,9 +40,11 @@ func cmdReport(args []string, w io.Writer) error {
 	if *title == "" {
 		*title = "ibsm report: " + filepath.Base(c.config)
 	}
+	defer c.endProgress()
 	plans := []report.Plan{{Name: "active", Engine: res.Engine, Key: res.Key.String(), Rz: res.Realized, VLs: res.VLs}}
 	candErr := ""
 	if *withCand && a.Config.Candidate != nil {
+		c.phase("candidate", "routing and verifying the candidate {} block's plan")
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		cand, err := a.SM.CandidatePlan(ctx, res.Realized.Topo, res)
 		interrupted := ctx.Err()
@@ -59,6 +61,7 @@ func cmdReport(args []string, w io.Writer) error {
 			plans = append(plans, report.Plan{Name: "candidate", Engine: cand.Engine, Key: cand.Key.String(), Rz: cand.Realized, VLs: cand.VLs})
 		}
 	}
+	c.phase("report", fmt.Sprintf("loads and shifts of %d plan(s)", len(plans)))
 	m, err := report.Build(plans, report.Options{Title: *title, Shifts: *shifts})
 	if err != nil {
 		return err
@@ -84,6 +87,7 @@ func cmdReport(args []string, w io.Writer) error {
 		os.Remove(tmp)
 		return err
 	}
+	c.endProgress()
 	fi, _ := os.Stat(*out)
 	var names []string
 	for _, p := range m.Plans {
