@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
@@ -56,6 +57,16 @@ type App struct {
 	disp        *transport.Dispatcher
 	// Hooks hear MADs and plugin calls (metrics); see runtime.go.
 	Hooks *Hooks
+	// mu guards Config and Plugins where Reload replaces them while the
+	// control socket's handlers read them (Current, Plugin).
+	mu sync.RWMutex
+}
+
+// Current is the configuration in force (Reload replaces it).
+func (a *App) Current() *conf.Config {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.Config
 }
 
 // New builds everything the config names. On error nothing is left
@@ -445,11 +456,11 @@ func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
 		return err
 	}
 	prev := a.Plugins
-	a.Plugins, a.Config = mgr, cfg
+	a.swap(mgr, cfg)
 	runner, err := a.pipeline(ctx, cfg)
 	if err != nil {
 		mgr.Close()
-		a.Plugins, a.Config = prev, old
+		a.swap(prev, old)
 		return err
 	}
 	a.SM.Reconfigure(runner, cfg.SM.LMC)
@@ -474,6 +485,12 @@ func (a *App) Reload(ctx context.Context, cfg *conf.Config) error {
 	return nil
 }
 
+func (a *App) swap(mgr *pluginhost.Manager, cfg *conf.Config) {
+	a.mu.Lock()
+	a.Plugins, a.Config = mgr, cfg
+	a.mu.Unlock()
+}
+
 // PluginCalls is the number of kind calls (Route, AssignLIDs, AssignVLs)
 // made to plugin processes.
 func (a *App) PluginCalls() uint64 {
@@ -485,6 +502,8 @@ func (a *App) PluginCalls() uint64 {
 }
 
 func (a *App) pluginList() []*pluginhost.Plugin {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	var out []*pluginhost.Plugin
 	if a.Plugins == nil {
 		return nil
@@ -499,6 +518,8 @@ func (a *App) pluginList() []*pluginhost.Plugin {
 
 // Plugin returns the running plugin of kind and name.
 func (a *App) Plugin(kind sdk.Kind, name string) (*pluginhost.Plugin, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	return a.Plugins.Plugin(kind, name)
 }
 

@@ -46,7 +46,7 @@ func (a *App) RegisterRollout(srv *control.Server) {
 			if a.SM.RolloutStatus() == nil {
 				return nil, errors.New("the daemon's configuration has no candidate {} block")
 			}
-			return map[string]string{"request": string(r)}, rollout.WriteRequest(rollout.Dir(a.Config.SM.StateDir), r)
+			return map[string]string{"request": string(r)}, rollout.WriteRequest(rollout.Dir(a.Current().SM.StateDir), r)
 		}
 	}
 	srv.Handle(CmdRolloutPromote, request(rollout.RequestPromote))
@@ -63,7 +63,7 @@ func (a *App) RegisterRollout(srv *control.Server) {
 			return nil, err
 		}
 		pd.Source = rollout.SourceDaemon
-		pd.From = fmt.Sprintf("the fabric as the daemon (pid %d, transport %s) read it back now", os.Getpid(), a.Config.Fabric.Transport)
+		pd.From = fmt.Sprintf("the fabric as the daemon (pid %d, transport %s) read it back now", os.Getpid(), a.Current().Fabric.Transport)
 		pd.Fit(planDiffLimit)
 		return pd, nil
 	})
