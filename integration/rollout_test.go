@@ -12,8 +12,8 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -586,9 +586,10 @@ func TestRolloutIBSim(t *testing.T) {
 	ctx := context.Background()
 	d0, maxLID, before := fab.d, fab.maxLID, fab.before
 
-	// ibsm plan diff, attached at another CA with a state directory of its
-	// own (the daemon holds its): the configured plan is what the fabric
-	// holds; the candidate's differs by what the status announced.
+	// ibsm plan diff while the daemon runs: it asks the daemon, which
+	// reads its fabric back. The same from another CA with a state
+	// directory of its own reads the fabric back itself; both must agree,
+	// with the status, and (after the promotion) with dump_fts.
 	st, err := rollout.ReadStatus(rollout.Dir(stateDir))
 	if err != nil {
 		t.Fatal(err)
@@ -597,26 +598,16 @@ func TestRolloutIBSim(t *testing.T) {
 	os.MkdirAll(diffDir, 0o755)
 	other := nthCA(t, r.net, 1).Name
 	diffCfg := rolloutHCL(t, diffDir, fmt.Sprintf("fabric {\n  transport = \"ibsim\"\n  socket = %q\n  attach = %q\n}\n", r.env.Sockname, other), rolloutActive, rolloutPolicy, rolloutCandidate)
-	for _, cand := range []bool{false, true} {
-		args := []string{"plan", "diff", "--config", diffCfg, "--json"}
-		if cand {
-			args = append(args, "--candidate")
-		}
-		out, err := ibsmCmd(t, args...)
-		if err != nil {
-			t.Fatalf("ibsm %v: %v\n%s", args, err, out)
-		}
-		var pd rollout.Diff
-		if err := json.Unmarshal([]byte(out), &pd); err != nil {
-			t.Fatalf("ibsm plan diff --json: %v\n%s", err, out)
-		}
-		want := 0
-		if cand {
-			want = st.Changes.LFTBlocks
-		}
-		if pd.LFTBlocks != want || pd.LIDsChanged != 0 || (cand && pd.SwitchesChanged != st.Changes.SwitchesChanged) {
-			t.Errorf("ibsm plan diff (candidate %v): %d LFT blocks on %d switches, %d LIDs; want %d blocks (status: %d switches), no LID", cand, pd.LFTBlocks, pd.SwitchesChanged, pd.LIDsChanged, want, st.Changes.SwitchesChanged)
-		}
+	candDiff := planDiff(t, cfg, "--candidate")
+	if candDiff.Source != rollout.SourceDaemon || candDiff.LFTBlocks != st.Changes.LFTBlocks || candDiff.SwitchesChanged != st.Changes.SwitchesChanged || candDiff.LIDsChanged != 0 || candDiff.Unread != "" {
+		t.Errorf("ibsm plan diff --candidate (daemon): %d LFT blocks on %d switches, %d LIDs, unread %q; status: %d blocks on %d switches",
+			candDiff.LFTBlocks, candDiff.SwitchesChanged, candDiff.LIDsChanged, candDiff.Unread, st.Changes.LFTBlocks, st.Changes.SwitchesChanged)
+	}
+	if pd := planDiff(t, cfg); pd.Source != rollout.SourceDaemon || pd.SwitchesChanged != 0 || pd.LIDsChanged != 0 {
+		t.Errorf("ibsm plan diff (daemon): the plan in force differs from the fabric: %+v", pd.Diff)
+	}
+	if pd := planDiff(t, diffCfg, "--candidate"); pd.Source != rollout.SourceFabric || !sameSet(setOf(pd.Diff), setOf(candDiff.Diff)) {
+		t.Errorf("ibsm plan diff --candidate read back by the command (source %s) differs from the daemon's:\n got %v\nwant %v", pd.Source, setOf(pd.Diff), setOf(candDiff.Diff))
 	}
 	if out, err := ibsmCmd(t, "rollout", "promote", "--config", cfg, "--wait", "30s"); err != nil {
 		t.Fatalf("ibsm rollout promote: %v\n%s", err, out)
@@ -680,7 +671,28 @@ func TestRolloutIBSim(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("ibsim: %d switches changed in %d steps over 3 stages; dump_fts and ibnetdiscover checked after each stage", changed, len(ro.Steps))
+	// The per-switch LFT blocks dump_fts saw change are those plan diff
+	// announced; now the configuration's routing block (updn) is what
+	// differs, by the same blocks, and the daemon's plan in force (the
+	// promoted sftree) matches the fabric.
+	toolBlocks := map[uint64][]int{}
+	for g := range before {
+		for lid := uint16(1); lid <= maxLID; lid++ {
+			if b := int(lid) / 64; before[g].Port(lid) != after[g].Port(lid) && !slices.Contains(toolBlocks[g], b) {
+				toolBlocks[g] = append(toolBlocks[g], b)
+			}
+		}
+	}
+	if got := setOf(candDiff.Diff).blocks; !maps.EqualFunc(got, toolBlocks, slices.Equal[[]int]) {
+		t.Errorf("plan diff --candidate before the promotion: %v\ndump_fts before/after: %v", got, toolBlocks)
+	}
+	if got := setOf(planDiff(t, diffCfg).Diff).blocks; !maps.EqualFunc(got, toolBlocks, slices.Equal[[]int]) {
+		t.Errorf("plan diff of the routing block after the promotion (read back by the command): %v\ndump_fts before/after: %v", got, toolBlocks)
+	}
+	if pd := planDiff(t, cfg); pd.Engine != "sftree" || pd.SwitchesChanged != 0 {
+		t.Errorf("plan diff (daemon) after the promotion: engine %s, %d switches differ", pd.Engine, pd.SwitchesChanged)
+	}
+	t.Logf("ibsim: %d switches changed in %d steps over 3 stages; dump_fts and ibnetdiscover checked after each stage; plan diff's %d LFT blocks on %d switches are dump_fts's", changed, len(ro.Steps), candDiff.LFTBlocks, len(toolBlocks))
 }
 
 // kill -9 of ibsm mid-rollout on ibsim (whose switches keep what they
