@@ -26,14 +26,17 @@ import (
 	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/control"
+	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/host/rollout"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/integration/diags"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/netfile"
 	"github.com/ibsm/ibsm/transport/sim"
+	"github.com/ibsm/ibsm/transport/smp"
 )
 
 // rolloutRadix is the fat tree's switch radix.
@@ -400,37 +403,136 @@ func switchUplink(topo *topology.Topology) (uint64, uint8) {
 	return 0, 0
 }
 
-// A link lost during stage 2 fails its gate: every promoted switch goes
-// back to the active plan (recomputed by the re-route for the fabric
-// without the link) and the fabric reads back equal to it.
-func TestRolloutLinkDownRollsBack(t *testing.T) {
-	r := promoting(t, "3s")
-	st := r.waitStatus("stage 2", 5*time.Minute, func(s *rollout.Status) bool {
-		ro := s.Rollout
-		return ro != nil && ro.InProgress() && ro.Applied > 0 && ro.Steps[ro.Applied-1].Stage == "half"
-	})
-	// A link both plans use.
-	leaf, port := switchUplink(r.a.SM.Applied().Topo)
-	t.Logf("stage 2 entered (%d of %d steps); taking down switch 0x%016x port %d", st.Rollout.Applied, len(st.Rollout.Steps), leaf, port)
-	if err := r.a.Sim.LinkDown(leaf, port); err != nil {
+// Whatever disturbs the fabric while stage 2 dwells fails its health
+// gate: a link lost (the re-route), a trap with nothing changed (a switch
+// reporting link errors), or a switch whose tables were overwritten
+// behind the SM's back (the audit or the stage's read-back finds it).
+// Every promoted switch goes back to the active plan (recomputed by a
+// re-route when the fabric changed) and the fabric reads back equal to
+// it.
+func TestRolloutGateFails(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		disturb      func(t *testing.T, r *rolloutRig, st *rollout.Status)
+	}{
+		{"link down", "the fabric changed", func(t *testing.T, r *rolloutRig, _ *rollout.Status) {
+			leaf, port := switchUplink(r.a.SM.Applied().Topo) // a link both plans use
+			if err := r.a.Sim.LinkDown(leaf, port); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"trap", "1 traps arrived", func(t *testing.T, r *rolloutRig, _ *rollout.Status) {
+			sw, port := switchUplink(r.a.SM.Applied().Topo)
+			sendLinkTrap(t, r, sw, port)
+		}},
+		{"tables overwritten", "health gate", func(t *testing.T, r *rolloutRig, st *rollout.Status) {
+			ro := st.Rollout
+			overwriteLFT(t, r, ro.Steps[ro.Applied-1].GUIDs[0]) // a switch of stage 2
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := promoting(t, "3s")
+			st := r.waitStatus("stage 2", 5*time.Minute, func(s *rollout.Status) bool {
+				ro := s.Rollout
+				return ro != nil && ro.InProgress() && ro.Applied > 0 && ro.Entering < 0 && ro.Steps[ro.Applied-1].Stage == "half"
+			})
+			t.Logf("stage 2 entered (%d of %d steps): %s", st.Rollout.Applied, len(st.Rollout.Steps), tc.name)
+			tc.disturb(t, r, st)
+			st = r.waitStatus("the rollback", 2*time.Minute, func(s *rollout.Status) bool {
+				return s.Rollout != nil && !s.Rollout.InProgress()
+			})
+			ro := st.Rollout
+			if ro.Phase != rollout.PhaseRolledBack || !strings.Contains(ro.Reason, "health gate") || !strings.Contains(ro.Reason, tc.reason) || !strings.Contains(ro.Reason, "read-back equals the active plan") {
+				t.Errorf("rollout ended %s: %s", ro.Phase, ro.Reason)
+			}
+			now := r.a.SM.Applied()
+			if now.Result.Engine != rolloutActive {
+				t.Fatalf("plan in force after rollback: %s", now.Result.Engine)
+			}
+			got := fabricLFTs(t, r.a.Sim, now.Topo, int(now.Result.Realized.TopLID))
+			if n := blocksDiffer(got, now.Result.Realized.LFT); n != 0 {
+				t.Errorf("after the rollback %d LFT blocks on the fabric differ from the active plan", n)
+			}
+			checkHeld(t, "after rollback", r.a, got)
+			t.Logf("rolled back: %s", ro.Reason)
+		})
+	}
+}
+
+// lidOf returns the LID the plan in force gives endpoint (node
+// guid, port).
+func lidOf(t *testing.T, r *rolloutRig, guid uint64, port uint8) uint16 {
+	t.Helper()
+	topo := r.a.SM.Applied().Topo
+	e := topo.EndpointIndex(topology.PortRef{Node: topo.NodeByGUID(guid), Port: port})
+	if e < 0 {
+		t.Fatalf("no endpoint 0x%016x port %d", guid, port)
+	}
+	return r.a.SM.Applied().Result.LIDs.Ports[e].Base
+}
+
+// sendLinkTrap sends the SM a trap 129 (local link integrity errors) from
+// switch sw about its port, through a port of the embedded fabric at sw.
+func sendLinkTrap(t *testing.T, r *rolloutRig, sw uint64, port uint8) {
+	t.Helper()
+	fab := r.a.SM.Fabric()
+	swLID, smLID := lidOf(t, r, sw, 0), lidOf(t, r, fab.SMGUID, fab.SMPort)
+	n, err := smp.NewLinkTrap(smp.TrapLinkIntegrity, smp.ProducerSwitch, swLID, port)
+	if err != nil {
 		t.Fatal(err)
 	}
-	st = r.waitStatus("the rollback", 2*time.Minute, func(s *rollout.Status) bool {
-		return s.Rollout != nil && s.Rollout.Phase == rollout.PhaseRolledBack
-	})
-	if !strings.Contains(st.Rollout.Reason, "health gate failed") || !strings.Contains(st.Rollout.Reason, "read-back equals the active plan") {
-		t.Errorf("rollback reason: %s", st.Rollout.Reason)
+	c, err := r.a.Sim.Attach(sw, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	now := r.a.SM.Applied()
-	if now.Result.Engine != rolloutActive {
-		t.Fatalf("plan in force after rollback: %s", now.Result.Engine)
+	defer c.Close()
+	var s smp.SMP
+	s.InitLID(smp.MethodTrap, smp.AttrNotice, 0)
+	s.TID = 0x7a7
+	if err := s.SetAttr(n); err != nil {
+		t.Fatal(err)
 	}
-	got := fabricLFTs(t, r.a.Sim, now.Topo, int(now.Result.Realized.TopLID))
-	if n := blocksDiffer(got, now.Result.Realized.LFT); n != 0 {
-		t.Errorf("after the rollback %d LFT blocks on the fabric differ from the active plan", n)
+	buf := make([]byte, smp.MADLen)
+	if err := s.EncodeTo(buf); err != nil {
+		t.Fatal(err)
 	}
-	checkHeld(t, "after rollback", r.a, got)
-	t.Logf("rolled back: %s", st.Rollout.Reason)
+	if err := c.Send(transport.Packet{DLID: smLID, SLID: swLID, MAD: buf}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// overwriteLFT changes one LFT entry of switch sw with an SMP from a CA
+// on the SM's leaf (the SM's directed route to sw, from that CA).
+func overwriteLFT(t *testing.T, r *rolloutRig, sw uint64) {
+	t.Helper()
+	fab, topo := r.a.SM.Fabric(), r.a.SM.Applied().Topo
+	leaf := topo.Port(topology.PortRef{Node: topo.NodeByGUID(fab.SMGUID), Port: fab.SMPort}).Peer
+	var from topology.PortRef
+	for p := range topo.Nodes[leaf.Node].Ports {
+		pr := topo.Nodes[leaf.Node].Ports[p].Peer
+		if pr.Connected() && topo.Nodes[pr.Node].Type != topology.Switch && topo.Nodes[pr.Node].GUID != fab.SMGUID {
+			from = pr
+			break
+		}
+	}
+	conn, err := r.a.Sim.Attach(topo.Nodes[from.Node].GUID, from.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := transport.New(conn, transport.Options{Timeout: time.Second})
+	defer tr.Close()
+	c := &mad.Client{T: tr}
+	path := slices.Clone(fab.Nodes[sw].Path)
+	path[0] = from.Port
+	ctx := context.Background()
+	var blk smp.LFTBlock
+	if err := c.Get(ctx, path, smp.AttrLinearForwardingTable, 0, &blk); err != nil {
+		t.Fatal(err)
+	}
+	blk[1] = blk[1]%4 + 1
+	if err := c.Set(ctx, path, smp.AttrLinearForwardingTable, 0, &blk, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // An SM that dies in the middle of a rollout (between two steps, its state

@@ -2,6 +2,7 @@ package sm
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/ibsm/ibsm/host/discovery"
@@ -55,6 +56,11 @@ func (s *SM) audit(ctx context.Context, fab *discovery.Fabric) []discovery.PortR
 	if rep.Differences > 0 || rep.ReadFailures > 0 {
 		s.Log.Info("audit", "read", rep.Reads, "read_failures", rep.ReadFailures, "differences", rep.Differences,
 			"repaired", rep.Repaired, "repair_failures", rep.RepairFailures, "reset_switches", len(rep.Reset), "items", rep.Items)
+	}
+	if rep.Differences > 0 {
+		// Tables changed behind the SM's back: a staged rollout's health
+		// gate fails on it.
+		s.disturb(fmt.Sprintf("the audit found %d programmed items changed on the fabric", rep.Differences))
 	}
 	if rep.Wrapped {
 		st := s.prog.AuditStats()

@@ -171,6 +171,18 @@ func (s *SM) afterSweep(rep *Report, err error) {
 	go s.shadow(c, a.Topo, a.Result, lmc)
 }
 
+// disturb fails the health gate of a rollout in progress (the first
+// disturbance is the one recorded).
+func (s *SM) disturb(why string) {
+	if c := s.candidate(); c != nil {
+		c.mu.Lock()
+		if c.ro.InProgress() && c.disturbed == "" {
+			c.disturbed = why
+		}
+		c.mu.Unlock()
+	}
+}
+
 // rolloutTick is the sweep loop's periodic hook: shadow, then RolloutTick.
 func (s *SM) rolloutTick(ctx context.Context) {
 	if s.candidate() == nil {
