@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(notdir $(wildcard plugins/[a-z]*))
 EXAMPLE ?= conf/examples/ft2-648.hcl
 
-.PHONY: all build plugins run test unit deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls clean
+.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls clean
 
 all: build
 
@@ -33,10 +33,23 @@ run: build
 # Everything the tests need, then every test: the main module's, then the
 # SDK module's and the example plugin's (go test ./... in the main module
 # skips nested modules).
-test: deps sdk-isolation build sdk-vet sdk-example
+test: hygiene deps sdk-isolation build sdk-vet sdk-example
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) sdk-test
+
+# The hygiene gate (integration/hygiene/gate.sh): gofmt -l, go mod tidy -diff
+# and staticcheck over the three modules (main, sdk, the example plugin), and
+# deadcode: nothing unreachable unless integration/hygiene/deadcode-allow.txt
+# says why. The tools are pinned here and run with `go run module@version`
+# from the Go module proxy; the build cache keeps them after the first run.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+DEADCODE    := golang.org/x/tools/cmd/deadcode@v0.52.0
+# TEMPORARY (issue 15): findings in these paths are not failures while the
+# work that has them open lands; empty this once they are fixed.
+HYGIENE_SKIP := ^(host/(sa|mcast|rollout|report|cmd/ibsm)/|integration/(multicast|osmtest|partition|rollout|plandiff|report|deb)[^/]*_test\.go|conf/partition[^/]*\.go|conf/packaging/)
+hygiene:
+	GO='$(GO)' STATICCHECK='$(STATICCHECK)' DEADCODE='$(DEADCODE)' SKIP_PATHS='$(HYGIENE_SKIP)' sh integration/hygiene/gate.sh
 
 # The SDK is its own module (sdk/go.mod): vet and test it from inside.
 sdk-vet:
