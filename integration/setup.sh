@@ -10,6 +10,7 @@ command -v ibsim >/dev/null 2>&1 || pkgs+=(ibsim-utils)
 command -v ibnetdiscover >/dev/null 2>&1 || pkgs+=(infiniband-diags)
 command -v opensm >/dev/null 2>&1 || pkgs+=(opensm)
 command -v chromium >/dev/null 2>&1 || pkgs+=(chromium) # renders ibsm report's HTML (integration/report_test.go)
+command -v logrotate >/dev/null 2>&1 || pkgs+=(logrotate) # rotates the packaged daemon's log (integration/deb_test.go)
 [ -n "$(ls /usr/lib/*/umad2sim/libumad2sim.so /usr/lib/*/libumad2sim.so 2>/dev/null)" ] || pkgs+=(libumad2sim0)
 if [ ${#pkgs[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then

@@ -2,8 +2,10 @@
 // nfpm as a library: ibsm in /usr/sbin, the first-party plugins in
 // /usr/lib/ibsm/plugins, the default configuration in /etc/ibsm (no
 // fabric enabled), the shipped examples in /usr/share/ibsm/examples
-// (pointed at the installed plugins), /var/lib/ibsm, the systemd unit and
-// the man page ibsm.8, generated from the command's own help.
+// (pointed at the installed plugins), /var/lib/ibsm, the systemd unit,
+// /etc/logrotate.d/ibsm for its log, the licence and README in
+// /usr/share/doc/ibsm, and the man page ibsm.8, generated from the
+// command's own help.
 package main
 
 import (
@@ -55,6 +57,9 @@ func run() error {
 		{Source: ibsm, Destination: "/usr/sbin/ibsm", FileInfo: exe},
 		{Source: filepath.Join(*root, "conf/packaging/ibsm.hcl"), Destination: "/etc/ibsm/ibsm.hcl", Type: files.TypeConfigNoReplace, FileInfo: doc},
 		{Source: filepath.Join(*root, "conf/systemd/ibsm.service"), Destination: "/lib/systemd/system/ibsm.service", FileInfo: doc},
+		{Source: filepath.Join(*root, "conf/packaging/ibsm.logrotate"), Destination: "/etc/logrotate.d/ibsm", Type: files.TypeConfigNoReplace, FileInfo: doc},
+		{Source: filepath.Join(*root, "LICENSE"), Destination: "/usr/share/doc/ibsm/copyright", FileInfo: doc},
+		{Source: filepath.Join(*root, "README.md"), Destination: "/usr/share/doc/ibsm/README.md", FileInfo: doc},
 		{Destination: "/var/lib/ibsm", Type: files.TypeDir, FileInfo: &files.ContentFileInfo{Mode: 0o750}},
 	}
 	plugins, _ := filepath.Glob(filepath.Join(*bin, "ibsm-plugin-*"))
@@ -90,10 +95,17 @@ func run() error {
 		Maintainer:  "ibsm developers <ibsm@localhost>",
 		Description: "InfiniBand subnet manager with plugin routing\n ibsm discovers an InfiniBand fabric, assigns LIDs, programs forwarding and\n SL-to-VL tables and answers SA queries; routing engines, LID and VL\n assigners run as plugins chosen in HCL.",
 		Homepage:    "https://ibsm.invalid/",
-		License:     "see /usr/share/doc/ibsm",
+		License:     "Apache-2.0",
 		Overridables: nfpm.Overridables{
 			Contents: contents,
-			Suggests: []string{"infiniband-diags"},
+			Suggests: []string{"infiniband-diags", "logrotate"},
+			// systemd sees the unit at install, the daemon stops before
+			// removal, purge removes state and logs.
+			Scripts: nfpm.Scripts{
+				PostInstall: filepath.Join(*root, "conf/packaging/postinst"),
+				PreRemove:   filepath.Join(*root, "conf/packaging/prerm"),
+				PostRemove:  filepath.Join(*root, "conf/packaging/postrm"),
+			},
 		},
 	})
 	if err := nfpm.PrepareForPackager(info, "deb"); err != nil {

@@ -10,8 +10,24 @@ import (
 	"time"
 )
 
-// manCommands are the commands whose -h the man page reproduces.
-var manCommands = []string{"run", "status", "sweep", "reload", "report", "verify", "dump", "plugins", "topo"}
+// manCommands are the commands whose help the man page reproduces: the
+// section name and the arguments that print it.
+var manCommands = []struct {
+	name string
+	args []string
+}{
+	{"run", []string{"run", "-h"}},
+	{"status", []string{"status", "-h"}},
+	{"sweep", []string{"sweep", "-h"}},
+	{"reload", []string{"reload", "-h"}},
+	{"rollout", []string{"rollout", "-h"}},
+	{"plan diff", []string{"plan", "diff", "-h"}},
+	{"report", []string{"report", "-h"}},
+	{"verify", []string{"verify", "-h"}},
+	{"dump", []string{"dump", "-h"}},
+	{"plugins", []string{"plugins", "-h"}},
+	{"topo", []string{"topo", "-h"}},
+}
 
 // runHelp runs ibsm with args and returns what it printed (help goes to
 // stderr and exits non-zero: that is not an error here).
@@ -54,14 +70,17 @@ func writeMan(ibsm, version, path string) error {
 		"Routing engines, LID assigners and VL assigners run as plugin processes chosen in the HCL configuration " +
 		"(\\fI/etc/ibsm/ibsm.hcl\\fR; examples in \\fI/usr/share/ibsm/examples\\fR).\n" +
 		"The daemon serves a control socket, \\fIstate_dir/control.sock\\fR, used by \\fBibsm status\\fR, \\fBibsm sweep\\fR and \\fBibsm reload\\fR; " +
-		"SIGHUP re-reads the configuration, SIGUSR1 reopens the log file.\n")
+		"SIGHUP re-reads the configuration, SIGUSR1 reopens the log file.\n" +
+		".PP\nOn a terminal, \\fBibsm verify\\fR, \\fBdump\\fR, \\fBreport\\fR and \\fBrun \\-\\-once\\fR show on one line of standard error " +
+		"which phase runs (discovery and the nodes found, the plugin called, verification, the LFT blocks programmed); " +
+		"when standard error is not a terminal only the log is written.\n")
 	b.WriteString(".SH COMMANDS\n")
 	for _, c := range manCommands {
-		h, err := runHelp(ibsm, c, "-h")
+		h, err := runHelp(ibsm, c.args...)
 		if err != nil {
-			return fmt.Errorf("ibsm %s -h: %w", c, err)
+			return fmt.Errorf("ibsm %s: %w", strings.Join(c.args, " "), err)
 		}
-		fmt.Fprintf(&b, ".SS %s\n.nf\n%s\n.fi\n", c, roff(h))
+		fmt.Fprintf(&b, ".SS %s\n.nf\n%s\n.fi\n", c.name, roff(h))
 	}
 	b.WriteString(".SH FILES\n.TP\n/etc/ibsm/ibsm.hcl\nthe configuration of ibsm.service\n.TP\n/var/lib/ibsm\nstate: LIDs, plan cache, control socket\n" +
 		".TP\n/usr/lib/ibsm/plugins\nthe first-party plugins\n.SH SEE ALSO\n.BR systemctl (1),\n.BR ibnetdiscover (8),\n.BR sminfo (8)\n")
