@@ -258,6 +258,12 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	}
 	lim := d.lim.Load()
 	to := destOf(req)
+	if until := lim.win.down(to); !until.IsZero() {
+		d.countMethod(req)
+		d.timeouts.Add(1)
+		return Packet{}, fmt.Errorf("%w: class %#02x attribute %#04x not sent: its destination left the last request unanswered on every attempt; it is tried again in %v",
+			ErrTimeout, req.MAD[1], binary.BigEndian.Uint16(req.MAD[16:]), time.Until(until).Round(time.Millisecond))
+	}
 	if err := lim.win.acquire(ctx, d.done, to); err != nil {
 		if ctx.Err() == nil {
 			return Packet{}, d.endErr()
@@ -265,14 +271,7 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 		return Packet{}, err
 	}
 
-	switch req.MAD[3] {
-	case 0x01: // Get
-		d.gets.Add(1)
-	case 0x02: // Set
-		d.sets.Add(1)
-	default:
-		d.others.Add(1)
-	}
+	d.countMethod(req)
 
 	c := d.pool.Get().(*call)
 	c.class = req.MAD[1]
@@ -282,9 +281,24 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	d.onMAD(MADRequest, c)
 	c.remember(req.MAD)
 	resp, err := d.attempts(ctx, c, req)
-	lim.win.release(to, err == nil && len(c.keys) == 1)
+	// Unanswered on several attempts (one lost MAD is no sign): down.
+	if errors.Is(err, ErrTimeout) && c.retries > 0 && ctx.Err() == nil {
+		lim.win.failed(to, time.Duration(c.retries+1)*c.timeout)
+	}
+	lim.win.release(to, err == nil, err == nil && len(c.keys) == 1)
 	d.release(c)
 	return resp, err
+}
+
+func (d *Dispatcher) countMethod(req Packet) {
+	switch req.MAD[3] {
+	case 0x01: // Get
+		d.gets.Add(1)
+	case 0x02: // Set
+		d.sets.Add(1)
+	default:
+		d.others.Add(1)
+	}
 }
 
 // newAttempt registers a fresh TID for c and writes it into req. It
@@ -541,6 +555,7 @@ func (d *Dispatcher) dispatch(p Packet) {
 	if c == nil || !c.answers(m) {
 		d.mu.Unlock()
 		d.unmatched.Add(1)
+		d.lim.Load().win.alive(destOf(p)) // late, but it answers
 		d.log.Trace("unmatched response", "tid", binary.BigEndian.Uint64(m[8:]), "class", m[1],
 			"attr", binary.BigEndian.Uint16(m[16:]), "attr_mod", binary.BigEndian.Uint32(m[20:]))
 		return

@@ -43,6 +43,11 @@ func (a *aimd) cut() { a.cur = max(1, a.cur/2) }
 type dest struct {
 	w        aimd
 	inflight int
+	// downUntil: a request to it went unanswered on every attempt; until
+	// then further requests fail at once instead of queueing behind its
+	// window of one (a dead switch with 100 blocks to write would hold
+	// the sweep for 100 × the retries' time).
+	downUntil time.Time
 }
 
 type waiter struct {
@@ -52,7 +57,9 @@ type waiter struct {
 }
 
 // destKey names where a request goes: the directed route's initial path,
-// or the LID. Comparable, so keying the map allocates nothing per MAD.
+// or the LID. Comparable, so keying the map allocates nothing per MAD. A
+// response names the same destination: a directed-route SMP keeps its
+// initial path, a LID-routed one comes from the LID it went to.
 type destKey struct {
 	lid  uint16
 	hops uint8
@@ -65,8 +72,10 @@ func destOf(req Packet) destKey {
 		k := destKey{hops: m[drHopCount]}
 		n := min(int(k.hops)+1, drInitPathSz)
 		copy(k.path[:n], m[drInitPath:drInitPath+n])
-		k.lid = req.DLID // a LID-routed leg before the directed one
 		return k
+	}
+	if len(m) > 3 && m[3]&0x80 != 0 {
+		return destKey{lid: req.SLID}
 	}
 	return destKey{lid: req.DLID}
 }
@@ -140,7 +149,7 @@ func (w *window) put(key destKey) {
 	w.inflight--
 	if d := w.dests[key]; d != nil {
 		d.inflight--
-		if d.inflight == 0 && d.w.cur >= float64(w.ceiling) {
+		if d.inflight == 0 && d.w.cur >= float64(w.ceiling) && time.Now().After(d.downUntil) {
 			delete(w.dests, key) // at the ceiling: nothing to remember
 		}
 	}
@@ -159,10 +168,13 @@ func (w *window) put(key destKey) {
 }
 
 // release ends a request to key: answered on its first attempt (the
-// windows open), or not.
-func (w *window) release(key destKey, firstTry bool) {
+// windows open), answered later, or not.
+func (w *window) release(key destKey, answered, firstTry bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if answered {
+		w.aliveLocked(key)
+	}
 	if firstTry {
 		w.all.grow(w.ceiling)
 		if d := w.dests[key]; d != nil {
@@ -188,6 +200,39 @@ func (w *window) timeout(key destKey, sent time.Time) {
 		w.cutAt = time.Now()
 		clear(w.timedOut)
 	}
+}
+
+// failed records that a request to key went unanswered on every attempt:
+// the destination counts as down for as long as that took.
+func (w *window) failed(key destKey, took time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := w.dests[key]; d != nil {
+		d.downUntil = time.Now().Add(took)
+	}
+}
+
+// alive records that key answered something (if late): it is not down.
+func (w *window) alive(key destKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.aliveLocked(key)
+}
+
+func (w *window) aliveLocked(key destKey) {
+	if d := w.dests[key]; d != nil {
+		d.downUntil = time.Time{}
+	}
+}
+
+// down reports until when requests to key fail at once (zero: they go).
+func (w *window) down(key destKey) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := w.dests[key]; d != nil && time.Now().Before(d.downUntil) {
+		return d.downUntil
+	}
+	return time.Time{}
 }
 
 // size is the overall bound now.

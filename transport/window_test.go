@@ -56,7 +56,8 @@ func TestWindowShrinksUnderLoss(t *testing.T) {
 
 // TestWindowDeadDestination: a destination that never answers shrinks
 // only its own window, to one request; the overall window stays open and
-// requests elsewhere keep flowing.
+// requests elsewhere keep flowing; once one of its requests failed on
+// every attempt, the next fail at once instead of each waiting its turn.
 func TestWindowDeadDestination(t *testing.T) {
 	f := newFake(func(f *fakeConn, p Packet) {
 		if p.MAD[drInitPath+1] == 1 {
@@ -67,6 +68,7 @@ func TestWindowDeadDestination(t *testing.T) {
 	tr := New(f, Options{Window: 8, Timeout: 30 * time.Millisecond, Retries: 1}).(*Dispatcher)
 	defer tr.Close()
 	var wg sync.WaitGroup
+	deadStart := time.Now()
 	for g := 0; g < 16; g++ {
 		wg.Add(1)
 		go func() {
@@ -95,6 +97,10 @@ func TestWindowDeadDestination(t *testing.T) {
 	live.Wait()
 	took := time.Since(start)
 	wg.Wait()
+	// 64 requests of 2 × 30 ms one at a time would take 3.8 s.
+	if d := time.Since(deadStart); d > 2*time.Second {
+		t.Errorf("64 requests to a dead switch took %v: they should fail at once while it is down", d)
+	}
 	win := tr.lim.Load().win
 	win.mu.Lock()
 	dead := win.dests[destOf(to(request(0x01, 0x11, 0), 1))]
