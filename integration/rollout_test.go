@@ -108,11 +108,12 @@ func rolloutHCL(t *testing.T, dir, fabric, active, policy, cand string) string {
 }
 
 // The pair the rollout tests promote: updn rooted at the spines (OpenSM's
-// choice of roots; it leaves some switch pairs unrouted, hence
-// best_effort) in force, sftree the candidate. With updn's default roots
-// (a leaf) no per-switch order exists: the old and new core-to-core routes
-// close credit loops through the aggregation switches in every order
-// tried, and the promotion is refused (TestRolloutRefusedNeverApplied).
+// choice of roots; a core-to-core route would turn down-then-up, which
+// updn forbids, so those pairs stay unrouted, hence best_effort) in force,
+// sftree the candidate. With updn's default roots (a leaf) no order of
+// forwarding states exists: the old and new core-to-core routes close
+// credit loops through aggregation switches of different pods, and the
+// promotion is refused (TestRolloutRefusedNeverApplied).
 const (
 	rolloutActive    = "updn-spines"
 	rolloutPolicy    = "best_effort"
@@ -575,8 +576,12 @@ func TestRolloutRestartMidway(t *testing.T) {
 
 // Leaf-rooted updn in force and sftree as the candidate: each plan is
 // deadlock-free, but every order of the switches opens a credit loop for
-// the packets of both (core-to-core routes turn at opposite aggregation
-// switches). The promotion is refused with the cycle named and the fabric
+// the packets of both: a core-to-core route of one plan turns in another
+// pod than the reverse route of the other, and CA traffic between those
+// pods closes the loop. (No intermediate state helps: the CA routes alone
+// stage fine, but whichever direction of a core pair moves first, its
+// union with the other direction's route, old or new, is that loop.) The
+// promotion is refused with the cycle named and what to do, and the fabric
 // never holds a single candidate block.
 func TestRolloutRefusedNeverApplied(t *testing.T) {
 	k := rolloutRadix()
@@ -594,6 +599,9 @@ func TestRolloutRefusedNeverApplied(t *testing.T) {
 	})
 	if !strings.Contains(st.Rollout.Reason, "credit loop") || !strings.Contains(st.Rollout.Reason, "cycle 0x") {
 		t.Errorf("refusal does not name the credit loop: %s", st.Rollout.Reason)
+	}
+	if !strings.Contains(st.Rollout.Reason, "routes toward switches") || !strings.Contains(st.Rollout.Reason, `auto_roots = "spines"`) {
+		t.Errorf("refusal does not say why and what to do: %s", st.Rollout.Reason)
 	}
 	after := fabricLFTs(t, r.a.Sim, ap.Topo, int(ap.Result.Realized.TopLID))
 	if n := blocksDiffer(before, after); n != 0 || r.a.SM.Applied().Result.Engine != "updn" {

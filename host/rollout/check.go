@@ -2,10 +2,13 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
 )
 
 // Checker verifies forwarding states and transitions with host/analysis.
@@ -134,7 +137,7 @@ func (c *Checker) Transition(from, to State) error {
 		return err
 	}
 	if !rep.DeadlockFree {
-		return fmt.Errorf("old and new tables together close a credit loop while the switches change: %s", cycle(rep))
+		return &UnionLoopError{Cycle: cycle(rep)}
 	}
 	if rep.LoopLIDs > 0 {
 		return fmt.Errorf("the union of both states loops toward LID %d", rep.Loops[0].DLID)
@@ -159,10 +162,72 @@ func (c *Checker) Transition(from, to State) error {
 		return err
 	}
 	if !rep.DeadlockFree {
-		return fmt.Errorf("old and new tables together close a credit loop while the switches change their SL2VL tables: %s", cycle(rep))
+		return &UnionLoopError{Cycle: cycle(rep), SL2VL: true}
 	}
 	return nil
 }
+
+// UnionLoopError is a transition whose old and new tables together close
+// a credit loop.
+type UnionLoopError struct {
+	Cycle string
+	// SL2VL: found with the changing switches on their old SL2VL tables.
+	SL2VL bool
+}
+
+func (e *UnionLoopError) Error() string {
+	if e.SL2VL {
+		return "old and new tables together close a credit loop while the switches change their SL2VL tables: " + e.Cycle
+	}
+	return "old and new tables together close a credit loop while the switches change: " + e.Cycle
+}
+
+// switchRoutesLoop reports whether the credit loops of the pair's
+// transitions come from the routes toward switches (the DLIDs of switch
+// port 0): the union of the whole old and the whole new plan is cyclic,
+// and acyclic without those routes.
+func (c *Checker) switchRoutesLoop() bool {
+	full, err := union(c.Pair.Old, c.Pair.New)
+	if err != nil {
+		return false
+	}
+	rep, err := c.analyseLIDs(full, true)
+	if err != nil || rep.DeadlockFree {
+		return false
+	}
+	caOnly, err := union(withoutSwitchLIDs(c.Pair.Old), withoutSwitchLIDs(c.Pair.New))
+	if err != nil {
+		return false
+	}
+	rep, err = c.analyseLIDs(caOnly, true)
+	return err == nil && rep.DeadlockFree
+}
+
+// withoutSwitchLIDs is p with nothing forwarded toward a switch's LID.
+func withoutSwitchLIDs(p Plan) Plan {
+	t := p.Rz.Topo
+	rz := *p.Rz
+	rz.LFT = make([][]uint8, len(p.Rz.LFT))
+	for s, row := range p.Rz.LFT {
+		rz.LFT[s] = slices.Clone(row)
+		for lid, own := range p.Rz.LIDOwner {
+			if own > 0 && lid < len(row) && t.Nodes[t.Endpoints()[own-1].Node].Type == topology.Switch {
+				rz.LFT[s][lid] = plan.NoPort
+			}
+		}
+	}
+	return Plan{Rz: &rz, VLs: p.VLs}
+}
+
+// SwitchRoutesAdvice is what to do when only the routes toward switches
+// keep a pair from being staged.
+const SwitchRoutesAdvice = "the credit loop is closed by the routes toward switches (switch-to-switch management traffic): " +
+	"the two plans route some pair of switches through turns in different parts of the fabric (on a fat tree: core-to-core " +
+	"routes turning in different pods), and each order of per-switch steps lets packets of one plan cross the other's turn; " +
+	"the routes between CAs alone stage fine. What to do: make the plans agree on switch-to-switch routes, e.g. for an updn " +
+	"active plan on a fat tree set auto_roots = \"spines\" in its plugin config with routing.switch_to_switch = \"best_effort\" " +
+	"(updn then leaves core-to-core pairs unrouted, as OpenSM's ftree does), reload, and promote again; or make the candidate " +
+	"the routing block and reload, which programs it at once without staged verification"
 
 func (st State) key() string {
 	b := make([]byte, (len(st)+7)/8)

@@ -51,8 +51,8 @@ func TestCompareSL2VL(t *testing.T) {
 	same := vlPlan(topo, top, []int32{0, 3}, 1)
 	moved := vlPlan(topo, top, []int32{0, 3}, 0) // switches 0 and 3: SL 1 to VL 0 toward port 1
 	for _, tc := range []struct {
-		name           string
-		old, new       *plan.VLPlan
+		name            string
+		old, new        *plan.VLPlan
 		tables, switch_ int
 	}{
 		{"unchanged", same, same, 0, 0},

@@ -34,10 +34,16 @@ type Schedule struct {
 type RefusedError struct {
 	Stage string
 	Err   error
+	// Advice says what to do, when the cause is known.
+	Advice string
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("stage %q cannot be entered by any verified order of its switches: %v; nothing of it was programmed", e.Stage, e.Err)
+	msg := fmt.Sprintf("stage %q cannot be entered by any verified order of its switches: %v; nothing of it was programmed", e.Stage, e.Err)
+	if e.Advice != "" {
+		msg += ". Why and what to do: " + e.Advice
+	}
+	return msg
 }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
@@ -64,8 +70,13 @@ func Build(c *Checker, groups []Group) (*Schedule, error) {
 		}
 		steps, next, err := c.enter(cur, g.Switches)
 		if err != nil {
+			ref := &RefusedError{Stage: g.Name, Err: err}
+			var ul *UnionLoopError
+			if errors.As(err, &ul) && c.switchRoutesLoop() {
+				ref.Advice = SwitchRoutesAdvice
+			}
 			sc.Analyses = c.Analyses
-			return sc, &RefusedError{Stage: g.Name, Err: err}
+			return sc, ref
 		}
 		if len(steps) > 1 {
 			sc.Splits = append(sc.Splits, fmt.Sprintf("stage %q split into %d steps so that every intermediate state verifies", g.Name, len(steps)))
