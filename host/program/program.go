@@ -185,11 +185,11 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		cur := pt.Info
 		ca := n.Info.NodeType != smp.NodeTypeSwitch
 		keyed := keys == nil || keys.Holds(guardGUID(n, ep.Port))
-		if cur.LID == want.Base && cur.LMC == want.LMC && cur.MasterSMLID == smLID && keyed && !(rereg && ca) {
+		if cur.LID == want.Base && cur.LMC == want.LMC && cur.MasterSMLID == smLID && cur.GIDPrefix == SubnetPrefix && keyed && !(rereg && ca) {
 			continue
 		}
 		pi := cur
-		pi.LID, pi.LMC, pi.MasterSMLID = want.Base, want.LMC, smLID
+		pi.LID, pi.LMC, pi.MasterSMLID, pi.GIDPrefix = want.Base, want.LMC, smLID, SubnetPrefix
 		noChange(&pi)
 		withKey(keys, n, ep.Port, &pi)
 		if !keyed {
@@ -372,6 +372,12 @@ type portKey struct {
 	guid uint64
 	port uint8
 }
+
+// SubnetPrefix is the GIDPrefix every end port is given with its LID
+// (PortInfo, IBA 14.2.5.6: the SM sets it; ports may reset it to 0, and a
+// client's port GID is this prefix and its GUID): the link-local prefix,
+// OpenSM's default subnet_prefix.
+const SubnetPrefix = 0xFE80_0000_0000_0000
 
 // noChange sets the fields of a PortInfo Set that must not change anything
 // but what the caller sets explicitly (IBA 14.2.5.6: 0 = no change).

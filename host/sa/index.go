@@ -5,15 +5,16 @@ import (
 	"fmt"
 
 	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/program"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
-// DefaultGIDPrefix is the link-local subnet prefix, used when the SM port
-// reports none.
-const DefaultGIDPrefix = 0xFE80_0000_0000_0000
+// DefaultGIDPrefix is the subnet prefix the SM gives every end port,
+// used when the SM port reports none.
+const DefaultGIDPrefix = program.SubnetPrefix
 
 // index holds the lookups queries need, built once per (plan, fabric):
 // O(endpoints + overrides), never per pair.

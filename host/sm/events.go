@@ -7,6 +7,7 @@ import (
 
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/pipeline"
+	"github.com/ibsm/ibsm/host/program"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/smp"
@@ -643,7 +644,7 @@ func activating(fab *discovery.Fabric) []uint64 {
 }
 
 // programmed returns a copy of fab holding what the programmer wrote for
-// res: endpoint LIDs, LMCs and SM LID, LinearFDBTop, and live links
+// res: endpoint LIDs, LMCs, SM LID and GID prefix, LinearFDBTop, and live links
 // Active. fab (as discovered) is left alone.
 func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result) *discovery.Fabric {
 	out := fab.Clone()
@@ -657,7 +658,9 @@ func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Re
 		}
 		old := pt.Info
 		want := rz.LIDs.Ports[i]
-		set := func(pi *smp.PortInfo) { pi.LID, pi.LMC, pi.MasterSMLID = want.Base, want.LMC, smLID }
+		set := func(pi *smp.PortInfo) {
+			pi.LID, pi.LMC, pi.MasterSMLID, pi.GIDPrefix = want.Base, want.LMC, smLID, program.SubnetPrefix
+		}
 		set(&pt.Info)
 		if ep.Port == 0 {
 			// A switch's other ports report port 0's addressing where the
