@@ -152,6 +152,10 @@ func TestMCMemberRecordJoinLeave(t *testing.T) {
 		smp.MCMemberRecord{MGID: ipoibBroadcast, PortGID: other.gid()}, smp.SAStatusReqInvalid)
 	bad("create without Q_Key", other, smp.MethodSet, createComps&^smp.MCMCompQKey,
 		smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 15: 7}, PortGID: other.gid(), PKey: 0xFFFF, JoinState: 1}, smp.SAStatusInsufficientComponents)
+	bad("create at less than 2.5 Gb/s (osmtest o15.0.1.8)", other, smp.MethodSet, createComps|smp.MCMCompRate|smp.MCMCompRateSelector,
+		smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 15: 7}, PortGID: other.gid(), QKey: 1, PKey: 0xFFFF, JoinState: 1, RateSelector: 1, Rate: 2}, smp.SAStatusReqInvalid)
+	bad("create at a reserved rate code", other, smp.MethodSet, createComps|smp.MCMCompRate|smp.MCMCompRateSelector,
+		smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 15: 7}, PortGID: other.gid(), QKey: 1, PKey: 0xFFFF, JoinState: 1, RateSelector: 2, Rate: 1}, smp.SAStatusReqInvalid)
 	bad("create by a non-member", other, smp.MethodSet, createComps,
 		smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 15: 8}, PortGID: other.gid(), PKey: 0xFFFF, JoinState: smp.JoinNonMember}, smp.SAStatusReqInvalid)
 	bad("MGID not multicast", other, smp.MethodSet, createComps,
@@ -195,6 +199,17 @@ func TestMCMemberRecordJoinLeave(t *testing.T) {
 	var got smp.PathRecord
 	if err := got.Unmarshal(presp.Data[:]); err != nil || presp.Status != 0 || records(presp) != 1 || got.DLID != smp.MulticastLIDBase || got.MTU != 4 || got.PKey&0x7FFF != 0x7FFF {
 		t.Fatalf("multicast PathRecord: status %#x, %d records, %+v", presp.Status, records(presp), got)
+	}
+
+	// A new group "less than 60 Gb/s" (osmtest o15.0.1.4) gets the
+	// fastest rate below that the creator's port carries, not 56 Gb/s.
+	slower := smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 15: 10}, PortGID: cs[3].gid(), QKey: 1, PKey: 0xFFFF, JoinState: 1, RateSelector: 1, Rate: 8}
+	resp, rec = cs[3].do(t, s, smp.MethodSet, createComps|smp.MCMCompRate|smp.MCMCompRateSelector, &slower)
+	if uni := pathTo(t, s, cs[3], cs[0]); resp.Status != 0 || rec.Rate != uni.Rate {
+		t.Fatalf("create below 60 Gb/s: status %#x rate code %d, want the port's %d", resp.Status, rec.Rate, uni.Rate)
+	}
+	if resp, _ := cs[3].do(t, s, smp.MethodDelete, joinComps, &slower); resp.Status != 0 {
+		t.Fatalf("leave of the slower group: status %#x", resp.Status)
 	}
 
 	// Leaves: the last one deletes the group and its MFT entries.
@@ -255,4 +270,21 @@ func TestMCMemberRecordManyGroups(t *testing.T) {
 	if st := s.sm.MulticastStats(); st.LastError != "" || st.Rejected != 0 {
 		t.Fatalf("multicast stats %+v", st)
 	}
+}
+
+// pathTo is the SA's PathRecord from client a to client b.
+func pathTo(t *testing.T, s *subnet, a, b mcClient) smp.PathRecord {
+	t.Helper()
+	pr := smp.PathRecord{SGID: a.gid(), DGID: b.gid()}
+	data := make([]byte, smp.PathRecordLen)
+	if err := pr.MarshalTo(data); err != nil {
+		t.Fatal(err)
+	}
+	s.client = a.t
+	resp := s.query(t, smp.MethodGetTable, smp.SAAttrPathRecord, smp.PRCompDGID|smp.PRCompSGID, data)
+	var got smp.PathRecord
+	if err := got.Unmarshal(resp.Data[:]); err != nil || resp.Status != 0 || records(resp) == 0 {
+		t.Fatalf("PathRecord: status %#x, %d records, %v", resp.Status, records(resp), err)
+	}
+	return got
 }

@@ -153,7 +153,8 @@ func mcMismatch(g *mcast.Group, r *smp.MCMemberRecord, cm uint64) string {
 }
 
 // mcValue turns a requested value and selector into the value a new group
-// gets; ok is false when none exists (less than the smallest code).
+// gets: the largest the port carries (largest) that the selector allows;
+// ok is false when none exists (less than the smallest code).
 func mcValue(set bool, sel, v, largest, def uint8) (uint8, bool) {
 	if !set {
 		return def, true
@@ -162,11 +163,34 @@ func mcValue(set bool, sel, v, largest, def uint8) (uint8, bool) {
 	case selGreater:
 		return v + 1, v+1 <= largest
 	case selLess:
-		return v - 1, v > 1
+		return min(v-1, largest), v > 1
 	case selLargest:
 		return largest, true
 	}
 	return v, true
+}
+
+// mcRate is mcValue for a rate: codes are not ordered by speed, so
+// "greater" and "less" step to the next defined rate (none below 2.5 Gb/s:
+// osmtest o15.0.1.8 expects ERR_REQ_INVALID) and a reserved code is none.
+func mcRate(set bool, sel, v, largest, def uint8) (uint8, bool) {
+	if !set {
+		return def, true
+	}
+	switch sel {
+	case selGreater:
+		c := rateAbove(rateOf(v))
+		return c, c != 0 && rateOf(c) <= rateOf(largest)
+	case selLess:
+		c := rateBelow(rateOf(v))
+		if rateOf(c) > rateOf(largest) {
+			c = largest
+		}
+		return c, c != 0 && rateOf(v) != 0
+	case selLargest:
+		return largest, true
+	}
+	return v, rateOf(v) != 0
 }
 
 func setMCMemberRecord(q *query) ([]byte, uint16, string) {
@@ -235,7 +259,7 @@ func setMCMemberRecord(q *query) ([]byte, uint16, string) {
 		TClass: r.TClass, HopLimit: r.HopLimit, Scope: r.Scope, PacketLifeTime: q.a.opts.PacketLifeTime}
 	var mtuOK, rateOK, pltOK bool
 	g.MTU, mtuOK = mcValue(cm&smp.MCMCompMTU != 0, r.MTUSelector, r.MTU, portMTU, min(mcDefaultMTU, portMTU))
-	g.Rate, rateOK = mcValue(cm&smp.MCMCompRate != 0, r.RateSelector, r.Rate, portRate, mcDefaultRate)
+	g.Rate, rateOK = mcRate(cm&smp.MCMCompRate != 0, r.RateSelector, r.Rate, portRate, mcDefaultRate)
 	g.PacketLifeTime, pltOK = mcValue(cm&smp.MCMCompPacketLifeTime != 0, r.PacketLifeTimeSelector, r.PacketLifeTime, 0x3F, q.a.opts.PacketLifeTime)
 	if cm&smp.MCMCompScope == 0 && !zeroMGID {
 		g.Scope = r.MGID[1] & 0xF

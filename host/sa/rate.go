@@ -54,6 +54,17 @@ func rateBelow(dgbs int) uint8 {
 	return c
 }
 
+// rateAbove is the code of the slowest defined rate strictly above dgbs,
+// or 0 if there is none.
+func rateAbove(dgbs int) uint8 {
+	for _, r := range rateCodes {
+		if r.dgbs > dgbs {
+			return r.code
+		}
+	}
+	return 0
+}
+
 // lanes decodes LinkWidthActive.
 func lanes(w uint8) int {
 	switch w {
