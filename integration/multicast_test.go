@@ -296,7 +296,7 @@ func storm(t *testing.T, a *app.App, clients []*ipoibClient, at []sim.Delivery) 
 	}
 	const workers, groups, rate = 32, 16, 1000
 	mgid := func(g int) [16]byte {
-		return [16]byte{0xff, 0x12, 0xa0, 0x1b, 0xff, 0xff, 13: 0x77, 14: byte(g >> 8), 15: byte(g)}
+		return [16]byte{0xff, 0x12, 0xa0, 0x1c, 0xff, 0xff, 13: 0x77, 14: byte(g >> 8), 15: byte(g)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
 	defer cancel()

@@ -159,7 +159,11 @@ func TestMCMemberRecordJoinLeave(t *testing.T) {
 	bad("create by a non-member", other, smp.MethodSet, createComps,
 		smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 15: 8}, PortGID: other.gid(), PKey: 0xFFFF, JoinState: smp.JoinNonMember}, smp.SAStatusReqInvalid)
 	bad("MGID not multicast", other, smp.MethodSet, createComps,
-		smp.MCMemberRecord{MGID: [16]byte{0xfe, 0x80, 15: 1}, PortGID: other.gid(), PKey: 0xFFFF, JoinState: 1}, smp.SAStatusInvalidGID)
+		smp.MCMemberRecord{MGID: [16]byte{0xfe, 0x80, 15: 1}, PortGID: other.gid(), PKey: 0xFFFF, JoinState: 1}, smp.SAStatusReqInvalid)
+	bad("MGID with reserved flag bits", other, smp.MethodSet, createComps,
+		smp.MCMemberRecord{MGID: [16]byte{0xff, 0x22, 15: 1}, PortGID: other.gid(), PKey: 0xFFFF, JoinState: 1}, smp.SAStatusReqInvalid)
+	bad("MGID in the SA-assigned form, link-local", other, smp.MethodSet, createComps,
+		smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 0xa0, 0x1b, 15: 1}, PortGID: other.gid(), PKey: 0xFFFF, JoinState: 1}, smp.SAStatusReqInvalid)
 	bad("unknown PortGID", other, smp.MethodSet, joinComps,
 		smp.MCMemberRecord{MGID: ipoibBroadcast, PortGID: [16]byte{0xfe, 0x80, 15: 0x77}, JoinState: 1}, smp.SAStatusInvalidGID)
 	bad("join for another port", other, smp.MethodSet, joinComps,
@@ -238,7 +242,7 @@ func TestMCMemberRecordManyGroups(t *testing.T) {
 	s.sm.EnableMulticast(bfsMcast{base{"bfs"}}, store)
 	cs := mcClients(t, s, 2)
 	create := func(i int) uint16 {
-		r := smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 0xa0, 0x1b, 0xff, 0xff, 12: byte(i >> 24), 13: byte(i >> 16), 14: byte(i >> 8), 15: byte(i)},
+		r := smp.MCMemberRecord{MGID: [16]byte{0xff, 0x12, 0xa0, 0x1c, 0xff, 0xff, 12: byte(i >> 24), 13: byte(i >> 16), 14: byte(i >> 8), 15: byte(i)},
 			PortGID: cs[i%2].gid(), QKey: 1, PKey: 0xFFFF, JoinState: smp.JoinFullMember}
 		resp, _ := cs[i%2].do(t, s, smp.MethodSet, createComps, &r)
 		return resp.Status

@@ -193,6 +193,27 @@ func mcRate(set bool, sel, v, largest, def uint8) (uint8, bool) {
 	return v, rateOf(v) != 0
 }
 
+// badMGID says why a group may not be created with the requested MGID
+// (IBA 4.1.1 multicast GID: 0xFF, then flags whose three high bits are
+// reserved, then the scope), "" if it may. IPoIB MGIDs (signatures 0x401B,
+// 0x601B) are taken as they are; the 0xA01B signature is the form the SA
+// allocates from, which a client may not claim with link-local scope.
+// Refusals are ERR_REQ_INVALID, as OpenSM answers and osmtest (o15.0.1.6)
+// expects.
+func badMGID(m [16]byte) string {
+	switch sig := uint16(m[2])<<8 | uint16(m[3]); {
+	case m[0] != 0xFF:
+		return "MGID is not a multicast GID (first byte 0xFF)"
+	case sig == 0x401B || sig == 0x601B:
+		return ""
+	case m[1]&0xE0 != 0:
+		return "MGID sets reserved flag bits"
+	case sig == 0xA01B && m[1]&0xF == 2:
+		return "MGID claims the SA-assigned form (0xA01B) with link-local scope"
+	}
+	return ""
+}
+
 func setMCMemberRecord(q *query) ([]byte, uint16, string) {
 	store := q.mcStore()
 	if store == nil {
@@ -218,9 +239,6 @@ func setMCMemberRecord(q *query) ([]byte, uint16, string) {
 		return nil, smp.SAStatusReqInvalid, "join for another port than the requester's, without our SM_Key"
 	}
 	zeroMGID := cm&smp.MCMCompMGID == 0 || r.MGID == ([16]byte{})
-	if !zeroMGID && r.MGID[0] != 0xFF {
-		return nil, smp.SAStatusInvalidGID, "MGID is not a multicast GID (first byte 0xFF)"
-	}
 	ep := q.x.eps[e]
 	portMTU := q.x.portMTU(ep)
 	portRate := rateCode(q.x.portRate(ep))
@@ -248,6 +266,11 @@ func setMCMemberRecord(q *query) ([]byte, uint16, string) {
 	}
 	if cm&mcCreateComps != mcCreateComps {
 		return nil, smp.SAStatusInsufficientComponents, "creating a group needs Q_Key, P_Key, SL, FlowLabel and TClass"
+	}
+	if !zeroMGID {
+		if why := badMGID(r.MGID); why != "" {
+			return nil, smp.SAStatusReqInvalid, why
+		}
 	}
 	if portMTU == 0 {
 		portMTU = 5
