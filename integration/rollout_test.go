@@ -502,9 +502,22 @@ func sendLinkTrap(t *testing.T, r *rolloutRig, sw uint64, port uint8) {
 	}
 }
 
-// overwriteLFT changes one LFT entry of switch sw with an SMP from a CA
-// on the SM's leaf (the SM's directed route to sw, from that CA).
+// overwriteLFT changes one LFT entry of switch sw behind the SM's back.
 func overwriteLFT(t *testing.T, r *rolloutRig, sw uint64) {
+	t.Helper()
+	row, err := r.a.Sim.LFT(sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row = slices.Clone(row)
+	row[1] = row[1]%4 + 1
+	writeLFTs(t, r, map[uint64][]uint8{sw: row})
+}
+
+// writeLFTs programs the given LFT rows (by switch GUID) with SMPs from a
+// CA on the SM's leaf, over the SM's directed routes from that CA: the
+// blocks that differ from what the switch holds.
+func writeLFTs(t *testing.T, r *rolloutRig, rows map[uint64][]uint8) {
 	t.Helper()
 	fab, topo := r.a.SM.Fabric(), r.a.SM.Applied().Topo
 	leaf := topo.Port(topology.PortRef{Node: topo.NodeByGUID(fab.SMGUID), Port: fab.SMPort}).Peer
@@ -523,54 +536,89 @@ func overwriteLFT(t *testing.T, r *rolloutRig, sw uint64) {
 	tr := transport.New(conn, transport.Options{Timeout: time.Second})
 	defer tr.Close()
 	c := &mad.Client{T: tr}
-	path := slices.Clone(fab.Nodes[sw].Path)
-	path[0] = from.Port
-	ctx := context.Background()
-	var blk smp.LFTBlock
-	if err := c.Get(ctx, path, smp.AttrLinearForwardingTable, 0, &blk); err != nil {
-		t.Fatal(err)
-	}
-	blk[1] = blk[1]%4 + 1
-	if err := c.Set(ctx, path, smp.AttrLinearForwardingTable, 0, &blk, nil); err != nil {
-		t.Fatal(err)
+	for sw, row := range rows {
+		held, err := r.a.Sim.LFT(sw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := slices.Clone(fab.Nodes[sw].Path)
+		path[0] = from.Port
+		for b := 0; b*64 < len(row); b++ {
+			var blk smp.LFTBlock
+			for i := range blk {
+				blk[i] = plan.NoPort
+			}
+			copy(blk[:], row[b*64:])
+			if b*64 < len(held) && slices.Equal(blk[:min(64, len(held)-b*64)], held[b*64:min((b+1)*64, len(held))]) {
+				continue
+			}
+			if err := c.Set(context.Background(), path, smp.AttrLinearForwardingTable, uint32(b), &blk, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
-// An SM that dies in the middle of a rollout (between two steps, its state
-// file naming the steps applied) restarts over the same fabric and state
-// directory, rolls every promoted switch back step by step before it
-// programs anything else, and the fabric reads back equal to the active
-// plan.
+// An SM that dies in the middle of a rollout restarts over the same
+// fabric and state directory, rolls every promoted switch back step by
+// step before it programs anything else, reads them back, and the fabric
+// equals the active plan. It died either between two steps (its state
+// file naming the steps applied) or while programming one (the file names
+// the step being entered, whose switches are half on their new tables).
 func TestRolloutRestartMidway(t *testing.T) {
-	r := promoting(t, "1h")
-	st := r.waitStatus("stage 1 in dwell", 5*time.Minute, func(s *rollout.Status) bool {
-		return s.Rollout != nil && s.Rollout.InProgress() && s.Rollout.Applied > 0
-	})
-	fab := r.a.Sim
-	ap := r.a.SM.Applied()
-	old := slices.Clone(ap.Result.Realized.LFT)
-	mid := fabricLFTs(t, fab, ap.Topo, int(ap.Result.Realized.TopLID))
-	if blocksDiffer(mid, old) == 0 {
-		t.Fatal("stage 1 changed nothing on the fabric")
-	}
-	r.stop() // the rollout's files stay as they were between two steps
-	saved, err := rollout.LoadRollout(r.dir)
-	if err != nil || !saved.InProgress() || saved.Applied != st.Rollout.Applied {
-		t.Fatalf("state file after the stop: %+v %v", saved, err)
-	}
+	for _, midStep := range []bool{false, true} {
+		t.Run(map[bool]string{false: "between steps", true: "inside a step"}[midStep], func(t *testing.T) {
+			r := promoting(t, "1h")
+			st := r.waitStatus("stage 1 in dwell", 5*time.Minute, func(s *rollout.Status) bool {
+				return s.Rollout != nil && s.Rollout.InProgress() && s.Rollout.Applied > 0
+			})
+			fab := r.a.Sim
+			ap := r.a.SM.Applied()
+			old := slices.Clone(ap.Result.Realized.LFT)
+			cand, err := r.a.SM.CandidatePlan(context.Background(), ap.Topo, ap.Result) // cached
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.stop() // the rollout's files stay as they were between two steps
+			saved, err := rollout.LoadRollout(r.dir)
+			if err != nil || !saved.InProgress() || saved.Applied != st.Rollout.Applied {
+				t.Fatalf("state file after the stop: %+v %v", saved, err)
+			}
+			if midStep {
+				// Step Applied+1 was being programmed: half its switches
+				// hold the candidate's tables.
+				next := saved.Steps[saved.Applied]
+				rows := map[uint64][]uint8{}
+				for _, g := range next.GUIDs[:(len(next.GUIDs)+1)/2] {
+					rows[g] = cand.Realized.LFT[ap.Topo.SwitchIndex(ap.Topo.NodeByGUID(g))]
+				}
+				writeLFTs(t, r, rows)
+				saved.Entering = saved.Applied
+				if err := rollout.SaveRollout(r.dir, saved); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mid := fabricLFTs(t, fab, ap.Topo, int(ap.Result.Realized.TopLID))
+			t.Logf("died with %d LFT blocks on the candidate's tables (step %d applied, entering %d)", blocksDiffer(mid, old), saved.Applied, saved.Entering)
+			if blocksDiffer(mid, old) == 0 {
+				t.Fatal("the rollout changed nothing on the fabric")
+			}
 
-	r2 := startRollout(t, r.cfg, fab)
-	st = r2.waitStatus("the restart's rollback", 5*time.Minute, func(s *rollout.Status) bool {
-		return s.Rollout != nil && s.Rollout.Phase == rollout.PhaseRolledBack
-	})
-	if !strings.Contains(st.Rollout.Reason, "restarted") || !strings.Contains(st.Rollout.Reason, "read-back equals the active plan") {
-		t.Errorf("rollback reason: %s", st.Rollout.Reason)
-	}
-	r2.waitStatus("SUBNET UP", time.Minute, func(*rollout.Status) bool { return r2.a.SM.Applied() != nil })
-	now := r2.a.SM.Applied()
-	got := fabricLFTs(t, fab, now.Topo, int(now.Result.Realized.TopLID))
-	if now.Result.Engine != rolloutActive || blocksDiffer(got, old) != 0 {
-		t.Errorf("after the restart: engine %s, %d blocks differ from the old plan", now.Result.Engine, blocksDiffer(got, old))
+			r2 := startRollout(t, r.cfg, fab)
+			st = r2.waitStatus("the restart's rollback", 5*time.Minute, func(s *rollout.Status) bool {
+				return s.Rollout != nil && s.Rollout.Phase == rollout.PhaseRolledBack
+			})
+			if !strings.Contains(st.Rollout.Reason, "restarted") || !strings.Contains(st.Rollout.Reason, "read-back equals the active plan") {
+				t.Errorf("rollback reason: %s", st.Rollout.Reason)
+			}
+			r2.waitStatus("SUBNET UP", time.Minute, func(*rollout.Status) bool { return r2.a.SM.Applied() != nil })
+			now := r2.a.SM.Applied()
+			got := fabricLFTs(t, fab, now.Topo, int(now.Result.Realized.TopLID))
+			if now.Result.Engine != rolloutActive || blocksDiffer(got, old) != 0 {
+				t.Errorf("after the restart: engine %s, %d blocks differ from the old plan", now.Result.Engine, blocksDiffer(got, old))
+			}
+			checkHeld(t, "after the restart", r2.a, got)
+		})
 	}
 }
 
