@@ -216,6 +216,15 @@ func TestMCMemberRecordJoinLeave(t *testing.T) {
 		t.Fatalf("leave of the slower group: status %#x", resp.Status)
 	}
 
+	// A partial leave answers with the join state the port keeps.
+	both := smp.MCMemberRecord{MGID: ipoibBroadcast, PortGID: cs[2].gid(), JoinState: smp.JoinNonMember}
+	if resp, rec := cs[2].do(t, s, smp.MethodSet, joinComps, &both); resp.Status != 0 || rec.JoinState != smp.JoinFullMember|smp.JoinNonMember {
+		t.Fatalf("adding NonMember: status %#x record %+v", resp.Status, rec)
+	}
+	if resp, rec := cs[2].do(t, s, smp.MethodDelete, joinComps, &both); resp.Status != 0 || rec.JoinState != smp.JoinFullMember {
+		t.Fatalf("leaving NonMember: status %#x join state %#x, want the FullMember it keeps", resp.Status, rec.JoinState)
+	}
+
 	// Leaves: the last one deletes the group and its MFT entries.
 	for _, c := range cs[:3] {
 		l := smp.MCMemberRecord{MGID: ipoibBroadcast, PortGID: c.gid(), JoinState: smp.JoinFullMember}

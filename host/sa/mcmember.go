@@ -370,7 +370,9 @@ func deleteMCMemberRecord(q *query) ([]byte, uint16, string) {
 	if deleted {
 		q.a.ReportMulticastGroup(false, g.MGID)
 	}
-	out := mcRecord(&g, r.PortGID, r.JoinState, r.ProxyJoin)
+	// The answer holds the join state the port keeps, 0 when it left
+	// (o15-0.1.14; OpenSM answers so and osmtest checks it).
+	out := mcRecord(&g, r.PortGID, g.Members[guid].State, r.ProxyJoin)
 	return encodeMC(&out)
 }
 
