@@ -32,7 +32,8 @@ const planDiffLimit = 900 << 10
 // socket: rollout.status answers the SM's live status (the same record
 // state_dir/rollout/status.json holds), rollout.promote and rollout.abort
 // leave the request the sweep loop takes at its next light sweep, exactly
-// as `ibsm rollout promote` does without a socket.
+// as `ibsm rollout promote` does without a socket, and plan.diff compares
+// the plan in force (or the candidate's) with the fabric read back now.
 func (a *App) RegisterRollout(srv *control.Server) {
 	srv.Handle(CmdRolloutStatus, func(context.Context, json.RawMessage) (any, error) {
 		st := a.SM.RolloutStatus()

@@ -47,8 +47,8 @@ Commands:
                                      have the running daemon re-read its config (as SIGHUP) and say what changed
   rollout status|promote|abort|history --config FILE [--json]
                                      the candidate {} block's shadow plan and staged promotion
-  plan    diff --config FILE [--candidate] [--json]
-                                     what the configured (or candidate) plan would change on the fabric
+  plan    diff --config FILE [--candidate] [--json] [--from auto|daemon|fabric|state]
+                                     what the configured (or candidate) plan would change against what is programmed
   report  --config FILE [--out report.html]
                                      compute the plan and draw it as one self-contained HTML page
   version                            print the version, commit and plugin SDK version (also --version)
