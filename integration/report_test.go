@@ -149,21 +149,31 @@ func TestReportRenders(t *testing.T) {
 	cfgSrc := strings.ReplaceAll(string(mustRead(t, "../conf/examples/ft3-128-sftree.hcl")), `"../../bin/`, `"`+binDir+`/`)
 	cfgSrc = regexp.MustCompile(`(?m)^(\s*topology\s*=\s*")[^"]*"`).ReplaceAllString(cfgSrc, "${1}"+net+`"`)
 	cfgSrc = regexp.MustCompile(`(?m)^(\s*state_dir\s*=\s*")[^"]*"`).ReplaceAllString(cfgSrc, "${1}"+filepath.Join(dir, "state-big")+`"`)
-	cfg := filepath.Join(dir, "ft3-11664.hcl")
-	os.WriteFile(cfg, []byte(cfgSrc), 0o644)
-	page := filepath.Join(dir, "ft3-11664.html")
-	start := time.Now()
-	if out, errOut, err := ibsmOut(t, "report", "--config", cfg, "--out", page); err != nil {
-		t.Fatalf("ibsm report on the 11,664-CA fat tree: %v\n%s%s", err, out, tail(errOut, 2000))
-	} else {
-		t.Logf("ft3-11664: %s", strings.TrimSpace(out))
+	// Once sftree alone, once with updn as the candidate beside it (its
+	// fallback emptied: it would inherit routing's, updn itself).
+	for _, run := range []struct{ name, candidate string }{
+		{"ft3-11664", ""},
+		{"ft3-11664-candidate", "candidate {\n  engine = \"updn\"\n  fallback = []\n}\n"},
+	} {
+		cfg := filepath.Join(dir, run.name+".hcl")
+		os.WriteFile(cfg, []byte(cfgSrc+run.candidate), 0o644)
+		page := filepath.Join(dir, run.name+".html")
+		start := time.Now()
+		out, errOut, err := ibsmOut(t, "report", "--config", cfg, "--out", page)
+		if err != nil {
+			t.Fatalf("ibsm report on the 11,664-CA fat tree: %v\n%s%s", err, out, tail(errOut, 2000))
+		}
+		t.Logf("%s: %s", run.name, strings.TrimSpace(out))
+		if run.candidate != "" && !strings.Contains(out, "candidate updn") {
+			t.Errorf("the candidate is not on the page")
+		}
+		took := time.Since(start)
+		ms, _ := renderReport(t, browser, page, filepath.Join(dir, run.name+".png"))
+		fi, _ := os.Stat(page)
+		t.Logf("%s (11,664 CAs, 1,620 switches): %d bytes, ibsm report %s, rendered in %d ms (page's own clock)", run.name, fi.Size(), took.Round(time.Millisecond), ms)
 	}
-	took := time.Since(start)
-	ms, _ := renderReport(t, browser, page, filepath.Join(dir, "ft3-11664.png"))
-	fi, _ := os.Stat(page)
-	t.Logf("ft3-11664 (11,664 CAs, 1,620 switches): %d bytes, ibsm report %s, rendered in %d ms (page's own clock)", fi.Size(), took.Round(time.Millisecond), ms)
 	if keep := os.Getenv("IBSM_REPORT_KEEP"); keep != "" {
-		for _, f := range []string{"ft3-11664.png", "ft2-648-ftree.png", "rrg16-sssp-dfsssp.png"} {
+		for _, f := range []string{"ft3-11664.png", "ft3-11664-candidate.png", "ft2-648-ftree.png", "rrg16-sssp-dfsssp.png"} {
 			if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
 				os.WriteFile(filepath.Join(keep, f), b, 0o644)
 			}

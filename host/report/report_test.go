@@ -160,6 +160,13 @@ func TestBuild(t *testing.T) {
 			if c.aggregated && members != m.Switches {
 				t.Errorf("groups hold %d switches, the fabric has %d", members, m.Switches)
 			}
+			labels := map[string]bool{}
+			for _, b := range m.Nodes {
+				if b.Kind == "group" && labels[b.Label] {
+					t.Errorf("two groups are labelled %q", b.Label)
+				}
+				labels[b.Label] = true
+			}
 			for tier, n := range c.groupsPerTier {
 				if perTier[tier] != n {
 					t.Errorf("tier %d: %d groups, want %d (%v)", tier, perTier[tier], n, perTier)

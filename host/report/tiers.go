@@ -96,6 +96,8 @@ func groupSwitches(t *topology.Topology, tiers []int, m *Model, group []int) {
 		return fmt.Sprintf("%d|%s", tiers[i], strings.Join(dedup(set), ","))
 	}
 	boxes := map[string]int{}
+	first := map[int]string{} // box → its first switch's label
+	perTier := map[int]int{}
 	for i := range t.Nodes {
 		if t.Nodes[i].Type != topology.Switch {
 			continue
@@ -105,14 +107,21 @@ func groupSwitches(t *topology.Topology, tiers []int, m *Model, group []int) {
 		if !ok {
 			id = len(m.Nodes)
 			boxes[k] = id
-			m.Nodes = append(m.Nodes, Box{ID: id, Kind: "group", Tier: tiers[i]})
+			perTier[tiers[i]]++
+			first[id] = label(&t.Nodes[i])
+			// Numbered within the tier, so a table row names one box.
+			m.Nodes = append(m.Nodes, Box{ID: id, Kind: "group", Tier: tiers[i], Label: fmt.Sprintf("tier %d group %d", tiers[i], perTier[tiers[i]])})
 		}
 		group[i] = id
 		m.Nodes[id].Members++
 	}
 	for i := range m.Nodes {
 		b := &m.Nodes[i]
-		b.Label = fmt.Sprintf("tier %d group: %d switches", b.Tier, b.Members)
+		if b.Members == 1 {
+			b.Label += ": " + first[i]
+		} else {
+			b.Label += fmt.Sprintf(": %d switches like %s", b.Members, first[i])
+		}
 	}
 }
 
