@@ -40,33 +40,19 @@ func openPTY(t *testing.T) (ptm, tty *os.File) {
 	return ptm, tty
 }
 
-// ttyScreen replays a terminal: \r returns to the line's start, ESC[K
-// erases to its end, \n ends the line.
-func ttyScreen(out string) []string {
+// visibleLines is what a terminal shows of out, line by line: the
+// progress drawer and the log both start with "\r\x1b[K" (back to the
+// line's start, erase it), so a line shows what follows the last one.
+func visibleLines(out string) []string {
 	var lines []string
-	var cur []rune
-	col := 0
-	rs := []rune(out)
-	for i := 0; i < len(rs); i++ {
-		switch {
-		case rs[i] == '\r':
-			col = 0
-		case rs[i] == '\n':
-			lines = append(lines, string(cur))
-			cur, col = nil, 0
-		case rs[i] == '\x1b' && i+2 < len(rs) && rs[i+1] == '[' && rs[i+2] == 'K':
-			cur = cur[:col]
-			i += 2
-		default:
-			if col < len(cur) {
-				cur[col] = rs[i]
-			} else {
-				cur = append(cur, rs[i])
-			}
-			col++
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSuffix(l, "\r") // the terminal's \n → \r\n
+		if i := strings.LastIndex(l, "\r\x1b[K"); i >= 0 {
+			l = l[i+len("\r\x1b[K"):]
 		}
+		lines = append(lines, l)
 	}
-	return append(lines, string(cur))
+	return lines
 }
 
 var reLogLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT[0-9:.]+Z \[(TRACE|DEBUG|INFO|WARN|ERROR)\] `)
@@ -118,7 +104,7 @@ func TestProgressOnTerminal(t *testing.T) {
 			if !regexp.MustCompile(`programming, LFT blocks written or unchanged \d+/\d+`).MatchString(raw) && c.name == "run --once" {
 				t.Logf("no LFT block count was drawn (the ticker may not have run during programming): %q", tail(raw, 2000))
 			}
-			lines := ttyScreen(raw)
+			lines := visibleLines(raw)
 			if last := lines[len(lines)-1]; last != "" {
 				t.Errorf("the progress line is left on the terminal: %q", last)
 			}
