@@ -2,7 +2,6 @@ package conf
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -35,12 +34,6 @@ func writeDiagnostic(b *strings.Builder, d *hcl.Diagnostic) {
 		b.WriteString(shorten(d.Detail))
 	}
 	b.WriteByte('\n')
-}
-
-// WriteDiagnostics writes FormatDiagnostics(diags) to w.
-func WriteDiagnostics(w io.Writer, diags hcl.Diagnostics) error {
-	_, err := io.WriteString(w, FormatDiagnostics(diags))
-	return err
 }
 
 // FormatDiagnostics is the package's FormatDiagnostics with, under each

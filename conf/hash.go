@@ -49,36 +49,3 @@ func HashValue(v cty.Value) uint64 {
 	d.Write(b)
 	return d.Sum64()
 }
-
-// RoutingValue is the host-owned part of the configuration that changes what
-// the routing pipeline computes or accepts: sm.lmc, routing.engine,
-// routing.fallback (in order), routing.lid_assigner, routing.vl_assigner and
-// routing.switch_to_switch (a plan rejected under one policy may be accepted
-// under the other, so a changed policy must verify again). It deliberately
-// leaves out plugin binaries and their config blocks (each stage's cache key
-// adds its plugin's sha256 and HashValue of its decoded config), the fabric
-// and topology (the topology hash covers them), and timing, state_dir and
-// priority, which do not change any plan.
-func (c *Config) RoutingValue() cty.Value {
-	fb := make([]cty.Value, len(c.Routing.Fallback))
-	for i, n := range c.Routing.Fallback {
-		fb[i] = cty.StringVal(n)
-	}
-	fallback := cty.ListValEmpty(cty.String)
-	if len(fb) > 0 {
-		fallback = cty.ListVal(fb)
-	}
-	return cty.ObjectVal(map[string]cty.Value{
-		"lmc":          cty.NumberIntVal(int64(c.SM.LMC)),
-		"engine":       cty.StringVal(c.Routing.Engine),
-		"fallback":     fallback,
-		"lid_assigner": cty.StringVal(c.Routing.LIDAssigner),
-		"vl_assigner":  cty.StringVal(c.Routing.VLAssigner),
-		// Always the resolved policy: an explicit "required" hashes like the
-		// default.
-		"switch_to_switch": cty.StringVal(string(c.Routing.SwitchToSwitch)),
-	})
-}
-
-// RoutingHash is HashValue(c.RoutingValue()).
-func (c *Config) RoutingHash() uint64 { return HashValue(c.RoutingValue()) }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/sdk"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -122,80 +121,3 @@ func TestHashValueTypes(t *testing.T) {
 }
 
 const pinnedObjectHash = 0x8ff5fc75f8ed2e4d
-
-func TestRoutingHash(t *testing.T) {
-	load := func(src string) *Config {
-		t.Helper()
-		cfg, diags := LoadBytes("ibsm.hcl", []byte(src))
-		if diags.HasErrors() {
-			t.Fatalf("LoadBytes: %s", FormatDiagnostics(diags))
-		}
-		return cfg
-	}
-	const src = `fabric {
-  topology = "f.net"
-}
-sm {
-  lmc = 1
-}
-plugin "routing_engine" "a" { path = "a" }
-plugin "routing_engine" "b" { path = "b" }
-plugin "routing_engine" "c" { path = "c" }
-plugin "routing_engine" "d" { path = "d" }
-plugin "lid_assigner" "s" { path = "s" }
-plugin "lid_assigner" "t" { path = "t" }
-plugin "vl_assigner" "v" { path = "v" }
-plugin "vl_assigner" "w" { path = "w" }
-routing {
-  engine       = "a"
-  fallback     = ["b", "c"]
-  lid_assigner = "s"
-  vl_assigner  = "v"
-}
-`
-	want := load(src).RoutingHash()
-	same := map[string]string{
-		"reordered": strings.Replace(src, "  engine       = \"a\"\n  fallback     = [\"b\", \"c\"]\n",
-			"  fallback = [\"b\",\n  \"c\"] # comment\n  engine = \"a\"\n", 1),
-		"sweep interval": strings.Replace(src, "lmc = 1", "lmc = 1\n  sweep_interval = \"3s\"", 1),
-		"priority":       strings.Replace(src, "lmc = 1", "lmc = 1\n  priority = 1", 1),
-		"state dir":      strings.Replace(src, "lmc = 1", "lmc = 1\n  state_dir = \"/x\"", 1),
-		"plugin path":    strings.Replace(src, `path = "a"`, `path = "bin/a"`, 1),
-		"topology":       strings.Replace(src, "f.net", "g.net", 1),
-		// An explicit default is the default.
-		"explicit required": strings.Replace(src, `vl_assigner  = "v"`, "vl_assigner  = \"v\"\n  switch_to_switch = \"required\"", 1),
-	}
-	different := map[string]string{
-		"lmc":            strings.Replace(src, "lmc = 1", "lmc = 2", 1),
-		"engine":         strings.Replace(src, `engine       = "a"`, `engine       = "d"`, 1),
-		"fallback order": strings.Replace(src, `["b", "c"]`, `["c", "b"]`, 1),
-		"fallback fewer": strings.Replace(src, `["b", "c"]`, `["b"]`, 1),
-		"no fallback":    strings.Replace(src, `["b", "c"]`, `[]`, 1),
-		"lid assigner":   strings.Replace(src, `lid_assigner = "s"`, `lid_assigner = "t"`, 1),
-		"vl assigner":    strings.Replace(src, `vl_assigner  = "v"`, `vl_assigner  = "w"`, 1),
-		// A plan rejected under "required" may pass under "best_effort".
-		"switch_to_switch": strings.Replace(src, `vl_assigner  = "v"`, "vl_assigner  = \"v\"\n  switch_to_switch = \"best_effort\"", 1),
-	}
-	for name, s := range same {
-		if s == src {
-			t.Fatalf("%s: replacement did not apply", name)
-		}
-		if got := load(s).RoutingHash(); got != want {
-			t.Errorf("%s changed the routing hash", name)
-		}
-	}
-	seen := map[uint64]string{want: "base"}
-	for name, s := range different {
-		if s == src {
-			t.Fatalf("%s: replacement did not apply", name)
-		}
-		got := load(s).RoutingHash()
-		if prev, dup := seen[got]; dup {
-			t.Errorf("%s: routing hash equals that of %s", name, prev)
-		}
-		seen[got] = name
-	}
-	if p := load(src).Plugin(sdk.KindRouting, "a"); p == nil {
-		t.Fatal("plugin a missing")
-	}
-}

@@ -36,12 +36,6 @@ func (l *Loader) Files() map[string]*hcl.File { return l.parser.Files() }
 // Load reads and validates the configuration file at path.
 func Load(path string) (*Config, hcl.Diagnostics) { return NewLoader().Load(path) }
 
-// LoadBytes validates configuration source; name is used in diagnostics and
-// its directory anchors relative paths.
-func LoadBytes(name string, src []byte) (*Config, hcl.Diagnostics) {
-	return NewLoader().LoadBytes(name, src)
-}
-
 // Load reads and validates the configuration file at path. On any error it
 // returns a nil Config; warnings may accompany a valid Config.
 func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {

@@ -167,7 +167,7 @@ func TestHashSkipAndIncrementalReroute(t *testing.T) {
 
 	// Unchanged fabric: a light sweep sees nothing, a heavy sweep calls no
 	// plugin and sends no Set.
-	calls := a.PluginCalls()
+	calls := pluginCalls(a)
 	if changed, err := a.SM.LightSweep(ctx); err != nil || changed {
 		t.Fatalf("light sweep on an unchanged fabric: changed=%v err=%v", changed, err)
 	}
@@ -175,9 +175,9 @@ func TestHashSkipAndIncrementalReroute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Rerouted || again.PluginCalls != 0 || a.PluginCalls() != calls || again.Discovery.Sets+again.Distribution.Sets != 0 {
+	if again.Rerouted || again.PluginCalls != 0 || pluginCalls(a) != calls || again.Discovery.Sets+again.Distribution.Sets != 0 {
 		t.Fatalf("unchanged re-sweep: rerouted=%v plugin calls %d (total %d→%d), sets %d",
-			again.Rerouted, again.PluginCalls, calls, a.PluginCalls(), again.Discovery.Sets+again.Distribution.Sets)
+			again.Rerouted, again.PluginCalls, calls, pluginCalls(a), again.Discovery.Sets+again.Distribution.Sets)
 	}
 
 	// Restart on the same state directory and an identical (fresh) fabric:
@@ -189,8 +189,8 @@ func TestHashSkipAndIncrementalReroute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.PluginCalls != 0 || b.PluginCalls() != 0 {
-		t.Fatalf("restart made %d plugin calls", b.PluginCalls())
+	if rep.PluginCalls != 0 || pluginCalls(b) != 0 {
+		t.Fatalf("restart made %d plugin calls", pluginCalls(b))
 	}
 	if after := lfts(t, b); !reflect.DeepEqual(before, after) {
 		t.Fatal("restart programmed different tables")
@@ -336,4 +336,17 @@ func TestBadInputs(t *testing.T) {
 			t.Fatalf("bad config accepted: %s", out)
 		}
 	})
+}
+
+// pluginCalls is the number of kind calls (Route, AssignLIDs, AssignVLs)
+// the plugin processes a's config names have answered: counted by the
+// plugin host, independently of the sweep's own report.
+func pluginCalls(a *app.App) uint64 {
+	var n uint64
+	for _, p := range a.Current().Plugins {
+		if pl, ok := a.Plugin(p.Kind, p.Name); ok {
+			n += pl.Calls()
+		}
+	}
+	return n
 }

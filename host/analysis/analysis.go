@@ -52,6 +52,3 @@ func Analyse(r *plan.Realized, vls *plan.VLPlan, opt Options) (*Report, error) {
 
 // ParseShifts is sdk/analysis.ParseShifts.
 func ParseShifts(v string) (int, error) { return analysis.ParseShifts(v) }
-
-// Bisection is sdk/analysis.Bisection.
-func Bisection(seed int64, index, n int) []int32 { return analysis.Bisection(seed, index, n) }

@@ -491,31 +491,6 @@ func (a *App) swap(mgr *pluginhost.Manager, cfg *conf.Config) {
 	a.mu.Unlock()
 }
 
-// PluginCalls is the number of kind calls (Route, AssignLIDs, AssignVLs)
-// made to plugin processes.
-func (a *App) PluginCalls() uint64 {
-	var n uint64
-	for _, p := range a.pluginList() {
-		n += p.Calls()
-	}
-	return n
-}
-
-func (a *App) pluginList() []*pluginhost.Plugin {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	var out []*pluginhost.Plugin
-	if a.Plugins == nil {
-		return nil
-	}
-	for _, p := range a.Config.Plugins {
-		if pl, ok := a.Plugins.Plugin(p.Kind, p.Name); ok {
-			out = append(out, pl)
-		}
-	}
-	return out
-}
-
 // Plugin returns the running plugin of kind and name.
 func (a *App) Plugin(kind sdk.Kind, name string) (*pluginhost.Plugin, bool) {
 	a.mu.RLock()

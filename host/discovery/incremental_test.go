@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/discovery/discoverytest"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"
@@ -196,7 +197,7 @@ func TestUpdateMatchesFullDiscovery(t *testing.T) {
 					t.Fatalf("%s: %v", st.name, err)
 				}
 				full, fullTopo := r.discover(t, 8)
-				if diff := discovery.Diff(inc, full); len(diff) != 0 {
+				if diff := discoverytest.Diff(inc, full); len(diff) != 0 {
 					t.Fatalf("%s: incremental model differs from a full discovery:\n%s", st.name, strings.Join(diff, "\n"))
 				}
 				incTopo, err := inc.Topology()
@@ -261,7 +262,7 @@ func TestUpdateNoChange(t *testing.T) {
 	sw := topo.Nodes[topo.Switches()[0]].GUID
 	inc, sum, err := (&discovery.Discoverer{C: r.c}).Update(context.Background(), model, discovery.Changes{Switches: []uint64{sw}})
 	must(t, err)
-	if d := discovery.Diff(inc, model); len(d) != 0 {
+	if d := discoverytest.Diff(inc, model); len(d) != 0 {
 		t.Fatalf("diff: %q", d)
 	}
 	// The ports are in Init (nothing programmed them), so the update

@@ -86,7 +86,7 @@ func runner() *pipeline.Runner {
 		VL:      pipeline.VLStage{Identity: pipeline.Identity{Name: "one"}, Impl: oneVL{base{"one"}}},
 		Cache:   pipeline.NewCache(""),
 		Verify: func(t *topology.Topology, r *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
-			_, err := verify.Verify(verify.Plan{Topo: t, Routes: r, LIDs: l, VLs: v, Realized: rz}, verify.Options{})
+			_, err := verify.Check(verify.Plan{Topo: t, Routes: r, LIDs: l, VLs: v, Realized: rz}, verify.Options{})
 			return err
 		},
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/discovery/discoverytest"
 	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
@@ -36,7 +37,7 @@ func fullModel(t *testing.T, tr transport.Transport) (*discovery.Fabric, *topolo
 func sameAsFull(t *testing.T, name string, s *sm.SM, tr transport.Transport) {
 	t.Helper()
 	full, topo := fullModel(t, tr)
-	if d := discovery.Diff(s.Fabric(), full); len(d) != 0 {
+	if d := discoverytest.Diff(s.Fabric(), full); len(d) != 0 {
 		t.Fatalf("%s: SM model differs from a full discovery:\n%s", name, strings.Join(d, "\n"))
 	}
 	if h := s.Applied().Topo.Hash(); h != topo.Hash() {

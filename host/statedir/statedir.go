@@ -122,9 +122,6 @@ func holder(p string) string {
 	return s
 }
 
-// Path is the locked directory.
-func (d *Dir) Path() string { return d.path }
-
 // Close releases the lock. It is safe to call more than once and on nil.
 func (d *Dir) Close() error {
 	if d == nil {

@@ -102,13 +102,14 @@ func TestVLAssignerPlugins(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s refuses: %v", vlName, err)
 				}
-				rep, err := verify.Verify(verify.Plan{Topo: topo, LIDs: lids, VLs: v, Realized: r}, verify.Options{})
+				verdict, err := verify.Check(verify.Plan{Topo: topo, LIDs: lids, VLs: v, Realized: r}, verify.Options{})
 				if err != nil {
 					if on := analysistest.Exact(r, v, false).OnCycle(); len(on) > 0 {
 						t.Fatalf("%s's plan has a real credit loop (%d (channel, VL) nodes on cycles in the exact graph); the host is right to refuse it: %v", vlName, len(on), err)
 					}
 					t.Fatalf("host rejects %s's plan, which the exact graph finds deadlock-free: %v", vlName, err)
 				}
+				rep := verdict.Report
 				// The host's graph is the exact hop-by-hop one.
 				for _, e := range analysistest.Exact(r, v, false).Compare(r, rep) {
 					t.Error(e)

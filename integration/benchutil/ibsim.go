@@ -354,17 +354,6 @@ func (s *IBSim) ReLink(node string, port int) error {
 	return s.Console("ReLink " + PortRef(node, port))
 }
 
-// Link connects two unlinked ports.
-func (s *IBSim) Link(a string, ap int, b string, bp int) error {
-	return s.Console("Link " + PortRef(a, ap) + " " + PortRef(b, bp))
-}
-
-// Clear unlinks and resets a port (port 0: the whole node, as if it
-// rebooted).
-func (s *IBSim) Clear(node string, port int) error {
-	return s.Console("Clear " + PortRef(node, port))
-}
-
 // SetErrorRate makes port (0: every port) of node drop percent of the MADs
 // passing it; attr, if non-zero, limits that to one attribute ID.
 func (s *IBSim) SetErrorRate(node string, port, percent int, attr uint16) error {

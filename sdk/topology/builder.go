@@ -40,9 +40,6 @@ func (b *Builder) AddNode(n Node) error {
 	return nil
 }
 
-// HasNode reports whether a node with this GUID was added.
-func (b *Builder) HasNode(guid uint64) bool { _, ok := b.byGUID[guid]; return ok }
-
 // Link records a cable between (a, pa) and (bb, pb), by node GUID.
 func (b *Builder) Link(a uint64, pa uint8, bb uint64, pb uint8) {
 	b.links = append(b.links, builderLink{a, bb, pa, pb})

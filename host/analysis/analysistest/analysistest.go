@@ -25,14 +25,6 @@ func NewFab(vlcap uint8) *Fab { return at.NewFab(vlcap) }
 
 func Exact(r *plan.Realized, v *plan.VLPlan, allLIDs bool) ExactCDG { return at.Exact(r, v, allLIDs) }
 
-func ClockwiseRing(t *topology.Topology, lmc uint8) (*plan.Realized, error) {
-	return at.ClockwiseRing(t, lmc)
-}
-
-func DatelineVLs(r *plan.Realized, dropBack bool) (*plan.VLPlan, error) {
-	return at.DatelineVLs(r, dropBack)
-}
-
 func FatTree2(leaves, spines, casPerLeaf int, vlcap uint8) (*topology.Topology, error) {
 	return at.FatTree2(leaves, spines, casPerLeaf, vlcap)
 }
@@ -49,11 +41,7 @@ func Ring(n, casPerSwitch int, vlcap uint8) (*topology.Topology, error) {
 	return at.Ring(n, casPerSwitch, vlcap)
 }
 
-func RingPositions(t *topology.Topology) ([]int, error) { return at.RingPositions(t) }
-
 func RingVLs(r *plan.Realized) *plan.VLPlan { return at.RingVLs(r) }
-
-func SelectedDLID(l *plan.LIDPlan, src, dst int32) uint16 { return at.SelectedDLID(l, src, dst) }
 
 func SequentialLIDs(t *topology.Topology, lmc uint8, rule plan.DLIDRule) *plan.LIDPlan {
 	return at.SequentialLIDs(t, lmc, rule)
