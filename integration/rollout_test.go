@@ -233,9 +233,8 @@ func fabricLFTs(t *testing.T, f *sim.Fabric, topo *topology.Topology, top int) [
 // checkHeld analyses the forwarding state the fabric holds (LFTs read from
 // the simulator, LIDs of the plan): every pair delivered, no loop, no
 // credit loop.
-func checkHeld(t *testing.T, what string, res *app.App, lfts [][]uint8) {
+func checkHeld(t *testing.T, what string, ap *sm.Applied, lfts [][]uint8) {
 	t.Helper()
-	ap := res.SM.Applied()
 	rz := *ap.Result.Realized
 	rz.LFT = lfts
 	rep, err := analysis.Analyse(&rz, ap.Result.VLs, analysis.Options{})
@@ -294,11 +293,19 @@ func TestRolloutFatTree(t *testing.T) {
 	if err := control.Call(context.Background(), control.SocketPath(filepath.Join(dir, "state")), app.CmdRolloutStatus, nil, &viaSocket); err != nil || viaSocket.Candidate == nil {
 		t.Errorf("rollout.status over the control socket: %v %+v", err, viaSocket)
 	}
+	// ibsm plan diff --candidate: the daemon reads every switch back and
+	// finds what the status announced.
+	t0 = time.Now()
+	pd := planDiff(t, cfg, "--candidate")
+	if pd.Source != rollout.SourceDaemon || pd.LFTBlocks != st.Changes.LFTBlocks || pd.SwitchesChanged != st.Changes.SwitchesChanged || pd.SL2VLTables != st.Changes.SL2VLTables || pd.LIDsChanged != 0 {
+		t.Errorf("plan diff --candidate: %d LFT blocks, %d SL2VL tables on %d switches, %d LIDs; status: %+v", pd.LFTBlocks, pd.SL2VLTables, pd.SwitchesChanged, pd.LIDsChanged, st.Changes)
+	}
+	t.Logf("ibsm plan diff --candidate (daemon read-back) in %s: %d LFT blocks on %d switches", time.Since(t0).Round(time.Millisecond), pd.LFTBlocks, pd.SwitchesChanged)
 
 	ap := r.a.SM.Applied()
 	top := int(ap.Result.Realized.TopLID)
 	before := fabricLFTs(t, r.a.Sim, ap.Topo, top)
-	checkHeld(t, "before", r.a, before)
+	checkHeld(t, "before", ap, before)
 
 	// Watch the fabric while the rollout runs: every distinct state it
 	// holds is analysed.
@@ -354,7 +361,7 @@ func TestRolloutFatTree(t *testing.T) {
 	}
 	mu.Lock()
 	for i, s := range states {
-		checkHeld(t, fmt.Sprintf("state %d seen on the fabric", i+1), r.a, s)
+		checkHeld(t, fmt.Sprintf("state %d seen on the fabric", i+1), ap, s)
 	}
 	t.Logf("%d steps in 3 stages, %d LFT blocks sent = differing, %d distinct fabric states seen and verified", len(ro.Steps), ro.BlocksSent, len(states))
 	mu.Unlock()
@@ -454,7 +461,7 @@ func TestRolloutGateFails(t *testing.T) {
 			if n := blocksDiffer(got, now.Result.Realized.LFT); n != 0 {
 				t.Errorf("after the rollback %d LFT blocks on the fabric differ from the active plan", n)
 			}
-			checkHeld(t, "after rollback", r.a, got)
+			checkHeld(t, "after rollback", now, got)
 			t.Logf("rolled back: %s", ro.Reason)
 		})
 	}
@@ -617,7 +624,7 @@ func TestRolloutRestartMidway(t *testing.T) {
 			if now.Result.Engine != rolloutActive || blocksDiffer(got, old) != 0 {
 				t.Errorf("after the restart: engine %s, %d blocks differ from the old plan", now.Result.Engine, blocksDiffer(got, old))
 			}
-			checkHeld(t, "after the restart", r2.a, got)
+			checkHeld(t, "after the restart", now, got)
 		})
 	}
 }
