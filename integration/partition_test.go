@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +18,10 @@ import (
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/integration/diags"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/ibsim"
 	"github.com/ibsm/ibsm/transport/netfile"
+	"github.com/ibsm/ibsm/transport/smp"
 )
 
 // TestPartitionsIBSim: ibsm on ibsim (rand8: 8 switches, 16 CAs) with two
@@ -29,14 +33,6 @@ import (
 // one. A reload that moves one port to the other partition sends that
 // port's block and nothing else.
 func TestPartitionsIBSim(t *testing.T) {
-	// ibsim and the tools are started with Pdeathsig, which fires when the
-	// OS thread that forked them exits; the in-process App's plugin
-	// manager locks a thread for its spawner and lets it exit when a
-	// reload closes the old manager. Pin this goroutine to its thread
-	// until every cleanup (ibsim's stop included) has run, so the thread
-	// that forks ibsim can never be that one.
-	runtime.LockOSThread()
-	t.Cleanup(runtime.UnlockOSThread)
 	nf, err := netfile.ParseFile(rand8Net)
 	if err != nil {
 		t.Fatal(err)
@@ -44,46 +40,12 @@ func TestPartitionsIBSim(t *testing.T) {
 	cas := caNodes(nf)
 	sort.Slice(cas, func(i, j int) bool { return cas[i].Name < cas[j].Name })
 	smNode, toolNode := cas[0], cas[len(cas)-1]
-	r := startRig(t, rand8Net, toolNode.Name)
 	port := func(n *netfile.Node) uint64 { return n.Ports[1].GUID }
 	red := []*netfile.Node{cas[1], cas[2]} // full
 	redLimited := cas[3]
 	blue := []*netfile.Node{cas[4], cas[5], toolNode} // full; cas[5] by description
 	outsider := cas[6]                                // only in the default partition, limited
 
-	stateDir := filepath.Join(r.dir, "state")
-	write := func(name, partitions string) string {
-		src := fmt.Sprintf(`fabric {
-  transport = "ibsim"
-  socket    = %q
-  attach    = %q
-}
-sm {
-  state_dir   = %q
-  mad_timeout = "200ms"
-  priority    = 14
-}
-plugin "routing_engine" "updn" { path = %q }
-plugin "lid_assigner" "sequential" { path = %q }
-plugin "vl_assigner" "single" { path = %q }
-routing {
-  engine       = "updn"
-  lid_assigner = "sequential"
-  vl_assigner  = "single"
-}
-partition "default" {
-  pkey            = "0x7fff"
-  members         = ["all_switches", "self"]
-  limited_members = ["all_cas"]
-}
-%s`, r.env.Sockname, smNode.Name, stateDir, filepath.Join(binDir, "ibsm-plugin-updn"),
-			filepath.Join(binDir, "ibsm-plugin-sequential"), filepath.Join(binDir, "ibsm-plugin-single"), partitions)
-		path := filepath.Join(r.dir, name)
-		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
 	redBlue := func(redLim, blueExtra string) string {
 		return fmt.Sprintf(`partition "red" {
   pkey            = "0x0010"
@@ -97,51 +59,8 @@ partition "blue" {
 }
 `, port(red[0]), port(red[1]), redLim, port(blue[0]), blue[1].Desc, port(blue[2]), blueExtra)
 	}
-	cfg := write("ibsm.hcl", redBlue(fmt.Sprintf("%q", fmt.Sprintf("%#016x", port(redLimited))), ""))
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	log := &lockedBuffer{}
-	a, err := app.New(ctx, loadConfig(t, cfg), hclog.New(&hclog.LoggerOptions{Output: log, Level: hclog.Info}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("ibsm log:\n%s", tail(log.String(), 4000))
-		}
-	}()
-	t.Cleanup(a.Close)
-	// Run answers the SA (saquery) while it sweeps; a trigger asks for a
-	// heavy sweep, as SIGHUP does.
-	reps := make(chan *sm.Report, 16)
-	trigger := make(chan struct{}, 1)
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan struct{})
-	go func() {
-		defer close(ran)
-		_ = a.SM.Run(runCtx, trigger, func(rep *sm.Report, err error) {
-			if err != nil {
-				t.Errorf("sweep: %v", err)
-				return
-			}
-			reps <- rep
-		})
-	}()
-	defer func() { stop(); <-ran }()
-	sweep := func(t *testing.T, heavy bool) *sm.Report {
-		t.Helper()
-		if heavy {
-			trigger <- struct{}{}
-		}
-		select {
-		case rep := <-reps:
-			return rep
-		case <-time.After(time.Minute):
-			t.Fatal("no sweep within a minute")
-			return nil
-		}
-	}
+	pr := startPartitionRig(t, rand8Net, smNode, toolNode, redBlue(fmt.Sprintf("%q", fmt.Sprintf("%#016x", port(redLimited))), ""), 3*time.Minute)
+	r, a, ctx, sweep, write := pr.r, pr.a, pr.ctx, pr.sweep, pr.write
 	rep := sweep(t, false)
 	st := a.SM.PKeyStats()
 	t.Logf("first sweep: %d ports, %d P_Key blocks read, %d sent, %d enforcement Sets; warnings %q", st.Ports, st.BlocksRead, st.BlocksSent, st.EnforceSets, rep.Warnings)
@@ -267,6 +186,108 @@ partition "blue" {
 	}
 }
 
+// partitionRig is ibsm in process on ibsim with partitions: the default
+// partition has the CAs as limited members (switches and the SM full), so
+// only the partitions given connect CAs. Run answers the SA (saquery)
+// while it sweeps; sweep(t, true) asks for a heavy sweep, as SIGHUP does.
+type partitionRig struct {
+	r     *rig
+	a     *app.App
+	ctx   context.Context
+	sweep func(t *testing.T, heavy bool) *sm.Report
+	// write writes a config with these partition blocks into the rig's
+	// directory and returns its path (for a.Reload).
+	write func(name, partitions string) string
+}
+
+func startPartitionRig(t *testing.T, net string, smNode, toolNode *netfile.Node, partitions string, within time.Duration) *partitionRig {
+	t.Helper()
+	// ibsim and the tools are started with Pdeathsig, which fires when the
+	// OS thread that forked them exits; the in-process App's plugin
+	// manager locks a thread for its spawner and lets it exit when a
+	// reload closes the old manager. Pin this goroutine to its thread
+	// until every cleanup (ibsim's stop included) has run, so the thread
+	// that forks ibsim can never be that one.
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	r := startRig(t, net, toolNode.Name)
+	stateDir := filepath.Join(r.dir, "state")
+	write := func(name, partitions string) string {
+		src := fmt.Sprintf(`fabric {
+  transport = "ibsim"
+  socket    = %q
+  attach    = %q
+}
+sm {
+  state_dir   = %q
+  mad_timeout = "200ms"
+  priority    = 14
+}
+plugin "routing_engine" "updn" { path = %q }
+plugin "lid_assigner" "sequential" { path = %q }
+plugin "vl_assigner" "single" { path = %q }
+routing {
+  engine       = "updn"
+  lid_assigner = "sequential"
+  vl_assigner  = "single"
+}
+partition "default" {
+  pkey            = "0x7fff"
+  members         = ["all_switches", "self"]
+  limited_members = ["all_cas"]
+}
+%s`, r.env.Sockname, smNode.Name, stateDir, filepath.Join(binDir, "ibsm-plugin-updn"),
+			filepath.Join(binDir, "ibsm-plugin-sequential"), filepath.Join(binDir, "ibsm-plugin-single"), partitions)
+		path := filepath.Join(r.dir, name)
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	t.Cleanup(cancel)
+	log := &lockedBuffer{}
+	a, err := app.New(ctx, loadConfig(t, write("ibsm.hcl", partitions)), hclog.New(&hclog.LoggerOptions{Output: log, Level: hclog.Info}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ibsm log:\n%s", tail(log.String(), 4000))
+		}
+	})
+	t.Cleanup(a.Close)
+	reps := make(chan *sm.Report, 16)
+	trigger := make(chan struct{}, 1)
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		_ = a.SM.Run(runCtx, trigger, func(rep *sm.Report, err error) {
+			if err != nil {
+				t.Errorf("sweep: %v", err)
+				return
+			}
+			reps <- rep
+		})
+	}()
+	t.Cleanup(func() { stop(); <-ran })
+	sweep := func(t *testing.T, heavy bool) *sm.Report {
+		t.Helper()
+		if heavy {
+			trigger <- struct{}{}
+		}
+		select {
+		case rep := <-reps:
+			return rep
+		case <-time.After(within):
+			t.Fatalf("no sweep within %v", within)
+			return nil
+		}
+	}
+	return &partitionRig{r: r, a: a, ctx: ctx, sweep: sweep, write: write}
+}
+
 var rePKeyLine = regexp.MustCompile(`^\s*\d+:((?:\s+0x[0-9a-f]{4})+)\s*$`)
 
 // smpPKeys reads a port's P_Key table with smpquery (LID-routed) and
@@ -312,4 +333,121 @@ func sameKeySet(got, want []uint16) bool {
 		}
 	}
 	return true
+}
+
+// TestPartitionsIBSimFT2: the 648-CA two-level
+// fat tree on ibsim split into two partitions by node description — red
+// (0x0010) the hosts of leaves 0-17, blue (0x0020) those of leaves 18-35 —
+// with every CA a limited member of the default partition. `smpquery
+// pkeys` of every CA port must show exactly its keys, and no member of one
+// partition gets a PathRecord to a member of the other (each CA asks for
+// a path to three of the other side and to a peer of its own, which must
+// carry its partition's P_Key). About 50 s here, most of it smpquery.
+func TestPartitionsIBSimFT2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 648 smpquery runs take most of a minute")
+	}
+	nf, err := netfile.ParseFile(ft2Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas := caNodes(nf)
+	sort.Slice(cas, func(i, j int) bool { return cas[i].Name < cas[j].Name })
+	smNode, toolNode := cas[0], cas[len(cas)-1]
+	const parts = `partition "red" {
+  pkey    = "0x0010"
+  members = ["desc:ft2 leaf [0-9] host *", "desc:ft2 leaf 1[0-7] host *"]
+}
+partition "blue" {
+  pkey    = "0x0020"
+  members = ["desc:ft2 leaf 1[89] host *", "desc:ft2 leaf [23][0-9] host *"]
+}
+`
+	side := map[uint16][]*netfile.Node{}
+	keyOf := map[*netfile.Node]uint16{}
+	for _, n := range cas {
+		var leaf int
+		if _, err := fmt.Sscanf(n.Name, "ft2-leaf-%d-", &leaf); err != nil {
+			t.Fatalf("CA name %q: %v", n.Name, err)
+		}
+		k := uint16(0x0010)
+		if leaf >= 18 {
+			k = 0x0020
+		}
+		keyOf[n] = k
+		side[k] = append(side[k], n)
+	}
+	t0 := time.Now()
+	pr := startPartitionRig(t, ft2Net, smNode, toolNode, parts, 10*time.Minute)
+	rep := pr.sweep(t, false)
+	st := pr.a.SM.PKeyStats()
+	t.Logf("SUBNET UP after %v: %d ports, %d P_Key blocks read, %d sent, %d enforcement Sets; warnings %q",
+		time.Since(t0).Round(time.Millisecond), st.Ports, st.BlocksRead, st.BlocksSent, st.EnforceSets, rep.Warnings)
+	ap := pr.a.SM.Applied()
+	lid := map[uint64]uint16{}
+	for i, ep := range ap.Topo.Endpoints() {
+		lid[ap.Topo.Port(ep).GUID] = ap.Result.LIDs.Ports[i].Base
+	}
+	port := func(n *netfile.Node) uint64 { return n.Ports[1].GUID }
+
+	t1 := time.Now()
+	for _, n := range cas {
+		want := []uint16{0x7FFF, 0x8000 | keyOf[n]}
+		if n == smNode {
+			want = []uint16{0xFFFF, 0x8010, 0x8020} // the SM's port is a full member of every partition
+		}
+		if got := smpPKeys(t, pr.ctx, pr.r.env, lid[port(n)]); !sameKeySet(got, want) {
+			t.Errorf("%s (LID %d): smpquery pkeys shows %#04x, want %#04x", n.Name, lid[port(n)], got, want)
+		}
+	}
+	t.Logf("smpquery pkeys of %d CA ports: %v", len(cas), time.Since(t1).Round(time.Millisecond))
+
+	// PathRecords through one Go SA client (ibsim's transport) on a CA
+	// that is neither the SM's nor the tools'.
+	si, err := pr.r.env.SMInfo(pr.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ibsim.Dial(pr.ctx, ibsim.Options{SockName: pr.r.env.Sockname, Attach: cas[1].Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := transport.New(conn, transport.Options{Timeout: 2 * time.Second, Retries: 3})
+	t.Cleanup(func() { ct.Close() })
+	t2 := time.Now()
+	asked, crossed := 0, 0
+	for _, n := range cas {
+		if n == smNode {
+			continue
+		}
+		c := &ipoibClient{t: ct, guid: port(n), smLID: si.LID}
+		mine, other := side[keyOf[n]], side[keyOf[n]^0x0030]
+		peer := mine[(slices.Index(mine, n)+1)%len(mine)]
+		if peer == smNode {
+			peer = mine[(slices.Index(mine, n)+2)%len(mine)]
+		}
+		rec, code, err := c.path(pr.ctx, gidOf(port(peer)))
+		if err != nil || code != 0 || rec.PKey&0x7FFF != keyOf[n] {
+			t.Fatalf("%s -> %s (same partition): %v status %#x P_Key %#04x, want %#04x", n.Name, peer.Name, err, code, rec.PKey, keyOf[n])
+		}
+		for k := 0; k < 3; k++ {
+			to := other[(slices.Index(cas, n)*7+k*101)%len(other)]
+			if to == smNode {
+				continue
+			}
+			rec, code, err := c.path(pr.ctx, gidOf(port(to)))
+			asked++
+			switch {
+			case err != nil:
+				t.Fatalf("%s -> %s: %v", n.Name, to.Name, err)
+			case code == 0:
+				crossed++
+				t.Errorf("%s -> %s: a PathRecord (P_Key %#04x, DLID %d) between partitions", n.Name, to.Name, rec.PKey, rec.DLID)
+			case code != smp.SAStatusNoRecords:
+				t.Errorf("%s -> %s: status %#x, want no record", n.Name, to.Name, code)
+			}
+		}
+	}
+	t.Logf("%d PathRecord queries across partitions (%d answered with a path), %d within: %v",
+		asked, crossed, len(cas)-1, time.Since(t2).Round(time.Millisecond))
 }
