@@ -48,17 +48,24 @@ func ft3(k int) func() (*topology.Topology, error) {
 	return func() (*topology.Topology, error) { return analysistest.FatTree3(k, 1) }
 }
 
+// twoLeaves is two leaf switches with a CA each under one spine, which
+// it returns for the caller to add to.
+func twoLeaves() (*analysistest.Fab, uint64) {
+	f := analysistest.NewFab(1)
+	l1, l2, spine := f.Switch(4), f.Switch(4), f.Switch(4)
+	f.B.Link(l1, 3, spine, 1)
+	f.B.Link(l2, 3, spine, 2)
+	f.CA(l1, 1)
+	f.CA(l2, 1)
+	return f, spine
+}
+
 // TestTiers: fat trees get their tiers (leaves 1, then one per hop up);
 // anything else is drawn force-directed.
 func TestTiers(t *testing.T) {
 	caOnSpine := func() (*topology.Topology, error) {
-		f := analysistest.NewFab(1)
-		l1, l2, s := f.Switch(4), f.Switch(4), f.Switch(4)
-		f.B.Link(l1, 3, s, 1)
-		f.B.Link(l2, 3, s, 2)
-		f.CA(l1, 1)
-		f.CA(l2, 1)
-		f.CA(s, 3) // a CA two tiers up: not a fat tree
+		f, spine := twoLeaves()
+		f.CA(spine, 3) // a CA two tiers up: not a fat tree
 		return f.Build()
 	}
 	cases := []struct {
@@ -388,12 +395,7 @@ var (
 // JSON that round-trips, and node descriptions cannot break out of it.
 func TestPageSelfContained(t *testing.T) {
 	hostile := func() (*topology.Topology, error) {
-		f := analysistest.NewFab(1)
-		l1, l2, s := f.Switch(4), f.Switch(4), f.Switch(4)
-		f.B.Link(l1, 3, s, 1)
-		f.B.Link(l2, 3, s, 2)
-		f.CA(l1, 1)
-		f.CA(l2, 1)
+		f, _ := twoLeaves()
 		topo, err := f.Build()
 		if err == nil {
 			for i := range topo.Nodes {
