@@ -2,6 +2,7 @@ package conf
 
 import (
 	"path"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -141,6 +142,10 @@ func (d *decoder) candidate(b *hcl.Block, r Routing, plugins []*Plugin) *Candida
 				c.Fallback = append(c.Fallback, n.name)
 			}
 		}
+	} else {
+		// The inherited fallback loses the candidate's own engine:
+		// candidate { engine = "updn" } beside fallback = ["updn"].
+		c.Fallback = slices.DeleteFunc(slices.Clone(c.Fallback), func(n string) bool { return n == c.Engine })
 	}
 	var promote string
 	if f := attr(d, a, "promote", &promote); f.ok {

@@ -46,6 +46,15 @@ func TestCandidateDefaults(t *testing.T) {
 	if cc.Routing.Engine != "sftree" || cc.Candidate != nil || cfg.Routing.Engine != "updn" {
 		t.Errorf("CandidateConfig routing = %+v (active %+v)", cc.Routing, cfg.Routing)
 	}
+	// The active fallback as the candidate's engine: the inherited
+	// fallback drops it (the plugin would run twice in one pipeline).
+	own, diags := LoadBytes("t.hcl", []byte(candidateBase+`candidate { engine = "minhop" }`))
+	if diags.HasErrors() {
+		t.Fatal(FormatDiagnostics(diags))
+	}
+	if f := own.Candidate.Fallback; len(f) != 0 || !reflect.DeepEqual(own.Routing.Fallback, []string{"minhop"}) {
+		t.Errorf("candidate minhop inherits fallback %v (active %v), want none", f, own.Routing.Fallback)
+	}
 	if none, _ := LoadBytes("t.hcl", []byte(candidateBase)); none.Candidate != nil || none.CandidateConfig() != nil {
 		t.Error("a config without candidate block has a candidate")
 	}
