@@ -639,12 +639,12 @@ func explainCDGRejection(t *testing.T, s mvSetup, stderr string) {
 func TestPathRoutingThroughHost(t *testing.T) {
 	checkGenerated(t, rand8Net, rand8Args)
 	dir := t.TempDir()
-	cfg := writeMVConfig(t, dir, mvSetup{net: rand8Net, engine: "shortestwidest", lid: "color-l", v: "single"})
+	cfg := writeMVConfig(t, dir, mvSetup{net: rand8Net, engine: "shortest-widest", lid: "color-l", v: "single"})
 	out, stderr, err := ibsmOut(t, "run", "--once", "--config", cfg)
 	if err != nil {
 		t.Fatalf("shortest-widest + color-l + single: %v\n%s", err, tail(stderr, 3000))
 	}
-	if !strings.Contains(out, "engine shortestwidest") || strings.Contains(out, "rejected") || strings.Contains(out, "LFT blocks 0 of") {
+	if !strings.Contains(out, "engine shortest-widest") || strings.Contains(out, "rejected") || strings.Contains(out, "LFT blocks 0 of") {
 		t.Fatalf("not installed cleanly:\n%s", out)
 	}
 	_, rep := verifyJSON(t, cfg)
@@ -851,12 +851,12 @@ func checkPathPlan(t *testing.T, a *app.App) pathStats {
 func TestPathLIDAssignersThroughHost(t *testing.T) {
 	type combo struct{ engine, lid, v string }
 	var combos []combo
-	for _, e := range []string{"shortestwidest", "pathselection"} {
+	for _, e := range []string{"shortest-widest", "path-selection"} {
 		for _, l := range []string{"greedy", "split-merge-s", "split-merge-l", "color-s", "color-l", "renaming"} {
 			combos = append(combos, combo{e, l, "single"})
 		}
 	}
-	combos = append(combos, combo{"pathselection", "renaming", "layered"}, combo{"shortestwidest", "split-merge-l", "dfsssp"})
+	combos = append(combos, combo{"path-selection", "renaming", "layered"}, combo{"shortest-widest", "split-merge-l", "dfsssp"})
 	for _, c := range combos {
 		t.Run(c.engine+"+"+c.lid+"+"+c.v, func(t *testing.T) {
 			a := start(t, writeMVConfig(t, t.TempDir(), mvSetup{net: rand8Net, engine: c.engine, lid: c.lid, v: c.v}))
@@ -899,7 +899,7 @@ func TestNotEnoughVLsOrLIDs(t *testing.T) {
 	}{
 		{"dfsssp needs more than 8 VLs on a 128-switch RRG", mvSetup{net: rrg128, engine: "sssp", lid: "sequential", v: "dfsssp"},
 			[]string{"dfsssp", "layers (VLs) but only 8 are available", "ports with more VLs (VLCap)", "fabric keeps its last good plan"}},
-		{"color-l held to max_lmc 0", mvSetup{net: rand8Net, engine: "shortestwidest", lid: "color-l", v: "single", lidConfig: "max_lmc = 0"},
+		{"color-l held to max_lmc 0", mvSetup{net: rand8Net, engine: "shortest-widest", lid: "color-l", v: "single", lidConfig: "max_lmc = 0"},
 			[]string{"color-l", "needs 2 LIDs (LMC 1) with color-l, but max_lmc is 0", "raise max_lmc", "fabric keeps its last good plan"}},
 	}
 	for _, c := range cases {

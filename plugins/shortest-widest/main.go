@@ -1,4 +1,4 @@
-// Command shortestwidest is the shortest-widest routing engine of seed 000
+// Command shortest-widest is the shortest-widest routing engine of seed 000
 // (Nienaber, Yuan and Duan, §5.1), plugin name "shortest-widest": Up*/Down*
 // from a random (seeded) or configured root; pairs are routed one by one,
 // each on the least loaded (widest) of its shortest legal paths, whose

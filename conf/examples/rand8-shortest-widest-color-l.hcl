@@ -22,11 +22,11 @@ sm {
   sweep_interval = "10s"
   # The floor for every port's LMC; color-l raises it per destination.
   lmc       = 0
-  state_dir = "../../.ibsm-state/rand8-shortestwidest-color-l"
+  state_dir = "../../.ibsm-state/rand8-shortest-widest-color-l"
 }
 
-plugin "routing_engine" "shortestwidest" {
-  path = "../../bin/ibsm-plugin-shortestwidest"
+plugin "routing_engine" "shortest-widest" {
+  path = "../../bin/ibsm-plugin-shortest-widest"
   config {
     seed = 1 # root switch, pair order and ties
   }
@@ -45,7 +45,7 @@ plugin "vl_assigner" "single" {
 }
 
 routing {
-  engine       = "shortestwidest"
+  engine       = "shortest-widest"
   lid_assigner = "color-l"
   vl_assigner  = "single"
 }

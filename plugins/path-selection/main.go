@@ -1,4 +1,4 @@
-// Command pathselection is the path-selection routing engine of seed 000
+// Command path-selection is the path-selection routing engine of seed 000
 // (Nienaber, Yuan and Duan, §5.1), plugin name "path-selection": Up*/Down*
 // from a random (seeded) or configured root; Yen's algorithm finds up to k
 // shortest legal paths per switch pair on the legal-turn graph; then the
