@@ -46,6 +46,7 @@ type ipoibClient struct {
 	t     transport.Transport
 	guid  uint64 // port GUID
 	smLID uint16
+	pkey  uint16 // the partition's P_Key (full); 0: the default, 0xFFFF
 }
 
 func gidOf(guid uint64) [16]byte {
@@ -82,7 +83,11 @@ const mcJoin = smp.MCMCompMGID | smp.MCMCompPortGID | smp.MCMCompJoinState
 // join joins mgid as a full member with IPoIB's Q_Key and P_Key; create
 // adds the components a group's creation needs.
 func (c *ipoibClient) join(ctx context.Context, mgid [16]byte, create bool) (smp.MCMemberRecord, uint16, error) {
-	r := smp.MCMemberRecord{MGID: mgid, PortGID: gidOf(c.guid), QKey: 0x0B1B, PKey: 0xFFFF, JoinState: smp.JoinFullMember}
+	pkey := c.pkey
+	if pkey == 0 {
+		pkey = 0xFFFF
+	}
+	r := smp.MCMemberRecord{MGID: mgid, PortGID: gidOf(c.guid), QKey: 0x0B1B, PKey: pkey, JoinState: smp.JoinFullMember}
 	cm := uint64(mcJoin | smp.MCMCompQKey | smp.MCMCompPKey)
 	if create {
 		cm |= smp.MCMCompSL | smp.MCMCompFlowLabel | smp.MCMCompTClass

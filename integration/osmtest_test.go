@@ -218,17 +218,7 @@ func osmtestAgainst(t *testing.T, sm, net string, flows []byte, within time.Dura
 // deployment would (OpenSM always routes multicast).
 func withMulticastRouter(t *testing.T, path string) {
 	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = fmt.Fprintf(f, "plugin \"multicast_router\" \"mcast-spanning\" {\n  path = %q\n}\n", filepath.Join(binDir, "ibsm-plugin-mcast-spanning"))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, path, fmt.Sprintf("plugin \"multicast_router\" \"mcast-spanning\" {\n  path = %q\n}\n", filepath.Join(binDir, "ibsm-plugin-mcast-spanning")))
 }
 
 // compareOsmtest runs flows against OpenSM and ibsm on the same fabric and
