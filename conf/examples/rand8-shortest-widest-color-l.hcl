@@ -2,9 +2,9 @@
 # inter-switch degree 3, 16 CAs placed at random; "ibsm topo random
 # --switches 8 --degree 3 --cas 16 --seed 3") routed by explicit paths.
 #
-# shortest-widest (seed 000 §5.1) picks, pair by pair, the least loaded of
+# shortest-widest (Nienaber et al. §5.1) picks, pair by pair, the least loaded of
 # the shortest up*/down* paths. Paths toward one destination need not form a
-# tree, so a path LID assigner partitions them: color-l (seed 000 §4.3)
+# tree, so a path LID assigner partitions them: color-l (Nienaber et al. §4.3)
 # gives each destination CA as many LIDs as its paths need (LMC per port,
 # the smallest that covers them) and tells each source which DLID realises
 # its path (SA PathRecords answer with that DLID). Up*/down* paths are

@@ -177,7 +177,7 @@ the next switch, cas+2 to the previous one.
 	"mesh": `A grid without wrap-around links. --dims 8x8 (or 8,8); switch ports as for torus, with
 the boundary ports left unconnected.
 `,
-	"random": `A random irregular fabric (seed 000 §5): --switches switches with round(switches*degree/2)
+	"random": `A random irregular fabric (Nienaber et al. §5): --switches switches with round(switches*degree/2)
 cables drawn uniformly (average inter-switch degree --degree), redrawn until connected, and --cas
 CAs in total, each on a switch chosen uniformly. CAs use the lowest ports, then the neighbours in
 ascending order. Same --seed, same file.

@@ -9,23 +9,27 @@ import (
 
 // Paper is one random fabric of the families the project's papers evaluate
 // on, checked against what each paper says, and built with Random or RRG.
-// Seed is the instance: the papers average over 32 (seed 000), 100 (seed
-// 001) or 10 (seed 003) random instances per configuration.
+// Seed is the instance: the papers average over 32 (set 000), 100 (set
+// 001) or 10 (set 003) random instances per configuration.
 //
-//   - "000" (Nienaber, Yuan, Duan §5): Switches 16, 32 or 64 with average
+//   - "000" (Nienaber, Yuan and Duan, "On LID Assignment in InfiniBand
+//     Networks" (ANCS 2007), §5): Switches 16, 32 or 64 with average
 //     inter-switch degree 8 (a GT-ITM flat random graph; here a uniform
 //     simple graph with exactly 4·Switches cables, redrawn until
 //     connected) and CAs 128, 256 or 512 machines placed uniformly at
 //     random. The paper gives no port count: switches declare the most
 //     any switch needs (CAs + neighbours; about 40–55 ports at 512/16).
-//   - "001" (Kawano et al. §IV): random regular graphs, Switches 64 or 256,
-//     Degree 3..12 inter-switch ports ("the degree corresponds to the
-//     number of ports of a switch"); the paper routes switch to switch, so
-//     each switch carries one CA to give it traffic (CAs is ignored).
-//   - "003" (López, Flich, Duato §5): each switch 4 hosts and 4 links to
-//     other switches, neighbours joined by one link only, 8 to 64
-//     switches; Degree sets 3 to 8 links per switch (its Table 6 uses 3,
-//     4, 5 and 8 on 64 switches).
+//   - "001" (Kawano et al., "ACRO: Assignment of Channels in Reverse Order
+//     to Make Arbitrary Routing Deadlock-free", §IV): random regular
+//     graphs, Switches 64 or 256, Degree 3..12 inter-switch ports ("the
+//     degree corresponds to the number of ports of a switch"); the paper
+//     routes switch to switch, so each switch carries one CA to give it
+//     traffic (CAs is ignored).
+//   - "003" (López, Flich and Duato, "Deadlock-free Routing in InfiniBand
+//     through Destination Renaming" (ICPP 2001), §5): each switch 4 hosts
+//     and 4 links to other switches, neighbours joined by one link only, 8
+//     to 64 switches; Degree sets 3 to 8 links per switch (its Table 6 uses
+//     3, 4, 5 and 8 on 64 switches).
 //   - "rrg512": the 512-switch random 12-regular graph with 4 CAs per
 //     switch (2,048 CAs) the routing+VL time budget is set on.
 type Paper struct {

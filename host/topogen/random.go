@@ -13,13 +13,12 @@ import (
 // graph before giving up.
 const attempts = 100
 
-// Random describes a random irregular fabric in the style of the GT-ITM
-// flat random graphs used by Nienaber, Yuan and Duan (seed 000 §5): a
-// uniformly random simple graph of Switches switches with exactly
+// Random describes a random irregular fabric in the style of the GT-ITM flat
+// random graphs used by Nienaber, Yuan and Duan §5 (see Paper): a uniformly
+// random simple graph of Switches switches with exactly
 // round(Switches*Degree/2) inter-switch cables (average degree Degree), and
-// CAs machines each placed on a switch drawn uniformly at random. A
-// disconnected draw is redrawn from the same seeded stream, so the result
-// is a deterministic function of the parameters.
+// CAs machines each placed on a switch drawn uniformly at random. A disconnected draw is redrawn from the same seeded
+// stream, so the result is a deterministic function of the parameters.
 //
 // Ports: switch s carries its h_s CAs on ports 1..h_s and its neighbours,
 // in ascending switch order, on the following ports. All switches are

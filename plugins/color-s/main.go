@@ -1,7 +1,8 @@
-// Command color-s is a LID assigner for paths-form routes implementing
-// seed 000's color/S heuristic (§4.3): colour the split graph, least split path first.
-// Each CA port gets the smallest LMC covering the LIDs its incoming paths
-// need; see plugins/internal/lids for the plan it builds.
+// Command color-s is a LID assigner for paths-form routes implementing the
+// color/S heuristic (§4.3) of Nienaber, Yuan and Duan, "On LID Assignment in
+// InfiniBand Networks" (ANCS 2007): colour the split graph, least split path
+// first. Each CA port gets the smallest LMC covering the LIDs its incoming
+// paths need; see plugins/internal/lids for the plan it builds.
 package main
 
 import "github.com/ibsm/ibsm/plugins/internal/lids"

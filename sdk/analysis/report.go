@@ -85,7 +85,8 @@ type BadEntry struct {
 // LoadStats is the channel load under uniform all-to-all CA→CA traffic: the
 // load of a directed link is the number of (source, destination) routes that
 // cross it. Normalised values divide by N−1 (N = CAs), i.e. every CA sends a
-// total of 1 to all others, as in seed 000 §5.2 / Table 3.
+// total of 1 to all others, as in Nienaber, Yuan and Duan,
+// "On LID Assignment in InfiniBand Networks" (ANCS 2007), §5.2 / Table 3.
 type LoadStats struct {
 	CAs                     int     `json:"cas"`
 	Max                     int64   `json:"max"`

@@ -76,8 +76,8 @@ func (h *hand) path(t *testing.T, src string, via []int, dst string) plan.Path {
 	return p
 }
 
-// fig6 is seed 000 Figure 6: four paths to m0 where greedy needs three LIDs
-// and two suffice ({p1,p4}, {p2,p3}).
+// fig6 is Nienaber et al. Figure 6: four paths to m0 where greedy needs three
+// LIDs and two suffice ({p1,p4}, {p2,p3}).
 func fig6(t *testing.T) (*hand, []plan.Path) {
 	h := newHand(t, 6, [][2]int{{4, 1}, {4, 3}, {1, 0}, {3, 2}, {2, 0}, {5, 2}, {5, 3}, {3, 1}},
 		"m0@0", "m1@4", "m2@4", "m3@5", "m4@5")
@@ -164,7 +164,7 @@ func TestPartitionHandMade(t *testing.T) {
 		// Split-merge splits p2 off at s3 and p4 off at s5 and cannot
 		// merge them back (hand-checked in the comment of the paper's
 		// example).
-		{"seed 000 figure 6", f6, f6Paths, map[Heuristic]int{Greedy: 3, SplitMergeS: 3, SplitMergeL: 3, ColorS: 3, ColorL: 2, Renaming: 3}},
+		{"Nienaber et al. figure 6", f6, f6Paths, map[Heuristic]int{Greedy: 3, SplitMergeS: 3, SplitMergeL: 3, ColorS: 3, ColorL: 2, Renaming: 3}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

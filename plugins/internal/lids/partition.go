@@ -1,11 +1,13 @@
 // Package lids realises explicit path routings with destination-based
 // forwarding: it partitions every destination's incoming paths into
-// configurations (sets of paths that never leave a shared switch by
-// different ports, seed 000 Definition 2), gives each configuration one LID
-// of the destination's 2^LMC range, and builds the per-LID forwarding trees
-// and per-source DLID choices. The heuristics are those of seed 000 §4
-// (greedy, split-merge/S and /L, color/S and /L) and seed 003's destination
-// renaming (first-fit in path order).
+// configurations (sets of paths that never leave a shared switch by different
+// ports, Nienaber et al. Definition 2), gives each configuration one LID of
+// the destination's 2^LMC range, and builds the per-LID forwarding trees and
+// per-source DLID choices. The heuristics are those of Nienaber, Yuan and
+// Duan, "On LID Assignment in InfiniBand Networks" (ANCS 2007), §4 (greedy,
+// split-merge/S and /L, color/S and /L) and the destination renaming of
+// López, Flich and Duato, "Deadlock-free Routing in InfiniBand through
+// Destination Renaming" (ICPP 2001) (first-fit in path order).
 package lids
 
 import (
@@ -27,7 +29,7 @@ const (
 	Renaming    Heuristic = "renaming"
 )
 
-// Heuristics lists every heuristic in the order seed 000's tables use,
+// Heuristics lists every heuristic in the order Nienaber et al.'s tables use,
 // renaming last.
 var Heuristics = []Heuristic{Greedy, SplitMergeS, SplitMergeL, ColorS, ColorL, Renaming}
 
@@ -96,9 +98,9 @@ func (c config) add(p []Step) {
 	}
 }
 
-// greedy is seed 000 Figure 5: fill one configuration at a time, scanning
-// the remaining paths in order and taking every one that does not split
-// with what the configuration already holds.
+// greedy is Nienaber et al. Figure 5: fill one configuration at a time,
+// scanning the remaining paths in order and taking every one that does not
+// split with what the configuration already holds.
 func greedy(paths [][]Step, nsw int) ([]int32, int, error) {
 	idx := make([]int32, len(paths))
 	one := make([][]int32, len(paths))
@@ -144,7 +146,7 @@ func mergeGreedy(paths [][]Step, nsw int, sets [][]int32) ([]int32, int) {
 	return group, k
 }
 
-// renaming is seed 003 Figures 3-4: paths are placed in order, each taking
+// renaming is López et al. Figures 3-4: paths are placed in order, each taking
 // the first LID of its destination's range that has no entry with another
 // port on any switch along the path, the range growing when none fits.
 // (Placed in the same order it yields the same partition as greedy: a path
@@ -192,14 +194,14 @@ func usesBySwitch(paths [][]Step, nsw int) [][]use {
 	return at
 }
 
-// splitMerge is seed 000 Figure 7. Split: visit the switches the paths use,
-// fewest-used first (/S) or most-used first (/L); at each, every working set
-// whose paths leave that switch by several ports is split by port. The part
-// with the most paths (lowest port on ties) keeps the set's identity and
+// splitMerge is Nienaber et al. Figure 7. Split: visit the switches the paths
+// use, fewest-used first (/S) or most-used first (/L); at each, every working
+// set whose paths leave that switch by several ports is split by port. The
+// part with the most paths (lowest port on ties) keeps the set's identity and
 // also keeps the set's paths that do not pass the switch (they split with
 // nobody there, so any part may hold them; keeping them together avoids
-// splitting for no reason). After all switches every set is a
-// configuration. Merge: greedy over the sets in creation order.
+// splitting for no reason). After all switches every set is a configuration.
+// Merge: greedy over the sets in creation order.
 func splitMerge(paths [][]Step, nsw int, largestFirst bool) ([]int32, int, error) {
 	at := usesBySwitch(paths, nsw)
 	order := make([]int32, 0, nsw)
@@ -263,8 +265,8 @@ func splitMerge(paths [][]Step, nsw int, largestFirst bool) ([]int32, int, error
 	return group, k, nil
 }
 
-// splitGraph is the adjacency of seed 000's split graph as one bit row per
-// path: bit j of row i is set when paths i and j split.
+// splitGraph is the adjacency of Nienaber et al.'s split graph as one bit row
+// per path: bit j of row i is set when paths i and j split.
 type splitGraph struct {
 	n, words int
 	bits     []uint64
@@ -311,7 +313,7 @@ func buildSplitGraph(paths [][]Step, nsw int) *splitGraph {
 	return g
 }
 
-// color is seed 000 §4.3: colors are applied one at a time to the split
+// color is Nienaber et al. §4.3: colors are applied one at a time to the split
 // graph reduced to the still uncoloured paths. Within a round, candidates
 // are taken in order of their degree in that reduced graph (largest first
 // for color/L, "most split path first"; smallest first for color/S), ties

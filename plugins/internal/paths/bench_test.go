@@ -10,9 +10,9 @@ import (
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
-// Benchmarks on seed 000's largest configurations (512 machines on 16 and
-// 64 switches, 261,632 pairs) and on the 512-switch random 12-regular graph
-// with 4 CAs per switch (4,190,208 pairs; path selection is left out
+// Benchmarks on Nienaber et al.'s largest configurations (512 machines on 16
+// and 64 switches, 261,632 pairs) and on the 512-switch random 12-regular
+// graph with 4 CAs per switch (4,190,208 pairs; path selection is left out
 // there: its candidate incidence would need about 1 GB).
 func benchAlgo(b *testing.B, topo *topology.Topology, run func(*topology.Topology, *rand.Rand) (int, error)) {
 	i := uint64(0)

@@ -35,7 +35,7 @@ func DefaultConfig() Config { return Config{Seed: 1, Switches: true, K: 16} }
 func SchemaAttrs(withK bool) []schema.Attribute {
 	a := []schema.Attribute{
 		schema.Attr("root_guid", cty.String,
-			`Node GUID ("0x...") of the up*/down* root switch. Unset: a switch drawn with seed, as seed 000 does.`),
+			`Node GUID ("0x...") of the up*/down* root switch. Unset: a switch drawn with seed, as Nienaber et al. do.`),
 		schema.Attr("seed", cty.Number,
 			"Seed of every random choice (root, pair order, ties between equally good paths). Same fabric and seed, same routes.").
 			WithDefault(cty.NumberIntVal(1)),
@@ -46,10 +46,10 @@ func SchemaAttrs(withK bool) []schema.Attribute {
 	if withK {
 		a = append(a,
 			schema.Attr("k", cty.Number,
-				fmt.Sprintf("Candidate paths per switch pair found by Yen's algorithm before selection (seed 000: 16), 1..%d.", MaxK)).
+				fmt.Sprintf("Candidate paths per switch pair found by Yen's algorithm before selection (Nienaber et al.: 16), 1..%d.", MaxK)).
 				WithDefault(cty.NumberIntVal(16)),
 			schema.Attr("max_stretch", cty.Number,
-				"Extra hops a candidate may have over the pair's shortest legal path; 0 keeps shortest paths only (seed 000), -1 lets Yen return longer ones.").
+				"Extra hops a candidate may have over the pair's shortest legal path; 0 keeps shortest paths only (Nienaber et al.), -1 lets Yen return longer ones.").
 				WithDefault(cty.NumberIntVal(0)),
 			schema.Attr("granularity", cty.String,
 				`What one path is selected for. "switch": one path per ordered switch pair, shared by every machine pair between the two switches, candidates weighted by those machine pairs (about 1-2 LIDs per machine with color-l). "machine": every machine pair on its own (a little better balance, but machines of one switch split toward a destination at their switch: 4-5 LIDs per machine).`).

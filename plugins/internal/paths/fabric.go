@@ -1,8 +1,10 @@
-// Package paths holds the path-based routings of seed 000 (Nienaber, Yuan
-// and Duan) and seed 003 (López, Flich and Duato) on Up*/Down*: a random
-// shortest legal path per pair, shortest-widest, and k-shortest legal paths
-// (Yen) followed by most-loaded-link-first path selection. They emit
-// explicit per-pair paths (plan.Path) for a path-partitioning LID assigner.
+// Package paths holds the path-based routings of Nienaber, Yuan and Duan, "On
+// LID Assignment in InfiniBand Networks" (ANCS 2007), and López, Flich and
+// Duato, "Deadlock-free Routing in InfiniBand through Destination Renaming"
+// (ICPP 2001), on Up*/Down*: a random shortest legal path per pair,
+// shortest-widest, and k-shortest legal paths (Yen) followed by
+// most-loaded-link-first path selection. They emit explicit per-pair paths
+// (plan.Path) for a path-partitioning LID assigner.
 //
 // Everything works on the switch graph: endpoints (CA ports, and switch
 // port 0 if asked for) hang off their switch, and all of a switch's
@@ -168,7 +170,7 @@ func (f *Fabric) PathChannels(p plan.Path, buf []int32) ([]int32, error) {
 }
 
 // Loads counts, per channel, the paths crossing it (all-to-all traffic of
-// equal volume per pair, the load measure of seed 000 §5.2).
+// equal volume per pair, the load measure of Nienaber et al. §5.2).
 func (f *Fabric) Loads(ps []plan.Path) ([]int32, error) {
 	load := make([]int32, f.Channels())
 	var buf []int32

@@ -47,7 +47,7 @@ func KShortestLegal(u *UpDown, eps []int32, k, stretch int, rng *rand.Rand) *Can
 	return c
 }
 
-// PathSelection is seed 000's path selection scheme with the default
+// PathSelection is Nienaber et al.'s path selection scheme with the default
 // options: up to 16 shortest legal up*/down* paths per switch pair (Yen),
 // then most-loaded-link-first selection of one path per switch pair. See
 // PathSelectionOpts.
@@ -63,16 +63,16 @@ func PathSelection(t *topology.Topology, rng *rand.Rand) ([]plan.Path, error) {
 // Yen's algorithm on the legal-turn graph, then repeatedly takes the most
 // loaded channel and removes one path crossing it whose pair still has
 // more than one, until each pair has one path (the most-loaded-link-first
-// heuristic seed 000 cites as [7]).
+// heuristic Nienaber et al. cite as [7]).
 //
-// What a "pair" is follows o.Granularity. PerSwitchPair (the default)
-// selects one path per ordered switch pair, which every machine pair
-// between those switches then shares; a candidate's load is the number of
-// machine pairs it would carry (the product of the two switches' endpoint
-// counts), so the heuristic balances the same all-to-all machine traffic
-// seed 000 §5.2 measures. PerMachinePair selects for every endpoint pair on
-// its own (weight 1 each): finer balance, but machines on one switch split
-// toward a destination right at their switch, which costs LIDs.
+// What a "pair" is follows o.Granularity. PerSwitchPair (the default) selects
+// one path per ordered switch pair, which every machine pair between those
+// switches then shares; a candidate's load is the number of machine pairs it
+// would carry (the product of the two switches' endpoint counts), so the
+// heuristic balances the same all-to-all machine traffic Nienaber et al. §5.2
+// measures. PerMachinePair selects for every endpoint pair on its own (weight
+// 1 each): finer balance, but machines on one switch split toward a
+// destination right at their switch, which costs LIDs.
 //
 // Tie-breaks: among equally loaded channels the lowest channel index (port
 // order of the lowest switch) goes first; the path removed from a channel

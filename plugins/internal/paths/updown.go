@@ -36,7 +36,8 @@ const (
 	PhaseDown = 1
 )
 
-// RandomRoot draws a switch uniformly (the random root of seed 000 §5.1).
+// RandomRoot draws a switch uniformly (the random root of Nienaber et al.
+// §5.1).
 func RandomRoot(f *Fabric, rng *rand.Rand) int32 {
 	if f.N == 0 {
 		return -1

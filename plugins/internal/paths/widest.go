@@ -13,7 +13,7 @@ import (
 // DefaultOptions and change what you need.
 type Options struct {
 	// Root is the up*/down* root switch index; -1 draws one uniformly from
-	// the random source (seed 000 §5.1: "the root node is randomly
+	// the random source (Nienaber et al. §5.1: "the root node is randomly
 	// selected").
 	Root int32
 	// Switches routes every switch's port 0 too (as source and as
@@ -21,16 +21,16 @@ type Options struct {
 	// papers route machines only: leave it false to reproduce them.
 	Switches bool
 	// K is how many shortest legal paths Yen's algorithm keeps per switch
-	// pair for PathSelection (seed 000: 16), 1..MaxK.
+	// pair for PathSelection (Nienaber et al.: 16), 1..MaxK.
 	K int
 	// MaxStretch bounds PathSelection's candidates to at most this many
 	// hops over the pair's shortest legal path; negative lets Yen return
-	// longer paths too. Seed 000 keeps "a maximum of 16 shortest paths"
+	// longer paths too. Nienaber et al. keep "a maximum of 16 shortest paths"
 	// and notes some pairs have fewer, which only holds for equally short
 	// ones: default 0.
 	MaxStretch int
 	// Granularity is what PathSelection picks one path for: every ordered
-	// switch pair (the zero value, seed 000's scheme) or every ordered
+	// switch pair (the zero value, Nienaber et al.'s scheme) or every ordered
 	// endpoint pair on its own.
 	Granularity Granularity
 }
@@ -99,7 +99,7 @@ func setup(t *topology.Topology, rng *rand.Rand, o Options) (*UpDown, []int32, e
 
 // RandomShortestUpDown routes every ordered pair of distinct machines along
 // a shortest legal up*/down* path drawn uniformly among all of them: the
-// up*/down* routing of seed 003 §5 ("shortest paths are randomly computed
+// up*/down* routing of López et al. §5 ("shortest paths are randomly computed
 // for each source-destination pair"). Cost: O(N·E) for the legal
 // distances plus, per pair, the size of its shortest-path DAG.
 func RandomShortestUpDown(t *topology.Topology, rng *rand.Rand) ([]plan.Path, error) {
@@ -119,12 +119,12 @@ func RandomShortestUpDownOpts(t *topology.Topology, rng *rand.Rand, o Options) (
 	return widest(u, eps, rng, false), nil
 }
 
-// ShortestWidest is seed 000's shortest-widest scheme: pairs are taken one
-// by one (in a seeded random order); each takes, among its shortest legal
+// ShortestWidest is Nienaber et al.'s shortest-widest scheme: pairs are taken
+// one by one (in a seeded random order); each takes, among its shortest legal
 // up*/down* paths, one whose most loaded channel is least loaded (the
 // widest), then among those one of least total load, uniformly at random
-// among what is left; then every channel of the chosen path gains 1.
-// Pairs are machine pairs, not switch pairs: seed 000 §5.1 "determines the
+// among what is left; then every channel of the chosen path gains 1. Pairs
+// are machine pairs, not switch pairs: Nienaber et al. §5.1 "determines the
 // paths between machines one by one", raising link weights per path, so
 // machines of one switch may take different paths (unlike PathSelection's
 // default PerSwitchPair).

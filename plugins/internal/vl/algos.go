@@ -229,7 +229,7 @@ func DFSSSP(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error)
 	return out, nil
 }
 
-// ACRO is seed 001's Algorithm 1 on the realised destination trees: per
+// ACRO is Kawano et al.'s Algorithm 1 on the realised destination trees: per
 // destination a CDG that is a forest over the switches' out-channels
 // (child = upstream switch); layer by layer, channels are ordered by the
 // fitness sum F and a channel is settled for a destination in the current

@@ -2,7 +2,9 @@
 // dfsssp, acro) share: the realised forwarding tables seen as one tree per
 // destination LID over switch-to-switch channels, per-layer channel
 // dependency graphs with cycle search, and the translation of layers into a
-// VLPlan (SLs, SL2VL tables) within the ports' VL capabilities.
+// VLPlan (SLs, SL2VL tables) within the ports' VL capabilities. ACRO is
+// Kawano et al., "ACRO: Assignment of Channels in Reverse Order to Make
+// Arbitrary Routing Deadlock-free".
 //
 // Vocabulary. A channel is a switch-to-switch link leaving switch s by port
 // p. A dependency (edge) is a switch t with an in-port and an out-port: the

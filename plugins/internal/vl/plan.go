@@ -115,7 +115,7 @@ func popcount(m uint16) int {
 }
 
 // HopPlan realises ACRO's per-hop layers with one SL per DLID and no
-// per-source overrides — seed 001 §V's proposal ("embed the destination in
+// per-source overrides — Kawano et al. §V's proposal ("embed the destination in
 // the SL"; destinations share an SL unless their SL2VL entries conflict),
 // which the paper leaves as future work.
 //
@@ -143,17 +143,17 @@ func popcount(m uint16) int {
 // always accepts it.
 //
 // Each class keeps a VL per hop and, per hop, the hops that feed it. A
-// destination is tried in the classes in turn, its tree root outwards: a
-// new hop takes the lowest VL the invariant allows after the next hop's;
-// a hop the class already has is raised when too low, and raises propagate
-// to the hops feeding it. VLs are bounded (link VLCap, maxVLs), so a class
-// whose hop graph would close a cycle fails when a VL runs out; the
-// destination's changes are then undone and the next class is tried.
-// The budget starts at ACRO's layer count and grows by one whenever a
-// destination fits no class (placed destinations stay valid), so the plan
-// may use more VLs than ACRO's layers — the price of 16 SLs — but never
-// more than maxVLs. Work per destination is the tree plus the raises (each hop rises at most
-// maxVLs times), with no cycle search.
+// destination is tried in the classes in turn, its tree root outwards: a new
+// hop takes the lowest VL the invariant allows after the next hop's; a hop
+// the class already has is raised when too low, and raises propagate to the
+// hops feeding it. VLs are bounded (link VLCap, maxVLs), so a class whose hop
+// graph would close a cycle fails when a VL runs out; the destination's
+// changes are then undone and the next class is tried. The budget starts at
+// ACRO's layer count and grows by one whenever a destination fits no class
+// (placed destinations stay valid), so the plan may use more VLs than ACRO's
+// layers — the price of 16 SLs — but never more than maxVLs. Work per
+// destination is the tree plus the raises (each hop rises at most maxVLs
+// times), with no cycle search.
 func HopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs int) (*plan.VLPlan, Stats, error) {
 	return hopPlan(f, ly, tr, maxVLs, MaxSLs)
 }

@@ -11,7 +11,7 @@ import (
 // RandomMinimal routes every endpoint on a fixed, seeded random
 // shortest-path tree per destination: each switch picks uniformly one of its
 // minimal next hops. It is the "one minimal path per pair from a given
-// routing table" of seed 001's evaluation, as planes.
+// routing table" of Kawano et al.'s evaluation, as planes.
 func RandomMinimal(t *topology.Topology, seed int64) (*plan.Routes, error) {
 	rng := rand.New(rand.NewSource(seed))
 	sws := t.Switches()

@@ -122,7 +122,7 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// TestACROVersusLASH is seed 001's claim at a small scale: on random
+// TestACROVersusLASH is Kawano et al.'s claim at a small scale: on random
 // regular graphs with a fixed random minimal routing table, ACRO needs no
 // more layers than LASH-style layering on average, and every ACRO plan that
 // fits 16 SLs passes the exact checker.

@@ -1,7 +1,8 @@
-// Command lidtables reproduces the LID-assignment experiments of seed 000
-// (Nienaber, Yuan, Duan: "On LID Assignment in InfiniBand Networks",
-// Tables 1-3) and seed 003 (López, Flich, Duato: "Deadlock-free Routing in
-// InfiniBand through Destination Renaming", Tables 4-6) and prints them as
+// Command lidtables reproduces the LID-assignment experiments of Nienaber,
+// Yuan and Duan, "On LID Assignment in InfiniBand Networks" (ANCS 2007),
+// Tables 1-3, and López, Flich and Duato, "Deadlock-free Routing in
+// InfiniBand through Destination Renaming" (ICPP 2001), Tables 4-6, and
+// prints them as
 // Markdown with the papers' numbers beside ours.
 //
 // It calls the routing and LID libraries directly (no plugin processes),
@@ -36,7 +37,8 @@ import (
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
-// The five heuristics of seed 000's Tables 1 and 2, in the paper's order.
+// The five heuristics of Nienaber et al.'s Tables 1 and 2, in the paper's
+// order.
 var table12 = []lids.Heuristic{lids.Greedy, lids.SplitMergeS, lids.SplitMergeL, lids.ColorS, lids.ColorL}
 
 type conf000 struct{ machines, switches int }
@@ -45,12 +47,12 @@ var confs000 = []conf000{{128, 16}, {256, 16}, {512, 16}, {128, 32}, {256, 32}, 
 
 func (c conf000) String() string { return fmt.Sprintf("%d/%d", c.machines, c.switches) }
 
-// paper000 is instance seed of a seed-000 configuration.
+// paper000 is instance seed of a Nienaber et al. configuration.
 func paper000(c conf000, seed int64) topogen.Paper {
 	return topogen.Paper{Set: "000", Switches: c.switches, CAs: c.machines, Seed: seed}
 }
 
-// paper003 is instance seed of seed 003's switches x links fabric.
+// paper003 is instance seed of López et al.'s switches x links fabric.
 func paper003(switches, links int, seed int64) topogen.Paper {
 	return topogen.Paper{Set: "003", Switches: switches, Degree: links, Seed: seed}
 }
@@ -67,9 +69,9 @@ func topoCommand(p topogen.Paper) []string {
 	return append(args, "--seed", strconv.FormatInt(p.Seed, 10))
 }
 
-// Seed 000 Table 1 (shortest widest) and Table 2 (path selection): average
-// total LIDs over 32 instances, columns greedy, s-m/S, s-m/L, color/S,
-// color/L; rows in confs000 order.
+// Nienaber et al. Table 1 (shortest widest) and Table 2 (path selection):
+// average total LIDs over 32 instances, columns greedy, s-m/S, s-m/L,
+// color/S, color/L; rows in confs000 order.
 var paperT1 = [][5]float64{
 	{478.7, 478.9, 477.3, 479.3, 476.4},
 	{1044.3, 1045.4, 1041.5, 1047.7, 1039.2},
@@ -93,7 +95,7 @@ var paperT2 = [][5]float64{
 	{2019.9, 2075.4, 2043.4, 2278.6, 1786.6},
 }
 
-// Seed 000 Table 3: renaming load, LIDs; separate load, LIDs.
+// Nienaber et al. Table 3: renaming load, LIDs; separate load, LIDs.
 var paperT3 = [][4]float64{
 	{3.84, 477.8, 3.70, 466.0},
 	{7.52, 1044.9, 7.35, 851.2},
@@ -106,7 +108,7 @@ var paperT3 = [][4]float64{
 	{10.55, 2323.4, 9.54, 1786.6},
 }
 
-// Seed 003 Table 4(a) (up*/down*): total, original, new entries; min, max,
+// López et al. Table 4(a) (up*/down*): total, original, new entries; min, max,
 // avg % increase. Table 5(a): avg and max renamings per host.
 var sizes003 = []int{8, 16, 32, 64}
 var paperT4 = [][6]float64{
@@ -117,17 +119,17 @@ var paperT4 = [][6]float64{
 }
 var paperT5 = [][2]float64{{1.1, 3}, {1.5, 4}, {1.8, 6}, {2.1, 7}}
 
-// Seed 003 Table 6: % of entries with conflicts, 64 switches, 4 hosts per
+// López et al. Table 6: % of entries with conflicts, 64 switches, 4 hosts per
 // switch, by inter-switch links per switch: min, max, avg.
 var links003 = []int{3, 4, 5, 8}
 var paperT6 = [][3]float64{{0.91, 1.44, 1.26}, {2.40, 3.07, 2.71}, {3.90, 4.87, 4.23}, {7.33, 8.71, 8.08}}
 
 func main() {
-	seeds := flag.Int("seeds", 32, "random instances per seed-000 configuration (paper: 32)")
-	seeds003 := flag.Int("seeds003", 10, "random instances per seed-003 configuration (paper: 10)")
+	seeds := flag.Int("seeds", 32, "random instances per Nienaber et al. configuration (paper: 32)")
+	seeds003 := flag.Int("seeds003", 10, "random instances per López et al. configuration (paper: 10)")
 	workers := flag.Int("workers", 2, "instances computed in parallel")
 	only := flag.String("tables", "000,003", "which papers' tables to run: 000, 003 or both")
-	gran := flag.String("granularity", "switch,machine", `path selection granularities for seed 000's Tables 2 and 3, comma-separated: "switch" (one path per switch pair, the plugin default), "machine" (one per machine pair)`)
+	gran := flag.String("granularity", "switch,machine", `path selection granularities for Nienaber et al.'s Tables 2 and 3, comma-separated: "switch" (one path per switch pair, the plugin default), "machine" (one per machine pair)`)
 	out := flag.String("out", "", "write the Markdown here instead of stdout")
 	flag.Parse()
 	w := io.Writer(os.Stdout)
@@ -255,21 +257,21 @@ func cliqueBound(t *topology.Topology, ps []plan.Path) int {
 	return total
 }
 
-// maxLoad is seed 000's load metric: the most paths on one channel, each
+// maxLoad is Nienaber et al.'s load metric: the most paths on one channel, each
 // machine sending 1 in total (so 1/(machines-1) per pair).
 func maxLoad(t *topology.Topology, ps []plan.Path, machines int) (float64, error) {
 	m, err := paths.MaxLoad(t, ps)
 	return float64(m) / float64(machines-1), err
 }
 
-// inst000 is one seed-000 instance. Routing 0 is shortest-widest; routing
-// 1+g is path selection at granularity grans[g].
+// inst000 is one Nienaber et al. instance. Routing 0 is shortest-widest;
+// routing 1+g is path selection at granularity grans[g].
 type inst000 struct {
 	lids    [][5]int // total CA LIDs per heuristic (table12 order)
 	bound   []int    // clique lower bound on total CA LIDs
 	maxK    [][5]int // largest configurations for one destination
 	routeT  []time.Duration
-	load    []float64 // seed 000 load metric per routing
+	load    []float64 // Nienaber et al. load metric per routing
 	renLIDs int
 	renLoad float64
 	took    time.Duration
@@ -340,7 +342,7 @@ func run000(w io.Writer, seeds, workers int, grans []paths.Granularity) error {
 			}
 		}
 		// Table 3: destination renaming on its own routing (random
-		// shortest up*/down*, seed 003's); "separate" = path selection +
+		// shortest up*/down*, López et al.'s); "separate" = path selection +
 		// color/L is already measured above.
 		renPaths, err := paths.RandomShortestUpDown(topo, rand.New(rand.NewPCG(s, 0x000c)))
 		if err != nil {
@@ -376,7 +378,7 @@ func run000(w io.Writer, seeds, workers int, grans []paths.Granularity) error {
 			}
 		}
 	}
-	fmt.Fprintf(w, "## Seed 000 (Nienaber, Yuan, Duan)\n\n")
+	fmt.Fprintf(w, "## Nienaber, Yuan and Duan (ANCS 2007)\n\n")
 	fmt.Fprintf(w, "Set-up: connected uniformly random simple switch graphs, average inter-switch degree 8 (standing in for GT-ITM), machines placed uniformly at random; %d seeds per configuration (paper: 32), seeds 1..%d. Instance N of conf. M/S is `ibsm topo paper --set 000 --switches S --cas M --seed N`. Up*/down* root drawn at random. LIDs are totals over machines after rounding each to 2^LMC.\n\n", seeds, seeds)
 	// tied lists every heuristic whose mean equals v.
 	tied := func(m [5]float64, v float64) string {
@@ -426,10 +428,10 @@ func run000(w io.Writer, seeds, workers int, grans []paths.Granularity) error {
 			lFewest, n, sMost, n, lStrict, n, notAbove, n)
 	}
 	fmt.Fprintf(w, "### Table 1: average total LIDs, shortest-widest routing (one path per machine pair)\n\n")
-	ordering("Seed 000 Table 1", 0, paperT1)
+	ordering("Nienaber et al. Table 1", 0, paperT1)
 	for g := range grans {
 		fmt.Fprintf(w, "### Table 2: average total LIDs, path-selection routing (Yen k=16, most-loaded-link-first, one path per %s pair)\n\n", grans[g])
-		ordering("Seed 000 Table 2", 1+g, paperT2)
+		ordering("Nienaber et al. Table 2", 1+g, paperT2)
 	}
 
 	fmt.Fprintf(w, "Largest number of LIDs (configurations, before rounding) any one destination needed, max over seeds:\n\n| conf. | routing | greedy | s-m/S | s-m/L | color/S | color/L |\n|---|---|---|---|---|---|---|\n")
@@ -469,7 +471,7 @@ func run000(w io.Writer, seeds, workers int, grans []paths.Granularity) error {
 		}
 		fmt.Fprintf(w, " %.2f |\n", mean(c, func(r *inst000) float64 { return r.load[0] }))
 	}
-	fmt.Fprintf(w, "\n*Seed 000 Table 3 (fully explicit routing not reproduced); ours (paper).*\n\n")
+	fmt.Fprintf(w, "\n*Nienaber et al. Table 3 (fully explicit routing not reproduced); ours (paper).*\n\n")
 	for g, gr := range grans {
 		var lower, fewer int
 		for c := range confs000 {
@@ -482,7 +484,7 @@ func run000(w io.Writer, seeds, workers int, grans []paths.Granularity) error {
 		}
 		fmt.Fprintf(w, "Checks, separate (%s) against renaming: lower load in %d of %d configurations, fewer LIDs in %d of %d.\n\n", gr, lower, len(confs000), fewer, len(confs000))
 	}
-	fmt.Fprintf(w, "Seed 000 wall time %s (instance time summed over workers %s; routing:", time.Since(start).Round(time.Second), cpu.Round(time.Second))
+	fmt.Fprintf(w, "Tables 1-3 wall time %s (instance time summed over workers %s; routing:", time.Since(start).Round(time.Second), cpu.Round(time.Second))
 	for rt := range routeT {
 		fmt.Fprintf(w, " %s %s;", routingName(rt, grans), routeT[rt].Round(time.Second))
 	}
@@ -490,7 +492,7 @@ func run000(w io.Writer, seeds, workers int, grans []paths.Granularity) error {
 	return nil
 }
 
-// entries measures a renaming result the way seed 003 §4 does: original =
+// entries measures a renaming result the way López et al. §4 does: original =
 // (switch, destination) pairs some path passes (random-table entries
 // without renaming), total = (switch, LID) pairs with renaming. For
 // Table 6 it counts the (switch, destination) entries whose paths need more
@@ -578,7 +580,7 @@ func run003(w io.Writer, seeds, workers int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "## Seed 003 (López, Flich, Duato)\n\n")
+	fmt.Fprintf(w, "## López, Flich and Duato (ICPP 2001)\n\n")
 	fmt.Fprintf(w, "Set-up: random 4-regular simple switch graphs (Jellyfish construction, 4 inter-switch links per switch, single links), 4 hosts per switch; up*/down* with a uniformly random shortest legal path per host pair; destination renaming in (src, dst) path order; %d seeds per size (paper: 10), seeds 1..%d. Instance N of S switches with L links is `ibsm topo paper --set 003 --switches S --degree L --seed N`.\n\n", seeds, seeds)
 	fmt.Fprintf(w, "### Table 4(a): forwarding-table entries (random tables, summed over switches)\n\n")
 	fmt.Fprintf(w, "| Sw | Total | Original | New | Min %% | Max %% | Avg %% |\n|---|---|---|---|---|---|---|\n")
@@ -596,7 +598,7 @@ func run003(w io.Writer, seeds, workers int) error {
 		fmt.Fprintf(w, "| %d | %.0f (*%.0f*) | %.0f (*%.0f*) | %.0f (*%.0f*) | %.0f (*%.0f*) | %.0f (*%.0f*) | %.0f (*%.0f*) |\n",
 			n, tot/k, p[0], orig/k, p[1], (tot-orig)/k, p[2], lo, p[3], hi, p[4], avg/k, p[5])
 	}
-	fmt.Fprintf(w, "\n*Seed 003 Table 4(a); ours (paper).*\n\n### Table 5(a): renamings per host (extra LIDs before LMC rounding)\n\n| Sw | Avg | Maximum |\n|---|---|---|\n")
+	fmt.Fprintf(w, "\n*López et al. Table 4(a); ours (paper).*\n\n### Table 5(a): renamings per host (extra LIDs before LMC rounding)\n\n| Sw | Avg | Maximum |\n|---|---|---|\n")
 	for i, n := range sizes003 {
 		avg, mx := 0.0, 0
 		for _, r := range t4[i] {
@@ -605,7 +607,7 @@ func run003(w io.Writer, seeds, workers int) error {
 		}
 		fmt.Fprintf(w, "| %d | %.1f (*%.1f*) | %d (*%.0f*) |\n", n, avg/float64(len(t4[i])), paperT5[i][0], mx, paperT5[i][1])
 	}
-	fmt.Fprintf(w, "\n*Seed 003 Table 5(a); ours (paper).*\n\n### Table 6: %% of forwarding-table entries with conflicts, 64 switches, 4 hosts per switch\n\n")
+	fmt.Fprintf(w, "\n*López et al. Table 5(a); ours (paper).*\n\n### Table 6: %% of forwarding-table entries with conflicts, 64 switches, 4 hosts per switch\n\n")
 	fmt.Fprintf(w, "The paper does not define the ratio. Its tables are C x N -> C (input channel, destination -> output channel), so we divide by those entries: *conflicted* = (switch, destination) pairs whose paths need 2+ out-ports, *extra* = out-ports beyond the first; both over (switch, input port, destination) entries. The last column is conflicted over (switch, destination) entries, which is what an N x N -> C table sees.\n\n")
 	fmt.Fprintf(w, "| Links | conflicted min / max / avg | extra min / max / avg | paper min / max / avg | conflicted / N x N -> C entries, avg |\n|---|---|---|---|---|\n")
 	for i, l := range links003 {
@@ -623,6 +625,6 @@ func run003(w io.Writer, seeds, workers int) error {
 		p := paperT6[i]
 		fmt.Fprintf(w, "| %d | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | *%.2f / %.2f / %.2f* | %.2f |\n", l, lo, hi, avg/k, elo, ehi, eavg/k, p[0], p[1], p[2], nn/k)
 	}
-	fmt.Fprintf(w, "\n*Seed 003 Table 6; ours (paper).*\n\nSeed 003 wall time %s.\n\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(w, "\n*López et al. Table 6; ours (paper).*\n\nTables 4-6 wall time %s.\n\n", time.Since(start).Round(time.Second))
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/ibsm/ibsm/sdk/sdktest"
 )
 
-// The bound must hold for every heuristic, and the seed-003 entry counts
-// must be consistent with the renaming partition they describe.
+// The bound must hold for every heuristic, and the destination renaming entry
+// counts must be consistent with the renaming partition they describe.
 func TestBoundAndEntries(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		topo, err := sdktest.Random(seed, 12, 10, 3)
