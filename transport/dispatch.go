@@ -258,12 +258,6 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	}
 	lim := d.lim.Load()
 	to := destOf(req)
-	if until := lim.win.down(to); !until.IsZero() {
-		d.countMethod(req)
-		d.timeouts.Add(1)
-		return Packet{}, fmt.Errorf("%w: class %#02x attribute %#04x not sent: its destination left the last request unanswered on every attempt; it is tried again in %v",
-			ErrTimeout, req.MAD[1], binary.BigEndian.Uint16(req.MAD[16:]), time.Until(until).Round(time.Millisecond))
-	}
 	if err := lim.win.acquire(ctx, d.done, to); err != nil {
 		if ctx.Err() == nil {
 			return Packet{}, d.endErr()
@@ -277,6 +271,9 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	c.class = req.MAD[1]
 	c.attr = binary.BigEndian.Uint16(req.MAD[16:])
 	c.timeout, c.retries = lim.timeout, lim.retries
+	if lim.win.down(to) {
+		c.retries = 0 // its last request went unanswered on every attempt
+	}
 	c.win, c.to = lim.win, to
 	d.onMAD(MADRequest, c)
 	c.remember(req.MAD)

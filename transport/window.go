@@ -11,7 +11,7 @@ import (
 // one request per window's worth of answers, up to the ceiling the
 // configuration sets (where it starts). The same bound is kept per
 // destination, so requests to one slow or dead switch hold at most that
-// destination's window (down to one) and do not stall the rest. Switches
+// destination's window (down to destFloor) and do not stall the rest. Switches
 // forward SMPs without flow control, so a timeout is the only congestion
 // signal a fabric gives.
 //
@@ -38,15 +38,16 @@ func (a *aimd) limit() int { return max(1, int(a.cur)) }
 
 func (a *aimd) grow(ceiling int) { a.cur = min(a.cur+1/a.cur, float64(ceiling)) }
 
-func (a *aimd) cut() { a.cur = max(1, a.cur/2) }
+func (a *aimd) cut(floor float64) { a.cur = max(floor, a.cur/2) }
 
 type dest struct {
 	w        aimd
 	inflight int
 	// downUntil: a request to it went unanswered on every attempt; until
-	// then further requests fail at once instead of queueing behind its
-	// window of one (a dead switch with 100 blocks to write would hold
-	// the sweep for 100 × the retries' time).
+	// then further requests get one attempt, not retries (a dead switch
+	// with 100 blocks to write would hold the sweep for 100 × the retries'
+	// time over its small window); they are still sent, so a switch that
+	// came back answers them.
 	downUntil time.Time
 }
 
@@ -189,14 +190,14 @@ func (w *window) timeout(key destKey, sent time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if d := w.dests[key]; d != nil {
-		d.w.cut()
+		d.w.cut(w.destFloor())
 	}
 	if sent.Before(w.cutAt) {
 		return // sent before the last cut took effect: the same congestion
 	}
 	w.timedOut[key] = true
 	if len(w.timedOut) >= 2 {
-		w.all.cut()
+		w.all.cut(1)
 		w.cutAt = time.Now()
 		clear(w.timedOut)
 	}
@@ -225,15 +226,22 @@ func (w *window) aliveLocked(key destKey) {
 	}
 }
 
-// down reports until when requests to key fail at once (zero: they go).
-func (w *window) down(key destKey) time.Time {
+// down reports whether a request to key (holding its slot) gets a single
+// attempt: the destination is down and others queue for it. A lone
+// request keeps its retries: they cost nobody else anything.
+func (w *window) down(key destKey) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if d := w.dests[key]; d != nil && time.Now().Before(d.downUntil) {
-		return d.downUntil
-	}
-	return time.Time{}
+	d := w.dests[key]
+	return d != nil && d.inflight > 1 && time.Now().Before(d.downUntil)
 }
+
+// destFloor is as far as a destination's own window shrinks: a dead
+// switch's requests each wait out their timeout, and a few of them at a
+// time keep its share of a sweep from growing by their number.
+func (w *window) destFloor() float64 { return float64(min(w.ceiling, destFloor)) }
+
+const destFloor = 4
 
 // size is the overall bound now.
 func (w *window) size() int {

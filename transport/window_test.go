@@ -55,9 +55,9 @@ func TestWindowShrinksUnderLoss(t *testing.T) {
 }
 
 // TestWindowDeadDestination: a destination that never answers shrinks
-// only its own window, to one request; the overall window stays open and
-// requests elsewhere keep flowing; once one of its requests failed on
-// every attempt, the next fail at once instead of each waiting its turn.
+// only its own window, to destFloor requests; the overall window stays
+// open and requests elsewhere keep flowing; once one of its requests
+// failed on every attempt, the next get one attempt instead of all.
 func TestWindowDeadDestination(t *testing.T) {
 	f := newFake(func(f *fakeConn, p Packet) {
 		if p.MAD[drInitPath+1] == 1 {
@@ -97,17 +97,18 @@ func TestWindowDeadDestination(t *testing.T) {
 	live.Wait()
 	took := time.Since(start)
 	wg.Wait()
-	// 64 requests of 2 × 30 ms one at a time would take 3.8 s.
+	// 64 requests of 2 × 30 ms, destFloor at a time, would take 1 s; of
+	// one attempt, 0.5 s.
 	if d := time.Since(deadStart); d > 2*time.Second {
-		t.Errorf("64 requests to a dead switch took %v: they should fail at once while it is down", d)
+		t.Errorf("64 requests to a dead switch took %v: they should get one attempt while it is down", d)
 	}
 	win := tr.lim.Load().win
 	win.mu.Lock()
 	dead := win.dests[destOf(to(request(0x01, 0x11, 0), 1))]
 	all := win.all.limit()
 	win.mu.Unlock()
-	if dead == nil || dead.w.limit() != 1 {
-		t.Errorf("dead destination's window: %+v, want 1", dead)
+	if dead == nil || dead.w.limit() != destFloor {
+		t.Errorf("dead destination's window: %+v, want %d", dead, destFloor)
 	}
 	if all != 8 {
 		t.Errorf("overall window %d, want 8: one dead switch must not throttle the rest", all)
