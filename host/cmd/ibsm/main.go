@@ -49,8 +49,8 @@ Commands:
                                      the candidate {} block's shadow plan and staged promotion
   plan    diff --config FILE [--candidate] [--json] [--from auto|daemon|fabric|state]
                                      what the configured (or candidate) plan would change against what is programmed
-  report  --config FILE [--out report.html]
-                                     compute the plan and draw it as one self-contained HTML page
+  report  --config FILE [--out report.html] [--candidate=false]
+                                     compute the plan (and a candidate {} block's beside it) and draw it as one self-contained HTML page
   version                            print the version, commit and plugin SDK version (also --version)
 `
 
