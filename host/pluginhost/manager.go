@@ -12,13 +12,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/ibsm/ibsm/conf"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/schema"
 )
@@ -459,17 +459,13 @@ func within[T any](ctx context.Context, f func(context.Context) (T, error)) (T, 
 	}
 }
 
+// fileSHA256 is conf.FileSHA256 for an error message.
 func fileSHA256(path string) string {
-	f, err := os.Open(path)
+	sum, err := conf.FileSHA256(path)
 	if err != nil {
 		return "unreadable (" + err.Error() + ")"
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "unreadable (" + err.Error() + ")"
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return sum
 }
 
 func stderrNote(t *tail) string {

@@ -2,8 +2,8 @@ package pluginhost
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
+	"github.com/ibsm/ibsm/conf"
 )
 
 // errPinMismatch: the binary's sha256 is not the pinned one.
@@ -102,16 +103,15 @@ func (r *procRunner) Start(context.Context) error {
 }
 
 func checkPin(path string, pin []byte) error {
-	f, err := os.Open(path)
+	sum, err := conf.FileSHA256(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	got, err := hex.DecodeString(sum)
+	if err != nil {
 		return err
 	}
-	if subtle.ConstantTimeCompare(h.Sum(nil), pin) != 1 {
+	if subtle.ConstantTimeCompare(got, pin) != 1 {
 		return errPinMismatch
 	}
 	return nil
