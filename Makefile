@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(notdir $(wildcard plugins/[a-z]*))
 EXAMPLE ?= conf/examples/ft2-648.hcl
 
-.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls clean
+.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare clean
 
 all: build
 
@@ -17,9 +17,9 @@ all: build
 build:
 	@mkdir -p $(BIN)/.stage
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.commit=$$(git rev-parse --short HEAD 2>/dev/null)" \
-		-o $(BIN)/.stage/ ./host/cmd/ibsm $(addprefix ./plugins/,$(filter-out internal,$(PLUGINS)))
+		-o $(BIN)/.stage/ ./host/cmd/ibsm $(addprefix ./plugins/,$(filter-out lib,$(PLUGINS)))
 	@mv $(BIN)/.stage/ibsm $(BIN)/ibsm
-	@for p in $(filter-out internal,$(PLUGINS)); do mv $(BIN)/.stage/$$p $(BIN)/ibsm-plugin-$$p; done
+	@for p in $(filter-out lib,$(PLUGINS)); do mv $(BIN)/.stage/$$p $(BIN)/ibsm-plugin-$$p; done
 	@rmdir $(BIN)/.stage
 	cd sdk && $(GO) build ./...
 
@@ -104,16 +104,21 @@ bench: build
 bench-opensm: deps
 	$(GO) run ./integration/race $(RACE_FLAGS)
 
-# The seed papers' experiments (not tests; CPU-heavy: about 11 and 13 minutes
-# on 2 vCPUs). The programs live under plugins/internal because Go lets only
-# code under plugins/ import plugins/internal.
+# The papers' experiments (not tests; CPU-heavy: about 11 and 13 minutes on
+# 2 vCPUs), and the fat-tree engines compared through the host (needs the
+# plugins built; FTCOMPARE_FLAGS as in BENCHMARKS.md). The programs, their
+# READMEs and results live in integration/experiments/.
+FTCOMPARE_FLAGS ?= --trees ft2-648
 experiments: experiments-lids experiments-vls
 
 experiments-lids:
-	$(GO) run ./plugins/internal/lids/cmd/lidtables -out experiments/lids/RESULTS.md
+	$(GO) run ./integration/experiments/lidtables -out integration/experiments/lidtables/RESULTS.md
 
 experiments-vls:
-	$(GO) run ./plugins/internal/vl/cmd/vlfigs -sizes 64,256 -degrees 4-12 -seeds 100 -out experiments/vls/RESULTS.md
+	$(GO) run ./integration/experiments/vlfigs -sizes 64,256 -degrees 4-12 -seeds 100 -out integration/experiments/vlfigs/RESULTS.md
+
+experiments-ftcompare: build
+	$(GO) run ./integration/experiments/ftcompare --plugins $(BIN) $(FTCOMPARE_FLAGS)
 
 clean:
 	rm -rf $(BIN)

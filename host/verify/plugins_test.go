@@ -28,7 +28,7 @@ func repoRoot(t *testing.T) string {
 }
 
 // TestVLAssignerPlugins runs the multi-VL assigners' real binaries on the
-// fabrics plugins/internal/vl tests them on (ring, torus, random regular)
+// fabrics plugins/lib/vl tests them on (ring, torus, random regular)
 // and on the rrg16 example fabric with sssp routes, and verifies their
 // plans as the host does before programming. acro's plans change VL along
 // paths; the host must accept every deadlock-free plan (no false cycles).

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The hygiene gate (`make hygiene`, run by `make test`): gofmt, go mod tidy,
 # staticcheck and deadcode over the three modules (main, sdk, the example
-# plugin). Tool versions are pinned by the Makefile and run with `go run
+# plugin), and no plugin code linked by the host, transports or conf. Tool versions are pinned by the Makefile and run with `go run
 # tool@version` (the Go build cache keeps the binaries, so only a new machine
 # compiles them). Exits non-zero with every finding listed.
 #
@@ -53,6 +53,11 @@ SDK=github.com/ibsm/ibsm/sdk/...
 } | sed "s#$(pwd)/##" >"$tmp/sc"
 skip <"$tmp/sc" >"$tmp/sc.kept"
 report "staticcheck $STATICCHECK" "$tmp/sc.kept"
+
+# Plugin libraries (plugins/lib) are for plugins and the experiments: the
+# host, the transports and conf must not link them.
+$GO list -deps -test ./host/... ./transport/... ./conf/... 2>&1 | grep '^github.com/ibsm/ibsm/plugins/' | sort -u >"$tmp/leak"
+report "host, transport or conf depend on plugin code" "$tmp/leak"
 
 # deadcode twice over the main and sdk modules: from the binaries alone,
 # where test-only API shows (what the allow-list's test-only entries

@@ -11,6 +11,6 @@
 // carry, and refuses when even that is not enough.
 package main
 
-import "github.com/ibsm/ibsm/plugins/internal/vl"
+import "github.com/ibsm/ibsm/plugins/lib/vl"
 
 func main() { vl.Main(vl.KindACRO) }

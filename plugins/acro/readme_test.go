@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/vl"
+	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 )
 

@@ -4,6 +4,6 @@
 // one fewest routes use) move to the next layer. Layer k is SL k and VL k.
 package main
 
-import "github.com/ibsm/ibsm/plugins/internal/vl"
+import "github.com/ibsm/ibsm/plugins/lib/vl"
 
 func main() { vl.Main(vl.KindDFSSSP) }

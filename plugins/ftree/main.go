@@ -1,5 +1,5 @@
 // Command ftree is the first-party fat-tree routing engine plugin (the
-// algorithm is in plugins/internal/ftree): Zahavi et al.'s routing, as in
+// algorithm is in plugins/lib/ftree): Zahavi et al.'s routing, as in
 // OpenSM's ftree, with a dedicated downward path per destination CA chosen
 // by the CA's index, so shift permutations are congestion-free on full
 // trees. Unlike OpenSM's ftree it keeps routing degraded trees (pure
@@ -14,7 +14,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/ftree"
+	"github.com/ibsm/ibsm/plugins/lib/ftree"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"

@@ -3,9 +3,9 @@
 // in InfiniBand Networks" (ANCS 2007): fill one configuration (LID) at a time
 // with every remaining path that does not split with it. Each CA port gets
 // the smallest LMC covering the LIDs its incoming paths need; see
-// plugins/internal/lids for the plan it builds.
+// plugins/lib/lids for the plan it builds.
 package main
 
-import "github.com/ibsm/ibsm/plugins/internal/lids"
+import "github.com/ibsm/ibsm/plugins/lib/lids"
 
 func main() { lids.Main(lids.Greedy) }

@@ -3,8 +3,8 @@ package main
 import (
 	"testing"
 
-	"github.com/ibsm/ibsm/plugins/internal/vl"
-	"github.com/ibsm/ibsm/plugins/internal/vl/vltest"
+	"github.com/ibsm/ibsm/plugins/lib/vl"
+	"github.com/ibsm/ibsm/plugins/lib/vl/vltest"
 )
 
 func TestConformance(t *testing.T) { vltest.Conformance(t, vl.KindLayered, nil) }

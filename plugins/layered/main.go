@@ -6,6 +6,6 @@
 // DLID's default get per-source SL overrides.
 package main
 
-import "github.com/ibsm/ibsm/plugins/internal/vl"
+import "github.com/ibsm/ibsm/plugins/lib/vl"
 
 func main() { vl.Main(vl.KindLayered) }

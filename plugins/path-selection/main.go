@@ -16,6 +16,6 @@
 // pairs); memory about 4·U·k·h bytes.
 package main
 
-import "github.com/ibsm/ibsm/plugins/internal/paths"
+import "github.com/ibsm/ibsm/plugins/lib/paths"
 
 func main() { paths.Main(paths.KindPathSelection) }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/ftree"
-	"github.com/ibsm/ibsm/plugins/internal/sftree"
+	"github.com/ibsm/ibsm/plugins/lib/ftree"
+	"github.com/ibsm/ibsm/plugins/lib/sftree"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/ibsm/ibsm/plugins/internal/sftree"
+	"github.com/ibsm/ibsm/plugins/lib/sftree"
 	"strings"
 	"testing"
 

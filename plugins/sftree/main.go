@@ -2,7 +2,7 @@
 // engine's routes toward every CA, unchanged, plus switch-to-switch routes
 // after Bogdanski et al. (ACM TACO 2012) that reach every switch from every
 // switch and keep the channel dependency graph acyclic on one VL with
-// switch traffic included (plugins/internal/sftree). Switch destinations get
+// switch traffic included (plugins/lib/sftree). Switch destinations get
 // one plane (a switch's port 0 has LMC 0); CA destinations keep ftree's
 // 2^LMC planes.
 //
@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/sftree"
+	"github.com/ibsm/ibsm/plugins/lib/sftree"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"

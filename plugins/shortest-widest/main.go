@@ -11,6 +11,6 @@
 // machines on 64 switches (261,632 pairs) route in well under a second.
 package main
 
-import "github.com/ibsm/ibsm/plugins/internal/paths"
+import "github.com/ibsm/ibsm/plugins/lib/paths"
 
 func main() { paths.Main(paths.KindShortestWidest) }

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/paths"
+	"github.com/ibsm/ibsm/plugins/lib/paths"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 )
 

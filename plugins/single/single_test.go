@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/plugins/internal/updn"
-	"github.com/ibsm/ibsm/plugins/internal/vl/vltest"
+	"github.com/ibsm/ibsm/plugins/lib/updn"
+	"github.com/ibsm/ibsm/plugins/lib/vl/vltest"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"

@@ -3,9 +3,9 @@
 // Assignment in InfiniBand Networks" (ANCS 2007): split the paths at switches
 // used by the most paths first, then merge greedily. Each CA port gets the
 // smallest LMC covering the LIDs its incoming paths need; see
-// plugins/internal/lids for the plan it builds.
+// plugins/lib/lids for the plan it builds.
 package main
 
-import "github.com/ibsm/ibsm/plugins/internal/lids"
+import "github.com/ibsm/ibsm/plugins/lib/lids"
 
 func main() { lids.Main(lids.SplitMergeL) }

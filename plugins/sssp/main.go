@@ -1,7 +1,7 @@
 // Command sssp is the balanced shortest-path routing engine (Hoefler et
 // al., HOTI'09; the first phase of DFSSSP): one shortest-path tree per
 // destination LID under channel weights that grow with the routes already
-// placed (algorithm in plugins/internal/sssp). Topology-agnostic, LMC
+// placed (algorithm in plugins/lib/sssp). Topology-agnostic, LMC
 // capable (2^LMC planes per CA, each steered by the weight of the ones
 // before). It does not make routes deadlock-free: pair it with a VL
 // assigner that breaks cycles (DFSSSP-style layering, ACRO), not "single".
@@ -12,7 +12,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/sssp"
+	"github.com/ibsm/ibsm/plugins/lib/sssp"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"

@@ -1,5 +1,5 @@
 // Command updn is the first-party Up*/Down* routing engine plugin (the
-// algorithm is in plugins/internal/updn). Switches
+// algorithm is in plugins/lib/updn). Switches
 // are ranked by hop distance from root switches (ties broken by GUID, giving
 // a strict total order); a route may climb toward lower keys any number of
 // times and then descend, never climb after descending. That makes the
@@ -15,7 +15,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/internal/updn"
+	"github.com/ibsm/ibsm/plugins/lib/updn"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"

@@ -24,7 +24,7 @@ type Channel struct {
 // Channels numbers every port of every switch of a fabric, port 0 and CA
 // ports included, so a port's id is a plain offset: channel (s, p) is
 // Channels[s]+p, and Channels[N] is the number of ids. Per-channel tables
-// (dependency sets here, layers in plugins/internal/vl) index by it.
+// (dependency sets here, layers in plugins/lib/vl) index by it.
 type Channels []int32
 
 // NewChannels numbers the channels of g's switches.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/plugins/internal/vl"
+	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/plugins/internal/sssp"
-	"github.com/ibsm/ibsm/plugins/internal/vl"
+	"github.com/ibsm/ibsm/plugins/lib/sssp"
+	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/testfab"
 )

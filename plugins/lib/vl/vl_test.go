@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/plugins/internal/vl"
-	"github.com/ibsm/ibsm/plugins/internal/vl/vltest"
+	"github.com/ibsm/ibsm/plugins/lib/vl"
+	"github.com/ibsm/ibsm/plugins/lib/vl/vltest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"

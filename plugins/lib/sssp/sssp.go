@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ibsm/ibsm/plugins/internal/paths"
+	"github.com/ibsm/ibsm/plugins/lib/paths"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )

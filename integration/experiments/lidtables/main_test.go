@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/plugins/internal/lids"
+	"github.com/ibsm/ibsm/plugins/lib/lids"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 )
 

@@ -7,8 +7,8 @@
 // figures. Layers are not capped (VLCap is taken as unlimited) so the counts
 // are the algorithms' own. Every graph is host/topogen's paper "001" preset,
 // so 'ibsm topo paper --set 001 ... --seed N' writes the exact instance N of
-// a point (see topoCommand). It lives under plugins/ because Go only lets
-// plugins/... import plugins/internal/vl; experiments/vls holds its results.
+// a point (see topoCommand). Its README and latest output (RESULTS.md) sit
+// beside it.
 package main
 
 import (
@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/plugins/internal/vl"
+	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -232,7 +232,7 @@ func main() {
 		w = fh
 	}
 	fmt.Fprintf(w, "# Layers (VLs) needed on random regular topologies (Kawano et al., Figs. 5-6)\n\n")
-	fmt.Fprintf(w, "`go run ./plugins/internal/vl/cmd/vlfigs -sizes %s -degrees %s -seeds %d` — %d workers, wall time %v.\n\n", *sizes, *degrees, *seeds, *workers, time.Since(start).Round(time.Second))
+	fmt.Fprintf(w, "`go run ./integration/experiments/vlfigs -sizes %s -degrees %s -seeds %d` — %d workers, wall time %v.\n\n", *sizes, *degrees, *seeds, *workers, time.Since(start).Round(time.Second))
 	fmt.Fprintf(w, "Each point: %d connected random regular graphs (seeds 1..%d; instance N of S switches of degree D is `ibsm topo paper --set 001 --switches S --degree D --seed N`, Jellyfish construction, one CA per switch), one LID per switch (the CAs' LIDs are left out of the tables: switch-to-switch routing as in the paper), every switch routing every destination on one seeded random minimal next hop (a fixed routing table, as in the paper). min / avg / max layers. `acro IB VLs` are the VLs of the plan the acro plugin installs (`vl.HopPlan`: one SL per DLID, at most 16 SLs and 8 VLs; every plan passes the exact (channel, VL) checker); `acro SLs max` the SLs it uses; `overrides max` the per-source SL overrides it needed (only for DLIDs no SL class takes whole); `refused` how many seeds it could not realise within 8 VLs; `tables max` its SL2VL tables (switch in/out port pairs off the default); `acro ms` the mean time of ACRO's layers plus the plan (one core, workers running side by side).\n\n", *seeds, *seeds)
 	fmt.Fprintf(w, "| switches | degree | acro layers | acro IB VLs | layered (LASH) | dfsssp | acro layers / layered avg | acro IB VLs / layered avg | acro SLs max | overrides max | refused | tables max | acro ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for p, pt := range pts {

@@ -13,7 +13,7 @@
 // not weakened for this: its verdict is reported as it is.
 //
 //	make plugins
-//	go run ./host/topogen/cmd/ftcompare --plugins bin
+//	go run ./integration/experiments/ftcompare --plugins bin
 //
 // ftree gets routing.switch_to_switch = "best_effort" (it leaves switch
 // pairs unrouted on 3-level trees by design); every other engine the

@@ -1,6 +1,6 @@
 package sftree
 
-import "github.com/ibsm/ibsm/plugins/internal/ftree"
+import "github.com/ibsm/ibsm/plugins/lib/ftree"
 
 // ftreeRanks adapts ftree's recognised tree: its levels are the ranks and
 // its canonical leaf order is the order Algorithm 1 scans.
