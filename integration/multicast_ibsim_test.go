@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/ibsm/ibsm/integration/diags"
 	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/ibsim"
-	"github.com/ibsm/ibsm/transport/netfile"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
@@ -29,12 +27,7 @@ func TestMulticastIBSim(t *testing.T) {
 	if os.Getenv("IBSM_MCAST_IBSIM") == "ft2" {
 		netPath = ft2Net
 	}
-	nf, err := netfile.ParseFile(netPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cas := caNodes(nf)
-	sort.Slice(cas, func(i, j int) bool { return cas[i].Name < cas[j].Name })
+	cas := casByName(t, netPath)
 	smNode, toolNode := cas[0], cas[len(cas)-1]
 	r := startRig(t, netPath, toolNode.Name)
 	stateDir := filepath.Join(r.dir, "state")

@@ -282,6 +282,19 @@ func TestOsmtestNoSM(t *testing.T) {
 	t.Logf("no SM: %s", res)
 }
 
+// ibsmOnSmallRandom brings the ibsm daemon up on a fresh ibsim with a
+// small random fabric (4 switches, 6 CAs; the SM at the first CA, the
+// tools at the last) and returns a context for the test's 90 s.
+func ibsmOnSmallRandom(t *testing.T) (*rig, *daemon, context.Context) {
+	t.Helper()
+	r, smNode := osmtestRig(t, randomNet(t, 4, 2, 6))
+	sm := startIBSM(t, ibsimConfig(t, r.dir, "ibsm.hcl", "ibsim", r, smNode.Name, filepath.Join(r.dir, "state"), 3))
+	sm.waitUp(t, 1, 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	return r, sm, ctx
+}
+
 // TestSAEventForwarding stands in for osmtest's flow e, which the Debian
 // build does not run: a Go client on ibsim subscribes with InformInfo to
 // traps 64 and 65, a CA's link goes down and comes back, and ibsm must
@@ -290,13 +303,7 @@ func TestOsmtestNoSM(t *testing.T) {
 // unacknowledged. InformInfoRecord must list the subscriptions, and an
 // unsubscribe must end them.
 func TestSAEventForwarding(t *testing.T) {
-	net := randomNet(t, 4, 2, 6)
-	r, smNode := osmtestRig(t, net)
-	cfg := ibsimConfig(t, r.dir, "ibsm.hcl", "ibsim", r, smNode.Name, filepath.Join(r.dir, "state"), 3)
-	sm := startIBSM(t, cfg)
-	sm.waitUp(t, 1, 60*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	r, sm, ctx := ibsmOnSmallRandom(t)
 
 	client, victim := nthCA(t, r.net, 1), nthCA(t, r.net, 2)
 	// Only a client that CONNECTs with issm=1 gets unsolicited QP1
@@ -477,13 +484,7 @@ func randomNet(t *testing.T, switches, degree, cas int) string {
 // `smpquery vlarb` reads from the port: the blocks written, and the other
 // priority's block as ibsim holds it from reset.
 func TestSAVLArbIBSim(t *testing.T) {
-	net := randomNet(t, 4, 2, 6)
-	r, smNode := osmtestRig(t, net)
-	cfg := ibsimConfig(t, r.dir, "ibsm.hcl", "ibsim", r, smNode.Name, filepath.Join(r.dir, "state"), 3)
-	sm := startIBSM(t, cfg)
-	sm.waitUp(t, 1, 60*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	r, sm, ctx := ibsmOnSmallRandom(t)
 
 	writer := nthCA(t, r.net, 1)
 	conn, err := ibsim.Dial(ctx, ibsim.Options{SockName: r.env.Sockname, Attach: writer.Name})

@@ -33,12 +33,7 @@ import (
 // one. A reload that moves one port to the other partition sends that
 // port's block and nothing else.
 func TestPartitionsIBSim(t *testing.T) {
-	nf, err := netfile.ParseFile(rand8Net)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cas := caNodes(nf)
-	sort.Slice(cas, func(i, j int) bool { return cas[i].Name < cas[j].Name })
+	cas := casByName(t, rand8Net)
 	smNode, toolNode := cas[0], cas[len(cas)-1]
 	port := func(n *netfile.Node) uint64 { return n.Ports[1].GUID }
 	red := []*netfile.Node{cas[1], cas[2]} // full
@@ -184,6 +179,19 @@ partition "blue" {
 	if _, ok := pathKey(t, redLimited, red[0]); ok {
 		t.Errorf("after the reload: %s still has a path to red", redLimited.Name)
 	}
+}
+
+// casByName returns the CA nodes of the topology file net sorted by name
+// (the tests attach the SM at the first and the tools at the last).
+func casByName(t *testing.T, net string) []*netfile.Node {
+	t.Helper()
+	nf, err := netfile.ParseFile(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas := caNodes(nf)
+	sort.Slice(cas, func(i, j int) bool { return cas[i].Name < cas[j].Name })
+	return cas
 }
 
 // partitionRig is ibsm in process on ibsim with partitions: the default
@@ -347,12 +355,7 @@ func TestPartitionsIBSimFT2(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 648 smpquery runs take most of a minute")
 	}
-	nf, err := netfile.ParseFile(ft2Net)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cas := caNodes(nf)
-	sort.Slice(cas, func(i, j int) bool { return cas[i].Name < cas[j].Name })
+	cas := casByName(t, ft2Net)
 	smNode, toolNode := cas[0], cas[len(cas)-1]
 	const parts = `partition "red" {
   pkey    = "0x0010"
