@@ -3,6 +3,7 @@ package topogen
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/ibsm/ibsm/transport/netfile"
 )
@@ -40,6 +41,19 @@ type Paper struct {
 	Seed        int64
 	SwitchPorts int
 	Cable       Cable
+}
+
+// Args is the 'ibsm topo' command line (the arguments after "topo") that
+// writes p's fabric.
+func (p Paper) Args() []string {
+	args := []string{"paper", "--set", p.Set, "--switches", strconv.Itoa(p.Switches)}
+	if p.CAs != 0 {
+		args = append(args, "--cas", strconv.Itoa(p.CAs))
+	}
+	if p.Degree != 0 {
+		args = append(args, "--degree", strconv.Itoa(p.Degree))
+	}
+	return append(args, "--seed", strconv.FormatInt(p.Seed, 10))
 }
 
 // PaperSets lists the Set names Paper accepts.

@@ -8,7 +8,7 @@
 // runs instances in parallel (-workers) and checks every LID plan realises
 // its paths hop for hop. Every fabric is host/topogen's paper preset, so
 // 'ibsm topo paper ... --seed N' writes the exact instance N of a table
-// (see topoCommand). Its README and latest output (RESULTS.md) sit beside it.
+// (see topogen.Paper.Args). Its README and latest output (RESULTS.md) sit beside it.
 //
 //	go run ./integration/experiments/lidtables -out integration/experiments/lidtables/RESULTS.md
 package main
@@ -22,7 +22,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,18 +51,6 @@ func paper000(c conf000, seed int64) topogen.Paper {
 // paper003 is instance seed of López et al.'s switches x links fabric.
 func paper003(switches, links int, seed int64) topogen.Paper {
 	return topogen.Paper{Set: "003", Switches: switches, Degree: links, Seed: seed}
-}
-
-// topoCommand is the 'ibsm topo' command line that writes p's fabric.
-func topoCommand(p topogen.Paper) []string {
-	args := []string{"paper", "--set", p.Set, "--switches", strconv.Itoa(p.Switches)}
-	if p.CAs != 0 {
-		args = append(args, "--cas", strconv.Itoa(p.CAs))
-	}
-	if p.Degree != 0 {
-		args = append(args, "--degree", strconv.Itoa(p.Degree))
-	}
-	return append(args, "--seed", strconv.FormatInt(p.Seed, 10))
 }
 
 // Nienaber et al. Table 1 (shortest widest) and Table 2 (path selection):

@@ -54,7 +54,7 @@ func TestBoundAndEntries(t *testing.T) {
 }
 
 // TestTopoReproducesInstances: the fabric an experiment instance routes is
-// the one 'ibsm topo' writes for the command line topoCommand gives, read
+// the one 'ibsm topo' writes for the command line Paper.Args gives, read
 // back from the file (same topology hash), and the seed picks the instance.
 func TestTopoReproducesInstances(t *testing.T) {
 	for _, p := range []topogen.Paper{
@@ -62,12 +62,12 @@ func TestTopoReproducesInstances(t *testing.T) {
 		paper003(16, 4, 3),
 		paper003(64, 3, 10), // Table 6's lowest link count
 	} {
-		name := strings.Join(topoCommand(p), " ")
+		name := strings.Join(p.Args(), " ")
 		exp, err := topogen.Topology(p)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		cli, err := topogen.Written(topoCommand(p))
+		cli, err := topogen.Written(p.Args())
 		if err != nil {
 			t.Fatalf("ibsm topo %s: %v", name, err)
 		}

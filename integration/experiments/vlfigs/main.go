@@ -7,7 +7,7 @@
 // figures. Layers are not capped (VLCap is taken as unlimited) so the counts
 // are the algorithms' own. Every graph is host/topogen's paper "001" preset,
 // so 'ibsm topo paper --set 001 ... --seed N' writes the exact instance N of
-// a point (see topoCommand). Its README and latest output (RESULTS.md) sit
+// a point (see topogen.Paper.Args). Its README and latest output (RESULTS.md) sit
 // beside it.
 package main
 
@@ -48,12 +48,6 @@ var algoNames = [3]string{"acro", "layered", "dfsssp"}
 // paper001 is instance seed of the n-switch, degree-deg point.
 func paper001(n, deg int, seed int64) topogen.Paper {
 	return topogen.Paper{Set: "001", Switches: n, Degree: deg, Seed: seed}
-}
-
-// topoCommand is the 'ibsm topo' command line that writes p's fabric.
-func topoCommand(p topogen.Paper) []string {
-	return []string{"paper", "--set", p.Set, "--switches", strconv.Itoa(p.Switches),
-		"--degree", strconv.Itoa(p.Degree), "--seed", strconv.FormatInt(p.Seed, 10)}
 }
 
 // switchTables is the realisation Kawano et al. count layers on: one LID per

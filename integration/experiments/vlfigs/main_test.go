@@ -10,18 +10,18 @@ import (
 )
 
 // TestTopoReproducesInstances: the fabric a point's instance routes is the
-// one 'ibsm topo' writes for the command line topoCommand gives, read back
+// one 'ibsm topo' writes for the command line Paper.Args gives, read back
 // from the file (same topology hash), and the seed picks the instance (the
 // neighbouring seed 8 gives another fabric).
 func TestTopoReproducesInstances(t *testing.T) {
 	seen := map[uint64]string{}
 	for _, p := range []topogen.Paper{paper001(64, 6, 7), paper001(64, 6, 8), paper001(256, 4, 100)} {
-		name := "ibsm topo " + strings.Join(topoCommand(p), " ")
+		name := "ibsm topo " + strings.Join(p.Args(), " ")
 		exp, err := topogen.Topology(p)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		cli, err := topogen.Written(topoCommand(p))
+		cli, err := topogen.Written(p.Args())
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
