@@ -19,9 +19,6 @@ type Status struct {
 	Plugins []PluginState `json:"plugins"`
 	Traps   TrapStatus    `json:"traps"`
 	Errors  ErrorCounts   `json:"errors"`
-	// Extra holds sections other parts of the daemon add (e.g.
-	// "rollout"), keyed by name.
-	Extra map[string]any `json:"extra,omitempty"`
 }
 
 // SMStatus is the SM's place in the SMInfo protocol.

@@ -229,8 +229,7 @@ func sweeping(a *app.App, cfg *conf.Config) func() bool {
 // startControl opens the control socket in the state directory and
 // registers the daemon's commands; it serves until the returned stop
 // function is called. Other parts of the daemon register their commands
-// on the returned server (srv.Handle("rollout.status", …)) and their
-// status sections with d.AddStatusSection.
+// on the returned server (srv.Handle("rollout.status", …)).
 func startControl(d *daemonState, r *reloader, trigger chan<- struct{}) (*control.Server, func(), error) {
 	srv, err := control.Listen(control.SocketPath(d.config().SM.StateDir), control.Options{Log: d.log.Named("control")})
 	if err != nil {

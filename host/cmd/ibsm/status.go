@@ -39,9 +39,6 @@ type daemonState struct {
 	mu  sync.Mutex
 	cfg *conf.Config // replaced by a successful reload
 
-	extraMu sync.Mutex
-	extra   map[string]func() any
-
 	planMu   sync.Mutex
 	planKey  pipeline.Key
 	planStat *metrics.PlanMetrics
@@ -134,26 +131,7 @@ func (d *daemonState) status() *metrics.Status {
 		st.Errors.PluginFailures += p.Failures
 	}
 	st.Plan = d.plan()
-	d.extraMu.Lock()
-	for name, f := range d.extra {
-		if st.Extra == nil {
-			st.Extra = map[string]any{}
-		}
-		st.Extra[name] = f()
-	}
-	d.extraMu.Unlock()
 	return st
-}
-
-// AddStatusSection adds a section to `ibsm status` (e.g. "rollout"): f is
-// called at every status request and its value shown under name.
-func (d *daemonState) AddStatusSection(name string, f func() any) {
-	d.extraMu.Lock()
-	defer d.extraMu.Unlock()
-	if d.extra == nil {
-		d.extra = map[string]func() any{}
-	}
-	d.extra[name] = f
 }
 
 // handleStatus serves the "status" control command.
@@ -401,15 +379,6 @@ func printStatus(out io.Writer, st *metrics.Status) error {
 	e := st.Errors
 	fmt.Fprintf(w, "errors\tMAD retries %d, timeouts %d, unmatched %d; sweep failures heavy %d incremental %d light %d; SMInfo Sets refused %d; audit differences %d (repair failures %d); plugin failures %d\n",
 		e.MADRetries, e.MADTimeouts, e.MADUnmatched, e.HeavyFailures, e.IncrementalFailures, e.LightFailures, e.SMInfoRefused, e.AuditDifferences, e.AuditRepairFailures, e.PluginFailures)
-	keys := make([]string, 0, len(st.Extra))
-	for k := range st.Extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		b, _ := json.Marshal(st.Extra[k])
-		fmt.Fprintf(w, "%s\t%s\n", k, b)
-	}
 	return w.Flush()
 }
 
