@@ -399,6 +399,25 @@ func (n *Node) portValid(p uint8) bool {
 	return n.Ports[p].Valid
 }
 
+// PortPath is a directed route that arrives at port q of n: a switch
+// answers for any port through its own route, a CA for the port an SMP
+// arrives on, so its route is the one discovery entered by or one hop on
+// from the switch cabled to q.
+func (f *Fabric) PortPath(n *Node, q uint8) (mad.Path, error) {
+	if n.Info.NodeType == smp.NodeTypeSwitch || q == n.Info.LocalPortNum {
+		return n.Path, nil
+	}
+	if int(q) >= len(n.Ports) {
+		return nil, fmt.Errorf("node %#x has no port %d", n.Info.NodeGUID, q)
+	}
+	pt := &n.Ports[q]
+	peer := f.Nodes[pt.PeerGUID]
+	if peer == nil || peer.Switch == nil {
+		return nil, fmt.Errorf("no directed route arrives at CA %#x port %d (its peer %#x is not a discovered switch); program that port from an SM on its own subnet side", n.Info.NodeGUID, q, pt.PeerGUID)
+	}
+	return peer.Path.Extend(pt.PeerPort), nil
+}
+
 // Topology cuts the immutable snapshot. A link counts only if both ends
 // were read and agree on each other.
 func (f *Fabric) Topology() (*topology.Topology, error) {

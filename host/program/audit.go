@@ -460,7 +460,7 @@ func (p *Programmer) probeFor(fab *discovery.Fabric, it item) *probe {
 		if keys == nil {
 			return nil
 		}
-		path, err := caPath(fab, n, it.a)
+		path, err := fab.PortPath(n, it.a)
 		if err != nil {
 			return nil
 		}
@@ -549,7 +549,7 @@ func (p *Programmer) probeFor(fab *discovery.Fabric, it item) *probe {
 		pr.attr, pr.mod = smp.AttrSLtoVLMappingTable, smp.SL2VLMod(it.a, it.b)
 		pr.what = fmt.Sprintf("SL2VL table %d->%d", it.a, it.b)
 		if n.Switch == nil {
-			path, err := caPath(fab, n, it.a)
+			path, err := fab.PortPath(n, it.a)
 			if err != nil {
 				return nil
 			}
@@ -573,7 +573,7 @@ func (p *Programmer) probeFor(fab *discovery.Fabric, it item) *probe {
 		pr.attr, pr.mod = smp.AttrVLArbitrationTable, smp.VLArbMod(it.a, it.b)
 		pr.what = fmt.Sprintf("port %d VLArbitration block %d", it.a, it.b)
 		if n.Switch == nil {
-			path, err := caPath(fab, n, it.a)
+			path, err := fab.PortPath(n, it.a)
 			if err != nil {
 				return nil
 			}

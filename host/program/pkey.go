@@ -158,7 +158,7 @@ func (p *PKeys) ports(fab *discovery.Fabric, mem Membership) (out []*managed, wa
 		}
 		m := &managed{ref: e.ref, n: n, size: int(n.Info.PartitionCap), guard: q, path: n.Path}
 		if n.Info.NodeType != smp.NodeTypeSwitch {
-			path, err := caPath(fab, n, q)
+			path, err := fab.PortPath(n, q)
 			if err != nil {
 				continue // a CA port with no live link: nothing to program now
 			}

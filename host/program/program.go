@@ -484,7 +484,7 @@ func (p *Programmer) sl2vl(ctx context.Context, r *fanout.Group, fab *discovery.
 				if !fn.Ports[q].Valid || fn.Ports[q].PeerGUID == 0 {
 					continue
 				}
-				path, err := caPath(fab, fn, uint8(q))
+				path, err := fab.PortPath(fn, uint8(q))
 				if err != nil {
 					p.logger().Warn("CA port SL2VL table not programmed", "error", err)
 					continue
@@ -504,22 +504,6 @@ func (p *Programmer) sl2vl(ctx context.Context, r *fanout.Group, fab *discovery.
 		}
 	}
 	return n
-}
-
-// caPath returns a directed route that arrives at port q of CA n: CAs
-// apply SL2VL and VLArbitration tables to the port an SMP arrives on. That
-// is n.Path for the port discovery entered by, else the route to the
-// switch cabled to q, one hop further.
-func caPath(fab *discovery.Fabric, n *discovery.Node, q uint8) (mad.Path, error) {
-	if q == n.Info.LocalPortNum {
-		return n.Path, nil
-	}
-	pt := &n.Ports[q]
-	peer := fab.Nodes[pt.PeerGUID]
-	if peer == nil || peer.Switch == nil {
-		return nil, fmt.Errorf("no directed route arrives at CA %#x port %d (its peer %#x is not a discovered switch); program that port from an SM on its own subnet side", n.Info.NodeGUID, q, pt.PeerGUID)
-	}
-	return peer.Path.Extend(pt.PeerPort), nil
 }
 
 // vlsNeeded is the number of data VLs a plan's SL2VL tables reach: 1 for
@@ -618,7 +602,7 @@ func (p *Programmer) vlArb(ctx context.Context, r *fanout.Group, fab *discovery.
 		path := fn.Path
 		if fn.Switch == nil {
 			var err error
-			if path, err = caPath(fab, fn, k.port); err != nil {
+			if path, err = fab.PortPath(fn, k.port); err != nil {
 				p.logger().Warn("CA port VLArbitration table not programmed", "error", err)
 				continue
 			}

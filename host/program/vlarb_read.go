@@ -23,7 +23,7 @@ func (p *Programmer) ReadVLArb(ctx context.Context, fab *discovery.Fabric, guid 
 	path := n.Path
 	if n.Switch == nil {
 		var err error
-		if path, err = caPath(fab, n, q); err != nil {
+		if path, err = fab.PortPath(n, q); err != nil {
 			return b, err
 		}
 	}

@@ -223,24 +223,13 @@ func (r Reader) LIDs(ctx context.Context, t *topology.Topology) ([]plan.PortLID,
 }
 
 // portPath is a directed route that arrives at port q of node guid (a
-// CA answers PortInfo for the port an SMP arrives on): the node's own
-// route for a switch or the port discovery entered by, else one hop on
-// from the switch cabled to q.
+// CA answers PortInfo for the port an SMP arrives on).
 func (r Reader) portPath(guid uint64, q uint8) (mad.Path, error) {
 	n := r.Fab.Nodes[guid]
-	switch {
-	case n == nil:
+	if n == nil {
 		return nil, fmt.Errorf("node 0x%016x is not in the discovered fabric", guid)
-	case n.Switch != nil || q == n.Info.LocalPortNum:
-		return n.Path, nil
-	case int(q) >= len(n.Ports):
-		return nil, fmt.Errorf("node 0x%016x has no port %d", guid, q)
 	}
-	pt := &n.Ports[q]
-	if peer := r.Fab.Nodes[pt.PeerGUID]; peer != nil && peer.Switch != nil {
-		return peer.Path.Extend(pt.PeerPort), nil
-	}
-	return nil, fmt.Errorf("no directed route arrives at node 0x%016x port %d", guid, q)
+	return r.Fab.PortPath(n, q)
 }
 
 // joinRead adds b's failures to a's.
