@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/internal/fanout"
 	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -38,43 +39,40 @@ func (e *ReadError) Error() string {
 	return fmt.Sprintf("%v (and %d more SMPs failed)", e.First, e.Failed-1)
 }
 
-// gets runs Gets in parallel and keeps the first failure.
+// gets runs Gets on a fanout group and keeps the first failure.
 type gets struct {
-	ctx  context.Context
-	c    *mad.Client
-	sem  chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	fail ReadError
+	ctx   context.Context
+	c     *mad.Client
+	g     *fanout.Group
+	mu    sync.Mutex
+	first error
 }
 
 func (r Reader) gets(ctx context.Context) *gets {
-	return &gets{ctx: ctx, c: r.C, sem: make(chan struct{}, max(r.Parallel, 8))}
+	return &gets{ctx: ctx, c: r.C, g: fanout.New(max(r.Parallel, 8))}
 }
 
 // get reads one attribute and calls done with it under the lock.
 func (g *gets) get(path mad.Path, attr uint16, mod uint32, out mad.Attribute, what string, done func()) {
-	g.wg.Add(1)
-	g.sem <- struct{}{}
-	go func() {
-		defer func() { <-g.sem; g.wg.Done() }()
+	g.g.Go(func() error {
 		err := g.c.Get(g.ctx, path, attr, mod, out)
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if err != nil {
-			if g.fail.Failed++; g.fail.First == nil {
-				g.fail.First = fmt.Errorf("reading back %s: %w", what, err)
+			if g.first == nil {
+				g.first = fmt.Errorf("reading back %s: %w", what, err)
 			}
-			return
+			return err
 		}
 		done()
-	}()
+		return nil
+	})
 }
 
 func (g *gets) wait() error {
-	g.wg.Wait()
-	if g.fail.Failed > 0 {
-		return &g.fail
+	g.g.Wait("")
+	if n := g.g.Failed(); n > 0 {
+		return &ReadError{Failed: int(n), First: g.first}
 	}
 	return nil
 }
