@@ -11,7 +11,7 @@ import (
 // one request per window's worth of answers, up to the ceiling the
 // configuration sets (where it starts). The same bound is kept per
 // destination, so requests to one slow or dead switch hold at most that
-// destination's window (down to destFloor) and do not stall the rest. Switches
+// destination's window (down to windowFloor) and do not stall the rest. Switches
 // forward SMPs without flow control, so a timeout is the only congestion
 // signal a fabric gives.
 //
@@ -190,14 +190,14 @@ func (w *window) timeout(key destKey, sent time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if d := w.dests[key]; d != nil {
-		d.w.cut(w.destFloor())
+		d.w.cut(w.floor())
 	}
 	if sent.Before(w.cutAt) {
 		return // sent before the last cut took effect: the same congestion
 	}
 	w.timedOut[key] = true
 	if len(w.timedOut) >= 2 {
-		w.all.cut(1)
+		w.all.cut(w.floor())
 		w.cutAt = time.Now()
 		clear(w.timedOut)
 	}
@@ -236,12 +236,15 @@ func (w *window) down(key destKey) bool {
 	return d != nil && d.inflight > 1 && time.Now().Before(d.downUntil)
 }
 
-// destFloor is as far as a destination's own window shrinks: a dead
-// switch's requests each wait out their timeout, and a few of them at a
-// time keep its share of a sweep from growing by their number.
-func (w *window) destFloor() float64 { return float64(min(w.ceiling, destFloor)) }
+// floor is as far as a window (a destination's or the overall one)
+// shrinks: OpenSM's max_wire_smps. Not every timeout is congestion — a
+// port that refuses a wrong M_Key answers nothing, a dead switch's
+// requests each wait out their timeout — and a window of one would
+// serialize a sweep behind them (a keyed port's lease then ran out before
+// the SM's next keyed SMP stopped it: TestMKeyEmbedded).
+func (w *window) floor() float64 { return float64(min(w.ceiling, windowFloor)) }
 
-const destFloor = 4
+const windowFloor = DefaultWindow
 
 // size is the overall bound now.
 func (w *window) size() int {

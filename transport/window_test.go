@@ -55,7 +55,7 @@ func TestWindowShrinksUnderLoss(t *testing.T) {
 }
 
 // TestWindowDeadDestination: a destination that never answers shrinks
-// only its own window, to destFloor requests; the overall window stays
+// only its own window, to windowFloor requests; the overall window stays
 // open and requests elsewhere keep flowing; once one of its requests
 // failed on every attempt, the next get one attempt instead of all.
 func TestWindowDeadDestination(t *testing.T) {
@@ -97,7 +97,7 @@ func TestWindowDeadDestination(t *testing.T) {
 	live.Wait()
 	took := time.Since(start)
 	wg.Wait()
-	// 64 requests of 2 × 30 ms, destFloor at a time, would take 1 s; of
+	// 64 requests of 2 × 30 ms, windowFloor at a time, would take 1 s; of
 	// one attempt, 0.5 s.
 	if d := time.Since(deadStart); d > 2*time.Second {
 		t.Errorf("64 requests to a dead switch took %v: they should get one attempt while it is down", d)
@@ -107,8 +107,8 @@ func TestWindowDeadDestination(t *testing.T) {
 	dead := win.dests[destOf(to(request(0x01, 0x11, 0), 1))]
 	all := win.all.limit()
 	win.mu.Unlock()
-	if dead == nil || dead.w.limit() != destFloor {
-		t.Errorf("dead destination's window: %+v, want %d", dead, destFloor)
+	if dead == nil || dead.w.limit() != windowFloor {
+		t.Errorf("dead destination's window: %+v, want %d", dead, windowFloor)
 	}
 	if all != 8 {
 		t.Errorf("overall window %d, want 8: one dead switch must not throttle the rest", all)
