@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/host/analysis"
-	"github.com/ibsm/ibsm/host/analysis/analysistest"
 	"github.com/ibsm/ibsm/host/dump"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -24,7 +24,7 @@ func tiny(t *testing.T) *plan.Realized {
 	t.Helper()
 	f := analysistest.NewFab(4)
 	sw := f.Switch(2)
-	f.CA(sw, 1)
+	f.CAOn(sw, 1)
 	topo, err := f.Build()
 	if err != nil {
 		t.Fatal(err)

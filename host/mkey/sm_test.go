@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ibsm/ibsm/host/analysis/analysistest"
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/host/mkey"
@@ -18,6 +17,7 @@ import (
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/host/verify"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/ibsm/ibsm/sdk/topology"

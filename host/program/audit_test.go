@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ibsm/ibsm/host/analysis/analysistest"
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/host/program"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -53,10 +53,10 @@ func ft3(k int) func() (*topology.Topology, error) {
 func twoLeaves() (*analysistest.Fab, uint64) {
 	f := analysistest.NewFab(1)
 	l1, l2, spine := f.Switch(4), f.Switch(4), f.Switch(4)
-	f.B.Link(l1, 3, spine, 1)
-	f.B.Link(l2, 3, spine, 2)
-	f.CA(l1, 1)
-	f.CA(l2, 1)
+	f.Link(l1, 3, spine, 1)
+	f.Link(l2, 3, spine, 2)
+	f.CAOn(l1, 1)
+	f.CAOn(l2, 1)
 	return f, spine
 }
 
@@ -65,7 +65,7 @@ func twoLeaves() (*analysistest.Fab, uint64) {
 func TestTiers(t *testing.T) {
 	caOnSpine := func() (*topology.Topology, error) {
 		f, spine := twoLeaves()
-		f.CA(spine, 3) // a CA two tiers up: not a fat tree
+		f.CAOn(spine, 3) // a CA two tiers up: not a fat tree
 		return f.Build()
 	}
 	cases := []struct {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )

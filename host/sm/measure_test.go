@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ibsm/ibsm/host/analysis/analysistest"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/netfile"

@@ -8,10 +8,10 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/analysis/analysistest"
 	"github.com/ibsm/ibsm/host/pluginhost"
 	"github.com/ibsm/ibsm/host/verify"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/netfile"

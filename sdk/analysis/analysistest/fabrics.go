@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -16,135 +17,45 @@ const (
 	CAGUID     uint64 = 0x0008f10000000000
 )
 
-func ports(n int, vlcap uint8) []topology.Port {
-	ps := make([]topology.Port, n+1)
-	for i := range ps {
-		ps[i] = topology.Port{State: topology.StateActive, Width: 2, Speed: 1, VLCap: vlcap}
-	}
-	return ps
-}
+// Fab accumulates nodes and links and builds a Topology in this package's
+// style (see Style).
+type Fab = testfab.Fabric
 
-// Fab accumulates nodes and links and builds a Topology.
-type Fab struct {
-	B      *topology.Builder
-	VLCap  uint8
-	nextSw uint64
-	nextCA uint64
+// Style is how this package's fabrics look: ports with vlcap data VLs,
+// switches SwitchGUID+n named "sw<n>", CAs CAGUID+n<<8 named "hca<n>" with
+// port GUID node+1, the SM on the first CA. The shapes are testfab's.
+func Style(vlcap uint8) []testfab.Option {
+	return []testfab.Option{
+		testfab.VLCap(vlcap),
+		testfab.Names("sw%d", "hca%d"),
+		testfab.GUIDs(
+			func(n int) uint64 { return SwitchGUID + uint64(n) },
+			func(n int) uint64 { return CAGUID + uint64(n)<<8 },
+			func(node uint64, port int) uint64 { return node + uint64(port) }),
+		testfab.SMOnFirstCA(),
+	}
 }
 
 // NewFab returns an empty fabric whose ports carry vlcap data VLs.
-func NewFab(vlcap uint8) *Fab {
-	return &Fab{B: topology.NewBuilder(), VLCap: vlcap}
-}
+func NewFab(vlcap uint8) *Fab { return testfab.New(Style(vlcap)...) }
 
-// Switch adds a switch with n ports and returns its GUID.
-func (f *Fab) Switch(n int) uint64 {
-	f.nextSw++
-	g := SwitchGUID + f.nextSw
-	ps := ports(n, f.VLCap)
-	for i := range ps {
-		ps[i].GUID = g
-	}
-	if err := f.B.AddNode(topology.Node{GUID: g, Type: topology.Switch, Desc: fmt.Sprintf("sw%d", f.nextSw), Ports: ps}); err != nil {
-		panic(err) // GUIDs are generated here and unique
-	}
-	return g
-}
-
-// CA adds a one-port CA cabled to (sw, port) and returns its GUID.
-func (f *Fab) CA(sw uint64, port uint8) uint64 {
-	f.nextCA++
-	g := CAGUID + f.nextCA<<8
-	ps := ports(1, f.VLCap)
-	ps[1].GUID = g + 1
-	if err := f.B.AddNode(topology.Node{GUID: g, Type: topology.CA, Desc: fmt.Sprintf("hca%d", f.nextCA), Ports: ps}); err != nil {
-		panic(err)
-	}
-	f.B.Link(g, 1, sw, port)
-	return g
-}
-
-// Build builds the topology; the SM sits on the first CA if there is one.
-func (f *Fab) Build() (*topology.Topology, error) {
-	if f.nextCA > 0 {
-		f.B.SetSM(CAGUID+1<<8, 1)
-	}
-	return f.B.Build()
-}
-
-// FatTree2 is a two-level folded Clos: leaves with casPerLeaf CAs each and
-// one cable from every leaf to every spine.
+// FatTree2 is a two-level folded Clos: leaves (numbered first) with
+// casPerLeaf CAs each and one cable from every leaf to every spine.
 func FatTree2(leaves, spines, casPerLeaf int, vlcap uint8) (*topology.Topology, error) {
-	f := NewFab(vlcap)
-	ls := make([]uint64, leaves)
-	for i := range ls {
-		ls[i] = f.Switch(casPerLeaf + spines)
-	}
-	for j := 0; j < spines; j++ {
-		sp := f.Switch(leaves)
-		for i, l := range ls {
-			f.B.Link(l, uint8(casPerLeaf+1+j), sp, uint8(i+1))
-		}
-	}
-	for _, l := range ls {
-		for p := 1; p <= casPerLeaf; p++ {
-			f.CA(l, uint8(p))
-		}
-	}
-	return f.Build()
+	return testfab.FatTree2(leaves, spines, casPerLeaf, append(Style(vlcap), testfab.LeavesFirst())...)
 }
 
 // FatTree3 is the three-level k-ary fat tree of k-port switches: k pods of
 // k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 CAs. k = 36
 // gives the reference fabric (1,620 switches, 11,664 CAs).
 func FatTree3(k int, vlcap uint8) (*topology.Topology, error) {
-	if k < 2 || k%2 != 0 || k > 254 {
-		return nil, fmt.Errorf("fat tree arity %d: want an even number 2..254", k)
-	}
-	h := k / 2
-	f := NewFab(vlcap)
-	cores := make([]uint64, h*h)
-	for i := range cores {
-		cores[i] = f.Switch(k)
-	}
-	for pod := 0; pod < k; pod++ {
-		aggs := make([]uint64, h)
-		for a := range aggs {
-			aggs[a] = f.Switch(k)
-			for j := 0; j < h; j++ {
-				f.B.Link(aggs[a], uint8(h+1+j), cores[a*h+j], uint8(pod+1))
-			}
-		}
-		for e := 0; e < h; e++ {
-			edge := f.Switch(k)
-			for a, ag := range aggs {
-				f.B.Link(edge, uint8(h+1+a), ag, uint8(e+1))
-			}
-			for p := 1; p <= h; p++ {
-				f.CA(edge, uint8(p))
-			}
-		}
-	}
-	return f.Build()
+	return testfab.FatTree3(k, Style(vlcap)...)
 }
 
 // Ring is n switches in a ring (port 1 to the next, port 2 to the previous)
 // with casPerSwitch CAs on ports 3.. of each.
 func Ring(n, casPerSwitch int, vlcap uint8) (*topology.Topology, error) {
-	f := NewFab(vlcap)
-	sw := make([]uint64, n)
-	for i := range sw {
-		sw[i] = f.Switch(2 + casPerSwitch)
-	}
-	for i := range sw {
-		f.B.Link(sw[i], 1, sw[(i+1)%n], 2)
-	}
-	for _, s := range sw {
-		for p := 0; p < casPerSwitch; p++ {
-			f.CA(s, uint8(3+p))
-		}
-	}
-	return f.Build()
+	return testfab.Ring(n, casPerSwitch, Style(vlcap)...)
 }
 
 // MinHop routes every endpoint along shortest paths over up links, choosing
@@ -404,28 +315,12 @@ func RingVLs(r *plan.Realized) *plan.VLPlan {
 	return v
 }
 
-// Torus2D is an x-by-y torus of switches (port 1 east, 2 west, 3 north,
-// 4 south, wrapping around; x, y >= 3) with casPerSwitch CAs on ports 5..
-// of each.
+// Torus2D is an x-by-y torus of switches (testfab.Torus2D: port 1 +x,
+// 2 -x, 3 +y, 4 -y, wrapping around; x, y >= 3) with casPerSwitch CAs on
+// ports 5.. of each.
 func Torus2D(x, y, casPerSwitch int, vlcap uint8) (*topology.Topology, error) {
 	if x < 3 || y < 3 {
 		return nil, fmt.Errorf("torus %dx%d: want both sides >= 3 (smaller sides double the links)", x, y)
 	}
-	f := NewFab(vlcap)
-	sw := make([]uint64, x*y)
-	for i := range sw {
-		sw[i] = f.Switch(4 + casPerSwitch)
-	}
-	for j := 0; j < y; j++ {
-		for i := 0; i < x; i++ {
-			f.B.Link(sw[j*x+i], 1, sw[j*x+(i+1)%x], 2)
-			f.B.Link(sw[j*x+i], 3, sw[((j+1)%y)*x+i], 4)
-		}
-	}
-	for _, s := range sw {
-		for p := 0; p < casPerSwitch; p++ {
-			f.CA(s, uint8(5+p))
-		}
-	}
-	return f.Build()
+	return testfab.Torus2D(x, y, casPerSwitch, Style(vlcap)...)
 }
