@@ -197,7 +197,8 @@ type call struct {
 	attr     uint16
 	timeout  time.Duration // the limits it started with
 	retries  int
-	win      *window // the window it holds a slot of, and for whom
+	waited   time.Duration // the timers of its unanswered attempts so far
+	win      *window       // the window it holds a slot of, and for whom
 	to       destKey
 	// smp is set for SMP classes: mod and, directed route (hops > 0 or
 	// class 0x81), the hop count and initial path must match too.
@@ -280,7 +281,7 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	resp, err := d.attempts(ctx, c, req)
 	// Unanswered on several attempts (one lost MAD is no sign): down.
 	if errors.Is(err, ErrTimeout) && c.retries > 0 && ctx.Err() == nil {
-		lim.win.failed(to, time.Duration(c.retries+1)*c.timeout)
+		lim.win.failed(to, c.waited)
 	}
 	lim.win.release(to, err == nil, err == nil && len(c.keys) == 1)
 	d.release(c)
@@ -324,7 +325,8 @@ func (d *Dispatcher) newAttempt(c *call, req Packet) (uint32, bool) {
 
 func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet, error) {
 	var lastErr, sendErr error
-	unsent := 0
+	unsent, waited := 0, 0 // waited: attempts that timed out
+	c.waited = 0
 	for attempt := 0; attempt <= c.retries; attempt++ {
 		if attempt > 0 {
 			d.retries.Add(1)
@@ -342,6 +344,10 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 			return d.lastChance(c, lastErr)
 		}
 		d.sent.Add(1)
+		req.Timeout = c.timeout
+		if c.win.slow(c.to) {
+			req.Timeout = backedOff(c.timeout, waited)
+		}
 		if err := d.conn.Send(req); err != nil {
 			switch {
 			case d.isClosed():
@@ -361,7 +367,7 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 			d.log.Debug("re-send not written; still waiting for the earlier attempts", "tid", key, "error", err)
 		}
 		sent := time.Now()
-		c.timer.Reset(c.timeout)
+		c.timer.Reset(req.Timeout)
 		select {
 		case r := <-c.done:
 			c.timer.Stop()
@@ -371,6 +377,8 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 			lastErr = ErrUndeliverable // retry at once; the fabric said no
 		case <-c.timer.C:
 			lastErr = ErrTimeout
+			waited++
+			c.waited += req.Timeout
 			c.win.timeout(c.to, sent)
 		case <-ctx.Done():
 			c.timer.Stop()
@@ -400,8 +408,25 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 	if unsent > 0 {
 		unwritten = fmt.Sprintf(" (%d re-sends could not be written: %v)", unsent, sendErr)
 	}
-	return Packet{}, fmt.Errorf("%w: %s class %#02x attribute %#04x, no answer after %d attempts of %v%s; check that the destination is reachable",
-		ErrTimeout, tids, c.class, c.attr, c.retries+1, c.timeout, unwritten)
+	return Packet{}, fmt.Errorf("%w: %s class %#02x attribute %#04x, no answer after %d attempts in %v%s; check that the destination is reachable",
+		ErrTimeout, tids, c.class, c.attr, c.retries+1, c.waited, unwritten)
+}
+
+// maxBackoff caps how far the per-attempt timeout grows: 4× the configured
+// one, so even a slow port fails within a few timeouts once it stops
+// answering.
+const maxBackoff = 2
+
+// backedOff is the timer of a retry to a destination known to answer late
+// (window.slow), after waited unanswered attempts: the configured timeout,
+// doubled after each, up to 4×. A switch slow to answer (busy writing a
+// large table, a congested management path) is then given longer each time
+// instead of being asked again at the rate it missed, which only adds to
+// its load. A destination that never answered late, dead or healthy, keeps
+// the configured timeout on every attempt, so a dead port fails as fast as
+// it always did.
+func backedOff(base time.Duration, waited int) time.Duration {
+	return base << min(waited, maxBackoff)
 }
 
 // unregister removes every attempt of c from pending. Caller holds d.mu.
@@ -552,15 +577,20 @@ func (d *Dispatcher) dispatch(p Packet) {
 	if c == nil || !c.answers(m) {
 		d.mu.Unlock()
 		d.unmatched.Add(1)
-		d.lim.Load().win.alive(destOf(p)) // late, but it answers
+		d.lim.Load().win.late(destOf(p)) // late (or a duplicate), but it answers
 		d.log.Trace("unmatched response", "tid", binary.BigEndian.Uint64(m[8:]), "class", m[1],
 			"attr", binary.BigEndian.Uint16(m[16:]), "attr_mod", binary.BigEndian.Uint32(m[20:]))
 		return
 	}
 	c.answered = true
+	late := key != c.keys[len(c.keys)-1] // an earlier attempt's answer
+	win, to := c.win, c.to
 	d.unregister(c)        // answers to its other attempts are now duplicates
 	c.done <- result{p: p} // never blocks: see call.done
 	d.mu.Unlock()
+	if late {
+		win.late(to)
+	}
 }
 
 // bounce fails the current attempt of the request p belongs to; a bounce

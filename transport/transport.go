@@ -7,6 +7,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Packet is one MAD with the addressing that travels outside it (the LRH and
@@ -21,6 +22,11 @@ type Packet struct {
 	QP uint32
 	// MAD is the 256-byte management datagram.
 	MAD []byte
+	// Timeout is how long this attempt of a request waits for its answer
+	// (set by the Transport, which backs off on retries); a Conn whose
+	// lower layer keeps its own timer (umad's kernel) passes it down. Zero
+	// means the Conn's default.
+	Timeout time.Duration
 }
 
 // Conn is a raw MAD attachment. Send must not block for long; Recv blocks

@@ -49,7 +49,15 @@ type dest struct {
 	// time over its small window); they are still sent, so a switch that
 	// came back answers them.
 	downUntil time.Time
+	// slowUntil: it answered an attempt after that attempt's timer ran
+	// out; until then its retries back off (backedOff).
+	slowUntil time.Time
 }
+
+// slowMemory is how long a late answer makes a destination's retries back
+// off: a few sweeps, so a switch that is slow during a large write is
+// still treated so on the next sweep.
+const slowMemory = time.Minute
 
 type waiter struct {
 	key   destKey
@@ -150,7 +158,7 @@ func (w *window) put(key destKey) {
 	w.inflight--
 	if d := w.dests[key]; d != nil {
 		d.inflight--
-		if d.inflight == 0 && d.w.cur >= float64(w.ceiling) && time.Now().After(d.downUntil) {
+		if now := time.Now(); d.inflight == 0 && d.w.cur >= float64(w.ceiling) && now.After(d.downUntil) && now.After(d.slowUntil) {
 			delete(w.dests, key) // at the ceiling: nothing to remember
 		}
 	}
@@ -213,11 +221,21 @@ func (w *window) failed(key destKey, took time.Duration) {
 	}
 }
 
-// alive records that key answered something (if late): it is not down.
-func (w *window) alive(key destKey) {
+// late records that key answered an attempt after its timer ran out (or
+// twice): alive, and slow enough that its retries should back off.
+func (w *window) late(key destKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.aliveLocked(key)
+	w.dest(key).slowUntil = time.Now().Add(slowMemory)
+}
+
+// slow reports whether key's retries back off.
+func (w *window) slow(key destKey) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.dests[key]
+	return d != nil && time.Now().Before(d.slowUntil)
 }
 
 func (w *window) aliveLocked(key destKey) {

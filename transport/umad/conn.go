@@ -258,6 +258,9 @@ func (c *Conn) Send(p transport.Packet) error {
 		f.retries = ResponseRetries
 	} else {
 		f.timeoutMS = c.timeoutMS
+		if p.Timeout > 0 { // the Transport's backed-off attempt
+			f.timeoutMS = uint32(max(1, p.Timeout.Milliseconds()))
+		}
 	}
 	bp := c.bufs.Get().(*[]byte)
 	defer func() {

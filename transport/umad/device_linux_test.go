@@ -77,6 +77,17 @@ func TestFileDeviceConn(t *testing.T) {
 	if err != nil || p.MAD[3] != smp.MethodGetResp || p.SLID != smp.PermissiveLID {
 		t.Fatalf("Recv = %v, %v", p.MAD[:4], err)
 	}
+	// A retry's backed-off timeout reaches the kernel.
+	req[8]++ // a fresh TID
+	if err := c.Send(transport.Packet{DLID: smp.PermissiveLID, MAD: req, Timeout: 4 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err = kernel.Read(rec); err != nil {
+		t.Fatal(err)
+	}
+	if h, _, _ = decodeRecord(rec[:n]); h.TimeoutMS != 4000 {
+		t.Fatalf("attempt timeout 4s reached the kernel as %d ms", h.TimeoutMS)
+	}
 	// Close must wake the reader blocked in read(2).
 	done := make(chan error, 1)
 	go func() { done <- c.Close() }()
