@@ -23,6 +23,9 @@ type Options struct {
 	// only CA and router destinations load a port: switch management
 	// traffic is negligible next to data traffic.
 	CountSwitches bool
+	// Tie picks among equally good ports in MinHopRoutes (LeastLoad, the
+	// default, is Balance).
+	Tie Tie
 }
 
 // Report summarises what Balance could not route.
@@ -352,15 +355,4 @@ func (g *Graph) MinHop(m []uint8) Candidates {
 		}
 		return buf
 	}
-}
-
-// MinHopRoutes is min-hop routing: every shortest path a candidate,
-// balanced by Balance. It is the minhop engine and the reference cyclic
-// routing tests use.
-func MinHopRoutes(ctx context.Context, g *Graph, opt Options) (*plan.Routes, *Report, error) {
-	hops, err := g.HopMatrix(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return Balance(ctx, g, g.MinHop(hops), opt)
 }

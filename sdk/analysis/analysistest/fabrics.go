@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -59,89 +60,11 @@ func Ring(n, casPerSwitch int, vlcap uint8) (*topology.Topology, error) {
 }
 
 // MinHop routes every endpoint along shortest paths over up links, choosing
-// among equal next hops by destination index (a simple spread). On a fat tree
-// shortest paths are up*/down*, so the result is deadlock-free; on a ring of
-// five or more switches it has a credit loop.
-func MinHop(t *topology.Topology) *plan.Routes {
-	sws := t.Switches()
-	n := len(sws)
-	// dist[a*n+b] = switch hops from a to b.
-	dist := make([]int32, n*n)
-	queue := make([]int32, 0, n)
-	for src := 0; src < n; src++ {
-		row := dist[src*n : (src+1)*n]
-		for i := range row {
-			row[i] = -1
-		}
-		row[src] = 0
-		queue = append(queue[:0], int32(src))
-		for qi := 0; qi < len(queue); qi++ {
-			s := queue[qi]
-			node := &t.Nodes[sws[s]]
-			for p := 1; p < len(node.Ports); p++ {
-				ref := topology.PortRef{Node: sws[s], Port: uint8(p)}
-				if !t.IsLinkUp(ref) {
-					continue
-				}
-				if ps := t.SwitchIndex(node.Ports[p].Peer.Node); ps >= 0 && row[ps] < 0 {
-					row[ps] = row[s] + 1
-					queue = append(queue, ps)
-				}
-			}
-		}
-	}
-	// cand[dst switch][switch] = out ports one hop closer, flattened.
-	type span struct{ lo, hi int32 }
-	cands := make([]span, n*n)
-	var ports []uint8
-	for d := 0; d < n; d++ {
-		for s := 0; s < n; s++ {
-			lo := int32(len(ports))
-			ds := dist[s*n+d]
-			node := &t.Nodes[sws[s]]
-			if ds > 0 {
-				for p := 1; p < len(node.Ports); p++ {
-					ref := topology.PortRef{Node: sws[s], Port: uint8(p)}
-					if !t.IsLinkUp(ref) {
-						continue
-					}
-					if ps := t.SwitchIndex(node.Ports[p].Peer.Node); ps >= 0 && dist[int(ps)*n+d] == ds-1 {
-						ports = append(ports, uint8(p))
-					}
-				}
-			}
-			cands[d*n+s] = span{lo, int32(len(ports))}
-		}
-	}
-	eps := t.Endpoints()
-	r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
-	for e, ref := range eps {
-		pl := make(plan.Plane, n)
-		dsw := t.SwitchIndex(ref.Node)
-		last := uint8(0)
-		if dsw < 0 {
-			peer := t.Port(ref).Peer
-			dsw = t.SwitchIndex(peer.Node)
-			last = peer.Port
-		}
-		for s := range pl {
-			pl[s] = plan.NoPort
-			if dsw < 0 {
-				continue
-			}
-			if int32(s) == dsw {
-				pl[s] = last
-				continue
-			}
-			c := cands[int(dsw)*n+s]
-			if c.hi > c.lo {
-				pl[s] = ports[c.lo+int32(e)%(c.hi-c.lo)]
-			}
-		}
-		r.Planes[e] = plan.DestPlanes{Planes: []plan.Plane{pl}}
-	}
-	return r
-}
+// among equal next hops by destination index (route.MinHop with
+// route.ByDestination, a simple spread). On a fat tree shortest paths are
+// up*/down*, so the result is deadlock-free; on a ring of five or more
+// switches it has a credit loop.
+func MinHop(t *topology.Topology) *plan.Routes { return route.MinHop(t, route.ByDestination) }
 
 // UpDown is Up*/Down* routing from one root switch (index into
 // Switches()): links toward the root (lower BFS rank, then lower GUID) are
