@@ -25,6 +25,7 @@ import (
 	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -235,7 +236,7 @@ func checkVLs(t *testing.T, c *sdk.RemoteClient, opts Options) {
 	for name, topo := range fabrics {
 		t.Run(name, func(t *testing.T) {
 			routes := BFSRoutes(topo)
-			lids := sequential(topo)
+			lids := testfab.SequentialLIDs(topo, 0)
 			maxVLs := 4
 			v, err := c.AssignVLs(ctx, sdk.VLRequest{Topo: topo, Routes: routes, LIDs: lids, MaxVLs: maxVLs})
 			if err != nil {
@@ -270,14 +271,6 @@ func planesFit(r *plan.Routes, lmc uint8) error {
 		}
 	}
 	return nil
-}
-
-func sequential(t *topology.Topology) *plan.LIDPlan {
-	l := &plan.LIDPlan{Ports: make([]plan.PortLID, len(t.Endpoints()))}
-	for i := range l.Ports {
-		l.Ports[i] = plan.PortLID{Base: uint16(i + 1)}
-	}
-	return l
 }
 
 // CheckRoutes checks planes structurally on a connected fabric: every

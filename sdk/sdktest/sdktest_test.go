@@ -9,6 +9,7 @@ import (
 	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
+	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -111,7 +112,7 @@ func TestCheckRoutesCatchesBadPlanes(t *testing.T) {
 func TestCheckLIDsAndVLs(t *testing.T) {
 	topo, _ := Ring(3, 1)
 	r := BFSRoutes(topo)
-	l := sequential(topo)
+	l := testfab.SequentialLIDs(topo, 0)
 	if err := CheckLIDs(topo, r, l, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestCheckPlanIsTheHostVerifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := check.Plan{Topo: topo, Routes: BFSRoutes(topo), LIDs: sequential(topo)}
+	p := check.Plan{Topo: topo, Routes: BFSRoutes(topo), LIDs: testfab.SequentialLIDs(topo, 0)}
 	if err := CheckPlan(p, Options{}, false); err == nil || !strings.Contains(err.Error(), "VL0 channel dependency graph is cyclic") {
 		t.Fatalf("single VL on a min-hop ring: %v, want the host's cyclic-CDG refusal", err)
 	}

@@ -46,16 +46,34 @@ func Walk(t *topology.Topology, pl plan.Plane, s, e int32) (int, error) {
 	return hops, fmt.Errorf("loop toward endpoint %d", e)
 }
 
-// SequentialLIDs gives endpoints consecutive LIDs from 1: switch port 0 with
-// LMC 0, other ports with lmc, aligned. It is the test stand-in for a LID
-// assigner.
-func SequentialLIDs(t *topology.Topology, lmc uint8) *plan.LIDPlan {
+// LIDOption changes what SequentialLIDs gives.
+type LIDOption func(*lidStyle)
+
+type lidStyle struct {
+	switchLMC bool
+	rule      *plan.DLIDRule
+}
+
+// SwitchLMC gives switch port 0 the LMC too (by default it gets LMC 0).
+func SwitchLMC() LIDOption { return func(s *lidStyle) { s.switchLMC = true } }
+
+// DLIDRule sets the plan's DLID rule (by default DLIDSpread when lmc > 0).
+func DLIDRule(r plan.DLIDRule) LIDOption { return func(s *lidStyle) { s.rule = &r } }
+
+// SequentialLIDs gives endpoints consecutive LIDs from 1 in endpoint order:
+// switch port 0 with LMC 0, other ports with lmc, aligned. It is the test
+// stand-in for a LID assigner (the one in the SDK's kits and tests).
+func SequentialLIDs(t *topology.Topology, lmc uint8, opts ...LIDOption) *plan.LIDPlan {
+	var st lidStyle
+	for _, o := range opts {
+		o(&st)
+	}
 	eps := t.Endpoints()
 	l := &plan.LIDPlan{Ports: make([]plan.PortLID, len(eps))}
 	next := 1
 	for i, ep := range eps {
 		m := lmc
-		if t.SwitchIndex(ep.Node) >= 0 {
+		if !st.switchLMC && t.SwitchIndex(ep.Node) >= 0 {
 			m = 0
 		}
 		n := 1 << m
@@ -63,7 +81,10 @@ func SequentialLIDs(t *topology.Topology, lmc uint8) *plan.LIDPlan {
 		l.Ports[i] = plan.PortLID{Base: uint16(next), LMC: m}
 		next += n
 	}
-	if lmc > 0 {
+	switch {
+	case st.rule != nil:
+		l.Rule = *st.rule
+	case lmc > 0:
 		l.Rule = plan.DLIDSpread
 	}
 	return l

@@ -192,20 +192,10 @@ func UpDown(t *topology.Topology, root int32) *plan.Routes {
 	return r
 }
 
-// SequentialLIDs gives endpoints consecutive, 2^lmc-aligned LID ranges from 1
-// (2^lmc when lmc > 0) in endpoint order.
+// SequentialLIDs gives endpoints, switches too, consecutive, 2^lmc-aligned
+// LID ranges from 1 (2^lmc when lmc > 0) in endpoint order.
 func SequentialLIDs(t *topology.Topology, lmc uint8, rule plan.DLIDRule) *plan.LIDPlan {
-	eps := t.Endpoints()
-	l := &plan.LIDPlan{Ports: make([]plan.PortLID, len(eps)), Rule: rule}
-	next := 1 << lmc
-	if lmc == 0 {
-		next = 1
-	}
-	for i := range eps {
-		l.Ports[i] = plan.PortLID{Base: uint16(next), LMC: lmc}
-		next += 1 << lmc
-	}
-	return l
+	return testfab.SequentialLIDs(t, lmc, testfab.SwitchLMC(), testfab.DLIDRule(rule))
 }
 
 // Realize assigns sequential LIDs to routes and realises the forwarding
