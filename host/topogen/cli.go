@@ -19,7 +19,7 @@ type Generator interface {
 
 // Kinds lists the topology kinds Parse accepts (ft is an alias of fat-tree).
 func Kinds() []string {
-	return []string{"fat-tree", "ring", "torus", "mesh", "random", "rrg", "paper", "file"}
+	return append([]string{"fat-tree", "ring", "torus", "mesh", "random", "rrg", "paper", "file"}, directKinds...)
 }
 
 const usageText = `usage: ibsm topo <kind> [flags] > fabric.net
@@ -32,6 +32,9 @@ Kinds:
   random         random irregular switch graph (GT-ITM style), CAs placed at random
   rrg            random regular graph (Jellyfish)
   paper          the random fabrics of papers 000, 001, 003 and the 512-switch RRG, checked
+  dragonfly      groups of fully connected switches, one global cable per group pair
+  hyperx         a grid whose every dimension is fully connected (trunked --links)
+  kautz          the Kautz graph K(d,k): (d+1)·d^k switches, d cables out and in each
   file           an existing topology file (--in FILE), to degrade it
 
 Examples:
@@ -42,6 +45,9 @@ Examples:
   ibsm topo ring --switches 6 --cas 1
   ibsm topo torus --dims 4x4x4 --cas 2
   ibsm topo mesh --dims 8x8 --cas 1
+  ibsm topo dragonfly --a 8 --p 4 --h 4             # 33 groups, 264 switches, 1,056 CAs
+  ibsm topo hyperx --dims 12x8 --cas 7              # 96 switches, 672 CAs
+  ibsm topo kautz --degree 4 --diameter 3 --cas 4   # K(4,3): 320 switches, 1,280 CAs
   ibsm topo random --switches 32 --degree 8 --cas 256 --seed 7
   ibsm topo rrg --switches 512 --ports 12 --cas 4 --seed 1
   ibsm topo paper --set 000 --switches 64 --cas 512 --seed 3   # instance 3 of 512/64
@@ -193,6 +199,18 @@ order, names and GUIDs) after the optional --remove-links / --remove-switches.
                                                     (destination renaming §5; Table 6
                                                     varies the links from 3 to 8)
   --set rrg512                                      512 switches, degree 12, 4 CAs each
+`,
+	"dragonfly": `A dragonfly (Kim et al., ISCA 2008): --groups groups (default a*h+1) of --a switches,
+all-to-all inside a group, each switch with --p CAs (ports 1..p), a-1 local ports, then --h
+global ports; global cables in the consecutive arrangement, one per pair of groups at a*h+1.
+`,
+	"hyperx": `A HyperX (Ahn et al., SC 2009): switches on a grid of --dims (e.g. 12x8), each cabled to
+every switch that differs in one coordinate, --links parallel cables per pair, --cas CAs on
+ports 1..cas; then per dimension, per other coordinate ascending, the links' ports.
+`,
+	"kautz": `The Kautz graph K(--degree d, --diameter k): a switch per word of k+1 symbols from
+d+1 with no two equal neighbours, a cable per arc s0..sk -> s1..sk x; --cas CAs per switch
+on ports 1..cas, then d out-arc ports, then d in-arc ports.
 `,
 	"rrg": `A random regular graph built as Jellyfish does: --switches switches with --ports network
 ports each (exactly that many neighbours unless switches*ports is odd) and --cas CAs each, on
@@ -374,6 +392,10 @@ func newFlags(kind string) (*kindFlags, error) {
 			return l, nil
 		}
 	default:
+		if b, ok := directFlags(kind, fs, switchPorts, &cable); ok {
+			kf.build = b
+			break
+		}
 		return nil, fmt.Errorf("topo: unknown topology kind %q; use one of %s (ft = fat-tree)", kind, strings.Join(Kinds(), ", "))
 	}
 	return kf, nil
