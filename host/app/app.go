@@ -23,8 +23,8 @@ import (
 	"github.com/ibsm/ibsm/host/sa"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/statedir"
-	"github.com/ibsm/ibsm/host/verify"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"
@@ -57,6 +57,12 @@ type App struct {
 	disp        *transport.Dispatcher
 	// Hooks hear MADs and plugin calls (metrics); see runtime.go.
 	Hooks *Hooks
+	// selfGUID is the SM's own port; saved the last run's SA state until
+	// New restored it; saKeeper writes it (sastate.go).
+	selfGUID uint64
+	saved    *saState
+	groupsOK bool // the saved groups all came back (or there were none)
+	saKeeper *saKeeper
 	// mu guards Config and Plugins where Reload replaces them while the
 	// control socket's handlers read them (Current, Plugin).
 	mu sync.RWMutex
@@ -148,8 +154,17 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 	if err := a.setCandidate(ctx, cfg); err != nil {
 		return nil, err
 	}
+	statePath := saStatePath(cfg.SM.StateDir)
+	a.groupsOK = true
+	if !a.noWrites() {
+		a.saved = a.loadSAState(statePath, a.selfGUID)
+	}
 	if err := a.setMulticast(ctx, cfg); err != nil {
 		return nil, err
+	}
+	if !a.noWrites() {
+		a.restoreSA(statePath, a.selfGUID, a.saved, a.groupsOK)
+		a.saved = nil
 	}
 	return a, nil
 }
@@ -252,6 +267,7 @@ func (a *App) openFabric(ctx context.Context) error {
 		OnMAD:   a.Hooks.onMAD(),
 	})
 	a.disp, _ = a.T.(*transport.Dispatcher)
+	a.selfGUID = selfGUID
 	return a.openKeys(selfGUID)
 }
 
@@ -368,29 +384,29 @@ func CheckCompat(cfg *conf.Config, launched map[*conf.Plugin]*pluginhost.Plugin)
 }
 
 func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner, error) {
-	policy := verify.SwitchPolicy(cfg.Routing.SwitchToSwitch)
-	check := func(opt verify.Options) pipeline.Checker {
+	policy := check.SwitchPolicy(cfg.Routing.SwitchToSwitch)
+	checker := func(opt check.Options) pipeline.Checker {
 		opt.SwitchToSwitch = policy
 		return func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) ([]string, error) {
 			if !opt.RoutesOnly {
 				a.Hooks.phase("verification", "")
 			}
-			vd, err := verify.Check(verify.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, opt)
+			vd, err := check.Check(check.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, opt)
 			if err != nil || vd == nil {
 				return nil, err
 			}
 			return vd.Warnings, nil
 		}
 	}
-	routesOnly := check(verify.Options{RoutesOnly: true})
+	routesOnly := checker(check.Options{RoutesOnly: true})
 	r := &pipeline.Runner{
 		Cache: a.cache(cfg),
-		Check: check(verify.Options{}),
+		Check: checker(check.Options{}),
 		CheckRoutes: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
 			_, err := routesOnly(t, rt, l, v, rz)
 			return err
 		},
-		VerifyPolicy: "switch_to_switch=" + string(policy) + ";rules=" + verify.Rules,
+		VerifyPolicy: "switch_to_switch=" + string(policy) + ";rules=" + check.Rules,
 		Log:          a.Log.Named("pipeline"),
 	}
 	lock, err := a.checkLock(cfg)
@@ -504,6 +520,9 @@ func (a *App) Close() {
 		a.Plugins.Close()
 	}
 	a.closeCandidate(nil)
+	if a.saKeeper != nil {
+		a.saKeeper.close()
+	}
 	if a.T != nil {
 		a.T.Close()
 	}

@@ -34,6 +34,7 @@ func (a *App) setMulticast(ctx context.Context, cfg *conf.Config) error {
 	if store == nil {
 		store = mcast.NewStore(0)
 	}
+	a.groupsOK = a.restoreGroups(a.saved, store)
 	if _, err := store.Ensure(mcast.IPoIBGroups(cfg.Partitions)); err != nil {
 		return fmt.Errorf("creating the IPoIB broadcast groups: %w", err)
 	}

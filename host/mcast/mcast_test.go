@@ -3,6 +3,7 @@ package mcast
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ibsm/ibsm/conf"
@@ -149,5 +150,43 @@ func TestForwardingBlocks(t *testing.T) {
 	bad[0].Switches = bad[0].Switches[1:]
 	if err := Verify(&req, bad); err == nil {
 		t.Fatal("a tree missing a switch passed")
+	}
+}
+
+// TestStoreRestore: saved groups come back with their MLIDs and members
+// and are marked for programming; a group whose MGID or MLID is taken, or
+// whose MLID is no multicast LID, is named and left out.
+func TestStoreRestore(t *testing.T) {
+	saved := []Group{
+		{MGID: [16]byte{0xff, 0x12, 15: 1}, MLID: 0xC005, PKey: 0xFFFF, Members: map[uint64]Member{7: {State: smp.JoinFullMember}}},
+		{MGID: [16]byte{0xff, 0x12, 15: 2}, MLID: 0xC009},
+	}
+	s := NewStore(0)
+	g0 := s.Generation()
+	if n, err := s.Restore(saved); n != 2 || err != nil {
+		t.Fatalf("restore: %d, %v", n, err)
+	}
+	if s.Generation() == g0 {
+		t.Fatal("generation did not change")
+	}
+	g, ok := s.ByMLID(0xC005)
+	if !ok || g.MGID != saved[0].MGID || g.Members[7].State != smp.JoinFullMember {
+		t.Fatalf("group at 0xC005: %+v %v", g, ok)
+	}
+	if d := s.TakeDirty(); !slices.Equal(d, []uint16{0xC005, 0xC009}) {
+		t.Fatalf("dirty %v, want both MLIDs", d)
+	}
+	// A new group takes the lowest free MLID, below the restored ones.
+	if c, err := s.Create(Group{MGID: [16]byte{0xff, 0x12, 15: 3}}); err != nil || c.MLID != 0xC000 {
+		t.Fatalf("create after restore: %+v %v", c, err)
+	}
+	n, err := s.Restore([]Group{
+		{MGID: saved[0].MGID, MLID: 0xC00A},         // MGID taken
+		{MGID: [16]byte{0xff, 15: 4}, MLID: 0xC009}, // MLID taken
+		{MGID: [16]byte{0xff, 15: 5}, MLID: 0x10},   // not multicast
+		{MGID: [16]byte{0xff, 15: 6}, MLID: 0xC00B},
+	})
+	if n != 1 || err == nil || !strings.Contains(err.Error(), "MGID exists") || !strings.Contains(err.Error(), "0xc009 is taken") || !strings.Contains(err.Error(), "outside") {
+		t.Fatalf("conflicting restore: %d, %v", n, err)
 	}
 }

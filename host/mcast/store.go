@@ -71,6 +71,7 @@ type Store struct {
 	last, ceiling uint16
 	dirty         map[uint16]bool
 	onChange      func()
+	gen           uint64 // counts changes, for whoever persists the groups
 }
 
 // NewStore returns an empty store whose MLIDs run from 0xC000 to at most
@@ -104,6 +105,7 @@ func (s *Store) OnChange(f func()) {
 
 func (s *Store) changed(mlid uint16) {
 	s.dirty[mlid] = true
+	s.gen++
 	f := s.onChange
 	s.mu.Unlock()
 	if f != nil {
@@ -143,6 +145,45 @@ func (s *Store) Groups() []Group {
 		out = append(out, s.byMLID[m].clone())
 	}
 	return out
+}
+
+// Generation changes whenever a group or membership does.
+func (s *Store) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// Restore puts back groups saved by an earlier run with the MLIDs their
+// members were given (a member addresses the group by it), marking each for
+// programming. A group whose MGID or MLID is taken, or whose MLID is not a
+// multicast LID, is not restored and is named in the error; the others are.
+func (s *Store) Restore(groups []Group) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	n := 0
+	for _, g := range groups {
+		switch {
+		case g.MLID < smp.MulticastLIDBase || g.MLID > s.ceiling:
+			errs = append(errs, fmt.Errorf("group %x: MLID %#04x is outside 0xC000..%#04x", g.MGID, g.MLID, s.ceiling))
+			continue
+		case s.byMGID[g.MGID] != nil:
+			errs = append(errs, fmt.Errorf("group %x: MGID exists already", g.MGID))
+			continue
+		case s.byMLID[g.MLID] != nil:
+			errs = append(errs, fmt.Errorf("group %x: MLID %#04x is taken", g.MGID, g.MLID))
+			continue
+		}
+		if g.Members == nil {
+			g.Members = map[uint64]Member{}
+		}
+		ng := g.clone()
+		s.byMGID[g.MGID], s.byMLID[g.MLID] = &ng, &ng
+		s.changed(g.MLID)
+		n++
+	}
+	return n, errors.Join(errs...)
 }
 
 // Len is the number of groups.

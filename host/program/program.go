@@ -86,8 +86,9 @@ type Programmer struct {
 
 	// reregister: the next Apply sets ClientReregister on every CA port
 	// (this SM just became master: clients must re-register their SA
-	// subscriptions and multicast joins with it).
-	reregister bool
+	// subscriptions and multicast joins with it); with strangersOnly, only
+	// on those whose MasterSMLID is not this SM's.
+	reregister, strangersOnly bool
 	// forgot: Forget was called; the next Apply writes every block blind.
 	forgot bool
 }
@@ -96,7 +97,17 @@ type Programmer struct {
 // re-register (PortInfo ClientReregister, IBA 14.4.11).
 func (p *Programmer) Reregister() {
 	p.mu.Lock()
-	p.reregister = true
+	p.reregister, p.strangersOnly = true, false
+	p.mu.Unlock()
+}
+
+// ReregisterStrangers is Reregister for the CA ports whose MasterSMLID is
+// not this SM's LID: an SM that restored its SA state (the registrations
+// of its last term) need not ask the ports it served to register again,
+// only those another SM, or none, served.
+func (p *Programmer) ReregisterStrangers() {
+	p.mu.Lock()
+	p.reregister, p.strangersOnly = true, true
 	p.mu.Unlock()
 }
 
@@ -172,7 +183,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	}
 	lidSets := map[portKey]*piSet{}
 	p.mu.Lock()
-	rereg := p.reregister
+	rereg, strangersOnly := p.reregister, p.strangersOnly
 	p.mu.Unlock()
 	keys := p.C.Keys()
 	for i, ep := range eps {
@@ -184,6 +195,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 		}
 		cur := pt.Info
 		ca := n.Info.NodeType != smp.NodeTypeSwitch
+		rereg := rereg && (!strangersOnly || cur.MasterSMLID != smLID)
 		keyed := keys == nil || keys.Holds(guardGUID(n, ep.Port))
 		if cur.LID == want.Base && cur.LMC == want.LMC && cur.MasterSMLID == smLID && cur.GIDPrefix == SubnetPrefix && keyed && !(rereg && ca) {
 			continue
@@ -303,7 +315,7 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	// Remember the tables as written, and what this plan owns.
 	p.mu.Lock()
 	p.gen++
-	p.reregister, p.forgot = false, false
+	p.reregister, p.strangersOnly, p.forgot = false, false, false
 	for _, ks := range p.known {
 		ks.inPlan, ks.opVLs, ks.sl2vlKeys, ks.vlarbKeys = false, nil, nil, nil
 	}

@@ -79,6 +79,7 @@ type subscriptions struct {
 	mu       sync.Mutex
 	subs     []*subscription
 	inFlight int
+	gen      uint64 // counts changes, for the saved SA state
 }
 
 // sameTopic reports whether a and b subscribe to the same thing (all but
@@ -125,13 +126,16 @@ func setInformInfo(q *query) ([]byte, uint16, string) {
 	case !ii.Subscribe && at < 0:
 		return nil, smp.SAStatusReqInvalid, "unsubscribe from a subscription this port does not hold"
 	case !ii.Subscribe:
+		s.gen++
 		s.subs = append(s.subs[:at], s.subs[at+1:]...)
 		q.a.log.Debug("InformInfo unsubscribed", "subscriber", who, "trap", ii.TrapNumber)
 	case at >= 0:
+		s.gen++
 		s.subs[at].info = ii // a new QPN or response time for the same topic
 	case mine >= maxSubscriptionsPerPort:
 		return nil, smp.SAStatusNoResources, "this port holds the most InformInfo subscriptions one port may; unsubscribe some first"
 	default:
+		s.gen++
 		s.subs = append(s.subs, &subscription{subscriber: who, enum: nextEnum(s.subs, who), info: ii})
 		q.a.log.Debug("InformInfo subscribed", "subscriber", who, "trap", ii.TrapNumber, "qpn", ii.QPN)
 	}
@@ -203,6 +207,7 @@ func (a *Agent) PortsInService(in, out []uint64) {
 			}
 		}
 		clear(s.subs[len(kept):])
+		s.gen += uint64(len(s.subs) - len(kept))
 		s.subs = kept
 		s.mu.Unlock()
 	}

@@ -76,6 +76,7 @@ type services struct {
 	byKey   map[serviceKey]*service
 	perPort map[uint64]int
 	now     func() time.Time // tests replace it
+	gen     uint64           // counts changes, for the saved SA state
 }
 
 func (s *services) clock() time.Time {
@@ -95,6 +96,7 @@ func (s *services) expireLocked(now time.Time) {
 }
 
 func (s *services) removeLocked(k serviceKey, v *service) {
+	s.gen++
 	delete(s.byKey, k)
 	if s.perPort[v.owner]--; s.perPort[v.owner] <= 0 {
 		delete(s.perPort, v.owner)
@@ -222,6 +224,7 @@ func setServiceRecord(q *query) ([]byte, uint16, string) {
 	}
 	s.byKey[k] = v
 	s.perPort[owner]++
+	s.gen++
 	buf := make([]byte, smp.ServiceRecordLen)
 	v.view(now, buf)
 	q.a.log.Debug("service registered", "id", rec.ID, "lease", rec.Lease, "owner", owner, "replaced", old != nil)

@@ -771,7 +771,15 @@ func (s *SM) startTerm() {
 	if !nt {
 		return
 	}
-	s.prog.Reregister()
+	s.mu.Lock()
+	kept := s.regsKept
+	s.regsKept = false // once: a later term may follow another SM's
+	s.mu.Unlock()
+	if kept && !adopt {
+		s.prog.ReregisterStrangers()
+	} else {
+		s.prog.Reregister()
+	}
 	if !adopt {
 		return
 	}
@@ -782,6 +790,19 @@ func (s *SM) startTerm() {
 	if had {
 		s.prog.Forget()
 	}
+}
+
+// KeepRegistrations tells the SM that the SA registrations (multicast
+// joins, services, subscriptions) of its last term were restored from the
+// state directory: its first term as master then asks only the CA ports
+// whose MasterSMLID is not its own to re-register (ClientReregister, IBA
+// 14.4.11); the ports it served keep what they registered. Unless it
+// follows another master first (startTerm's adopt): that one's clients
+// registered with it.
+func (s *SM) KeepRegistrations() {
+	s.mu.Lock()
+	s.regsKept = true
+	s.mu.Unlock()
 }
 
 // programmed records that this master programmed the subnet: from now on

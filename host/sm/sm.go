@@ -117,6 +117,9 @@ type SM struct {
 	applied *Applied
 	lids    *lidIndex // LID → port of applied, built on first use
 	caNext  int       // light sweep CA check cursor
+	// regsKept: the SA registrations of this SM's last term were restored
+	// (KeepRegistrations); its first term re-registers only strangers.
+	regsKept bool
 
 	auditItems atomic.Int64 // what one audit rotation covers, as last seen
 

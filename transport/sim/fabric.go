@@ -428,6 +428,22 @@ func (f *Fabric) SetPortLID(guid uint64, p uint8, lid uint16, lmc uint8) error {
 	return nil
 }
 
+// SetMasterSMLID changes the SM LID a CA port (or a switch's port 0)
+// holds, as another SM that took the port over would have set it.
+func (f *Fabric) SetMasterSMLID(guid uint64, p uint8, lid uint16) error {
+	n, pt, err := f.port(guid, p)
+	if err != nil {
+		return err
+	}
+	if n.typ == topology.Switch && p != 0 {
+		return fmt.Errorf("sim: switch 0x%016x has its SM LID on port 0, not %d", guid, p)
+	}
+	n.mu.Lock()
+	pt.smLID = lid
+	n.mu.Unlock()
+	return nil
+}
+
 // SetDropRate makes the fabric silently drop that fraction (0..1) of the
 // MADs sent into it, using a generator seeded with seed.
 func (f *Fabric) SetDropRate(rate float64, seed int64) error {
