@@ -20,13 +20,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/conf"
-	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/dump"
 	"github.com/ibsm/ibsm/host/metrics"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
+	"github.com/ibsm/ibsm/sdk/analysis"
 )
 
 const usage = `usage: ibsm <command> [flags]
@@ -422,20 +422,34 @@ func cmdVerify(args []string, w io.Writer) error {
 	defer a.Close()
 	c.phase("analysis", "reachability, loads, shifts, bisections")
 	rep, err := analysis.Analyse(res.Realized, res.VLs, analysis.Options{Shifts: shifts, Bisections: *bisections, Seed: *seed})
-	c.endProgress()
 	if err != nil {
+		c.endProgress()
 		return err
 	}
+	minimal := analysis.Minimal(res.Realized)
+	c.endProgress()
 	if *asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return enc.Encode(struct {
+			*analysis.Report
+			Minimal analysis.MinimalStats `json:"minimal"`
+		}{rep, minimal})
 	}
 	fmt.Fprintf(w, "engine: %s\n", res.Engine)
 	for _, wn := range res.Warnings {
 		fmt.Fprintf(w, "plan warning: %s\n", wn)
 	}
-	return rep.Text(w)
+	if err := rep.Text(w); err != nil {
+		return err
+	}
+	avg := 0.0
+	if minimal.Pairs > 0 {
+		avg = float64(minimal.ExtraHops) / float64(minimal.Pairs)
+	}
+	_, err = fmt.Fprintf(w, "minimal paths: %.3f%% of %d reachable CA->CA pairs take a shortest path (extra switches: %.3f per pair on average, at most %d)\n",
+		minimal.Percent(), minimal.Pairs, avg, minimal.MaxExtra)
+	return err
 }
 
 func cmdDump(args []string) error {
