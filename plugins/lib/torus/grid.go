@@ -240,8 +240,21 @@ func (g *Grid) Dateline() []int {
 	return ds
 }
 
+// plusReach is how far "+" legs toward coordinate b of dimension d reach
+// on a whole ring: half the ring, where a tie (an even ring's antipode)
+// goes "+" toward even b and "−" toward odd b, so tie traffic is split
+// over both directions.
+func (g *Grid) plusReach(d, b int) int {
+	k := g.Dims[d]
+	if k%2 == 0 && b%2 == 1 {
+		return k/2 - 1
+	}
+	return k / 2
+}
+
 // dir is the direction dimension-order routing takes in dimension d from
-// coordinate a toward b (a != b): the shorter way round a ring, "+" on a tie.
+// coordinate a toward b (a != b): the shorter way round a ring, ties
+// split as plusReach says.
 func (g *Grid) dir(d, a, b int) int {
 	k := g.Dims[d]
 	if !g.Wrap[d] || k <= 2 {
@@ -250,8 +263,7 @@ func (g *Grid) dir(d, a, b int) int {
 		}
 		return 1
 	}
-	plus := ((b-a)%k + k) % k
-	if plus <= k-plus {
+	if ((b-a)%k+k)%k <= g.plusReach(d, b) {
 		return 0
 	}
 	return 1

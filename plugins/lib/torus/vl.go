@@ -18,12 +18,12 @@ type VLStats struct {
 }
 
 // SL is the SL toward destination switch t within QoS level 0: bit j set
-// when t's coordinate in the j-th dateline dimension is below half its
-// ring, i.e. when the destination's "+" arcs cross the wrap link.
+// when the destination's "+" arcs in the j-th dateline dimension cross the
+// wrap link (its coordinate is below their reach).
 func (g *Grid) SL(t int32) uint8 {
 	var sl uint8
 	for j, d := range g.Dateline() {
-		if g.Coord[t][d] < g.Dims[d]/2 {
+		if x := g.Coord[t][d]; x < g.plusReach(d, x) {
 			sl |= 1 << j
 		}
 	}
