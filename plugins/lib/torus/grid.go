@@ -20,7 +20,8 @@ type Grid struct {
 	// nb[s][2d] / nb[s][2d+1] are the live ports of switch s toward its
 	// "+" / "−" neighbour in dimension d (several for parallel cables).
 	nb [][][]uint8
-	// Faults counts missing switches and grid neighbours without a live link.
+	// Faults counts missing switches, plus each grid neighbour without a
+	// live link from either end (a cut cable counts twice).
 	Faults int
 }
 
