@@ -1,0 +1,143 @@
+package nue
+
+import (
+	"cmp"
+	"slices"
+)
+
+// layer is the channel dependency graph of one virtual layer over the
+// switch-to-switch channels, kept acyclic: a turn (in → out at the switch
+// between them) is counted once per tree using it, and a topological order
+// of the channels is maintained incrementally (Pearce and Kelly), so a
+// turn along the order is accepted at once and only a turn against it
+// searches, among the channels between its ends in the order.
+//
+// The search is bounded: a turn whose search visits more than limit
+// channels is refused as if it closed a cycle. Refusing is always safe
+// (the tree takes another channel, or the escape tree), and it keeps the
+// cost of a turn bounded on large, dense layers, where an exact search
+// would cross most of the graph.
+type layer struct {
+	n     *net
+	cnt   []int32 // per turn id
+	ord   []int32 // per channel
+	mark  []uint32
+	epoch uint32
+	stack []int32
+	fwd   []int32
+	bwd   []int32
+	pos   []int32
+	limit int
+	// refused counts turns refused because the search hit the limit;
+	// calls, searches and visited what insert did, for logs.
+	refused, calls, searches, visited int64
+}
+
+// searchLimit bounds a turn's search (channels visited).
+const searchLimit = 256
+
+func newLayer(n *net) *layer {
+	nc := n.Channels()
+	l := &layer{n: n, cnt: make([]int32, n.turns), ord: make([]int32, nc), mark: make([]uint32, nc), limit: searchLimit}
+	for c := range l.ord {
+		l.ord[c] = int32(c)
+	}
+	return l
+}
+
+// insert adds one use of the turn from channel in onto channel out, or
+// returns false (changing nothing) when the turn could close a cycle.
+func (l *layer) insert(in, out int32) bool {
+	n := l.n
+	l.calls++
+	t := n.turn(in, out)
+	if l.cnt[t] > 0 {
+		l.cnt[t]++
+		return true
+	}
+	if l.ord[in] < l.ord[out] {
+		l.cnt[t] = 1
+		return true
+	}
+	lb, ub := l.ord[out], l.ord[in]
+	l.searches++
+	defer func() { l.visited += int64(len(l.fwd)) }()
+	l.epoch++
+	// Forward from out among channels ordered below in.
+	l.fwd = l.fwd[:0]
+	l.stack = append(l.stack[:0], out)
+	l.mark[out] = l.epoch
+	for len(l.stack) > 0 {
+		c := l.stack[len(l.stack)-1]
+		l.stack = l.stack[:len(l.stack)-1]
+		l.fwd = append(l.fwd, c)
+		if len(l.fwd) > l.limit {
+			l.refused++
+			return false
+		}
+		y := n.Peer[c]
+		row := n.turnBase[y] + (n.Rev[c]-n.Off[y])*n.deg(y)
+		for j := int32(0); j < n.deg(y); j++ {
+			if l.cnt[row+j] == 0 {
+				continue
+			}
+			nx := n.Off[y] + j
+			if nx == in {
+				return false
+			}
+			if l.mark[nx] != l.epoch && l.ord[nx] < ub {
+				l.mark[nx] = l.epoch
+				l.stack = append(l.stack, nx)
+			}
+		}
+	}
+	// Backward from in among channels ordered above out.
+	l.bwd = l.bwd[:0]
+	l.stack = append(l.stack[:0], in)
+	l.mark[in] = l.epoch
+	for len(l.stack) > 0 {
+		c := l.stack[len(l.stack)-1]
+		l.stack = l.stack[:len(l.stack)-1]
+		l.bwd = append(l.bwd, c)
+		x := n.From[c]
+		d := n.deg(x)
+		col := n.turnBase[x] + (c - n.Off[x])
+		for i := int32(0); i < d; i++ {
+			if l.cnt[col+i*d] == 0 {
+				continue
+			}
+			p := n.Rev[n.Off[x]+i]
+			if l.mark[p] != l.epoch && l.ord[p] > lb {
+				l.mark[p] = l.epoch
+				l.stack = append(l.stack, p)
+			}
+		}
+	}
+	// The backward set takes the lowest of the freed positions, then the
+	// forward set, each in its old relative order.
+	byOrd := func(a, b int32) int { return cmp.Compare(l.ord[a], l.ord[b]) }
+	slices.SortFunc(l.bwd, byOrd)
+	slices.SortFunc(l.fwd, byOrd)
+	l.pos = l.pos[:0]
+	for _, c := range l.bwd {
+		l.pos = append(l.pos, l.ord[c])
+	}
+	for _, c := range l.fwd {
+		l.pos = append(l.pos, l.ord[c])
+	}
+	slices.Sort(l.pos)
+	i := 0
+	for _, c := range l.bwd {
+		l.ord[c] = l.pos[i]
+		i++
+	}
+	for _, c := range l.fwd {
+		l.ord[c] = l.pos[i]
+		i++
+	}
+	l.cnt[t] = 1
+	return true
+}
+
+// remove drops one use of turn t; the order stays valid.
+func (l *layer) remove(t int32) { l.cnt[t]-- }

@@ -1,0 +1,90 @@
+package nue
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ibsm/ibsm/plugins/lib/sssp"
+	"github.com/ibsm/ibsm/sdk/analysis"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// TestScale routes large fabrics when IBSM_NUE_SCALE=1 and logs time,
+// minimal share and eBB (numbers for BENCHMARKS.md come through the host).
+func TestScale(t *testing.T) {
+	if os.Getenv("IBSM_NUE_SCALE") != "1" {
+		t.Skip("set IBSM_NUE_SCALE=1")
+	}
+	trees, _ := strconv.Atoi(os.Getenv("IBSM_NUE_TREES"))
+	size := 1000
+	if os.Getenv("IBSM_NUE_SCALE_SMALL") == "1" {
+		size = 250
+	}
+	rnd, err := sdktest.Random(7, size, 26, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		topo   *topology.Topology
+		budget int
+	}{
+		{"torus8x8x8-1vl", torus3(t, 8, 8, 8, 2), 1},
+		{"torus8x8x8-8vl", torus3(t, 8, 8, 8, 2), 8},
+		{"random-x16-8vl", rnd, 8},
+	} {
+		if os.Getenv("IBSM_NUE_SCALE_SMALL") == "1" && c.name != "random-x16-8vl" {
+			continue
+		}
+		if c.budget > SmallestVLCap(c.topo) {
+			for i := range c.topo.Nodes {
+				for p := range c.topo.Nodes[i].Ports {
+					c.topo.Nodes[i].Ports[p].VLCap = 8
+				}
+			}
+		}
+		t0 := time.Now()
+		planes, _, rep, err := Route(context.Background(), c.topo, Options{Budget: c.budget, Trees: trees})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := time.Since(t0)
+		t.Logf("inserts %d, searches %d, visited %d, refused %d", rep.Inserts, rep.Searches, rep.Visited, rep.Refused)
+		real, err := testfab.Realize(c.topo, &plan.Routes{Planes: planes}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 = time.Now()
+		v, a, err := Assign(context.Background(), real, c.budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tv := time.Since(t0)
+		an, err := analysis.Analyse(real, v, analysis.Options{Bisections: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, _, err := sssp.Route(context.Background(), c.topo, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sreal, err := testfab.Realize(c.topo, &plan.Routes{Planes: sp}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		san, err := analysis.Analyse(sreal, nil, analysis.Options{Bisections: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: sssp eBB %.3f", c.name, san.EBB.EBB)
+		t.Logf("%s: route %v, vl %v (budget %d, firstfit %v, VLs %d), escaped %d/%d trees (%d entries), minimal %.1f%%, eBB %.3f, deadlock-free %v, max load %v",
+			c.name, tr, tv, a.Budget, a.FirstFit, v.VLs, rep.Escaped, rep.Trees, rep.EscapedSwitches,
+			100*float64(rep.MinimalPairs)/float64(max(rep.Pairs, 1)), an.EBB.EBB, an.DeadlockFree, an.Load)
+	}
+}
