@@ -19,7 +19,9 @@ import (
 
 func newTestAssigner() *assigner { return &assigner{log: hclog.NewNullLogger()} }
 
-func vls(n int) cty.Value { return cty.ObjectVal(map[string]cty.Value{"vls": cty.NumberIntVal(int64(n))}) }
+func vls(n int) cty.Value {
+	return cty.ObjectVal(map[string]cty.Value{"vls": cty.NumberIntVal(int64(n))})
+}
 
 // TestConformance: the kit's BFS routes are not nue's; they are layered
 // first-fit within the kit's 4 VLs.

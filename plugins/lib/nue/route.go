@@ -263,26 +263,26 @@ type searcher struct {
 	l   *layer
 	cas [][]int32
 	// per tree
-	dist   []int64
-	par    []int32 // out-channel toward the destination, -1 at its switch or unset
-	state  []uint8
-	failed []uint32 // failed[c] == stamp: c's turn would close a cycle
-	stamp  uint32
-	heap   []int32
-	pos    []int32
-	order  []int32 // settled switches, destination first
-	added  []int32 // turns this tree inserted into the layer
-	inS    []bool  // switch follows the escape tree
-	tnext  []int32
-	queue  []int32
-	next   []int32
-	hops   []int32
-	bfs    []int32
-	cnt    []int64
-	bucket []int32
+	dist    []int64
+	par     []int32 // out-channel toward the destination, -1 at its switch or unset
+	state   []uint8
+	failed  []uint32 // failed[c] == stamp: c's turn would close a cycle
+	stamp   uint32
+	heap    []int32
+	pos     []int32
+	order   []int32 // settled switches, destination first
+	added   []int32 // turns this tree inserted into the layer
+	inS     []bool  // switch follows the escape tree
+	tnext   []int32
+	queue   []int32
+	next    []int32
+	hops    []int32
+	bfs     []int32
+	cnt     []int64
+	bucket  []int32
 	byDepth []int32
-	delta  []delta
-	rep    Report
+	delta   []delta
+	rep     Report
 }
 
 func newSearcher(n *net, esc *escape, l *layer, cas [][]int32) *searcher {
