@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/lidstore"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )

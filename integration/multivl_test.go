@@ -30,12 +30,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/dump"
 	"github.com/ibsm/ibsm/host/pluginhost"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/smp"
@@ -215,7 +215,7 @@ func withAllSL0(t *testing.T, dir string, oneVL bool) string {
 // range: SA hands out all of them for multipath planes) and its SL, each
 // hop's VL from the SL2VL table of (node, in, out). It reports whether that
 // graph has a cycle and how many of its dependencies change VL. It is
-// independent of host/analysis (whose per-VL graphs it can contradict) and
+// independent of sdk/analysis (whose per-VL graphs it can contradict) and
 // covers switch traffic too.
 func exactCheck(t *testing.T, r *plan.Realized, v *plan.VLPlan, allLIDs bool) (cyclic bool, crossVL, deps int) {
 	t.Helper()
@@ -612,7 +612,7 @@ func explainCDGRejection(t *testing.T, s mvSetup, stderr string) {
 		t.Fatal(err)
 	}
 	if rep.DeadlockFree {
-		t.Fatalf("host/analysis accepts %s's plan in-process but the run refused it:\n%s", s.v, tail(stderr, 2000))
+		t.Fatalf("sdk/analysis accepts %s's plan in-process but the run refused it:\n%s", s.v, tail(stderr, 2000))
 	}
 	var cyclic []string
 	for _, st := range rep.VLs {
@@ -630,9 +630,9 @@ func explainCDGRejection(t *testing.T, s mvSetup, stderr string) {
 		}
 	}
 	if len(why) == 0 {
-		t.Fatalf("host/analysis and the exact check disagree for an unknown reason (cyclic %v):\n%s", cyclic, tail(stderr, 2000))
+		t.Fatalf("sdk/analysis and the exact check disagree for an unknown reason (cyclic %v):\n%s", cyclic, tail(stderr, 2000))
 	}
-	t.Fatalf("HOST FALSE POSITIVE (host/analysis, not %s): the plan is deadlock-free — exact (channel, VL) graph acyclic (%d dependencies), ibdmchk %s — "+
+	t.Fatalf("HOST FALSE POSITIVE (sdk/analysis, not %s): the plan is deadlock-free — exact (channel, VL) graph acyclic (%d dependencies), ibdmchk %s — "+
 		"but the host finds %v cyclic because %s; the host refuses it", s.v, deps, ib, cyclic, strings.Join(why, "; "))
 }
 

@@ -4,7 +4,7 @@ package integration
 // 3-level fat tree: updn in force, sftree in shadow. The status shows both
 // plans; promotion goes in three stages, each step read back; every
 // forwarding state the fabric passes through is caught from the fabric
-// itself (the simulator's LFTs) and checked with host/analysis; the LFT
+// itself (the simulator's LFTs) and checked with sdk/analysis; the LFT
 // blocks sent equal the blocks that differ. A link lost during stage 2
 // fails the gate and everything rolls back; an SM that dies mid-rollout
 // rolls back at restart. The 24-port tree (3,456 CAs) runs with
@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/control"
 	"github.com/ibsm/ibsm/host/mad"
@@ -31,6 +30,7 @@ import (
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/integration/diags"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"

@@ -13,8 +13,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/rollout"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
-// Checker verifies forwarding states and transitions with host/analysis.
+// Checker verifies forwarding states and transitions with sdk/analysis.
 // It remembers each state's verdict (states recur while a schedule is
 // searched) and counts the analyses it ran.
 type Checker struct {

@@ -1,5 +1,5 @@
 // Package rollout compares a candidate plan with the plan in force and
-// promotes it in stages: it measures both plans with host/analysis, counts
+// promotes it in stages: it measures both plans with sdk/analysis, counts
 // what promotion would send (LFT blocks, SL2VL tables, LIDs), chooses the
 // order in which switches take their new tables so that every forwarding
 // state the fabric passes through is verified before it is entered, and

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/sdk/analysis"
 )
 
 // Metrics are the figures `ibsm rollout status` shows for a plan.

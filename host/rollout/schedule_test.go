@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/conf"
-	"github.com/ibsm/ibsm/host/analysis"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"

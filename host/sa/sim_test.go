@@ -11,9 +11,9 @@ import (
 	"github.com/ibsm/ibsm/host/sa"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/host/verify"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -96,7 +96,7 @@ func startSubnet(t *testing.T, lmc uint8) *subnet {
 		VL:      pipeline.VLStage{Identity: pipeline.Identity{Name: "sl"}, Impl: slByDLID{base{"sl"}}},
 		Cache:   pipeline.NewCache(""),
 		Verify: func(t *topology.Topology, r *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
-			_, err := verify.Verify(verify.Plan{Topo: t, Routes: r, LIDs: l, VLs: v, Realized: rz}, verify.Options{})
+			_, err := check.Check(check.Plan{Topo: t, Routes: r, LIDs: l, VLs: v, Realized: rz}, check.Options{})
 			return err
 		},
 	}

@@ -496,7 +496,7 @@ func (s *SM) applyState(ctx context.Context, c *candidate, st rollout.State) (in
 // from the fabric (LinearForwardingTable and SLtoVLMappingTable Gets,
 // IBA 14.2.5.10, 14.2.5.8) and checks them against state n (steps[:n]
 // applied); it also checks that the state read back delivers every pair
-// without a loop (host/analysis).
+// without a loop (sdk/analysis).
 func (s *SM) readBack(ctx context.Context, c *candidate, n int, ws []int32) error {
 	r := c.ro
 	want := c.pair.Mix(rollout.StateAfter(len(c.pair.Old.Rz.LFT), r.Steps, n))

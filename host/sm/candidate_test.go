@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/conf"
-	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/rollout"
+	"github.com/ibsm/ibsm/sdk/analysis"
 )
 
 func TestUnmetCriteria(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
-	"github.com/ibsm/ibsm/host/verify"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -109,7 +109,7 @@ func (o *oneVL) AssignVLs(context.Context, sdk.VLRequest) (*plan.VLPlan, error) 
 }
 
 func verifier(t *topology.Topology, r *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
-	_, err := verify.Verify(verify.Plan{Topo: t, Routes: r, LIDs: l, VLs: v, Realized: rz}, verify.Options{})
+	_, err := check.Check(check.Plan{Topo: t, Routes: r, LIDs: l, VLs: v, Realized: rz}, check.Options{})
 	return err
 }
 

@@ -1,3 +1,7 @@
+// Package verify holds the host-only plan checks: the P_Key tables a
+// partition plan programs. The routing, LID and VL checks every plan goes
+// through before any Set live in sdk/check, so that the sdktest
+// conformance kit runs the very code the host runs.
 package verify
 
 import (

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/host/pluginhost"
-	"github.com/ibsm/ibsm/host/verify"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/netfile"
@@ -102,7 +102,7 @@ func TestVLAssignerPlugins(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s refuses: %v", vlName, err)
 				}
-				verdict, err := verify.Check(verify.Plan{Topo: topo, LIDs: lids, VLs: v, Realized: r}, verify.Options{})
+				verdict, err := check.Check(check.Plan{Topo: topo, LIDs: lids, VLs: v, Realized: r}, check.Options{})
 				if err != nil {
 					if on := analysistest.Exact(r, v, false).OnCycle(); len(on) > 0 {
 						t.Fatalf("%s's plan has a real credit loop (%d (channel, VL) nodes on cycles in the exact graph); the host is right to refuse it: %v", vlName, len(on), err)

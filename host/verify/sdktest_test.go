@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/verify"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/ibsm/ibsm/sdk/sdktest"
@@ -49,7 +49,7 @@ const kitChildEnv = "IBSM_VERIFY_SDKTEST_CHILD"
 // fails the sdktest conformance kit, with the host's message word for
 // word. The kit runs in a child test process (a failing conformance run
 // fails its test); the parent computes the host's verdict through
-// host/verify, the package the pipeline calls before programming.
+// sdk/check, the code the pipeline calls before programming.
 func TestSDKTestFailsWithTheHostsMessage(t *testing.T) {
 	ring, err := sdktest.Ring(5, 1)
 	if err != nil {
@@ -67,15 +67,15 @@ func TestSDKTestFailsWithTheHostsMessage(t *testing.T) {
 	routes := sdktest.BFSRoutes(ring)
 	tests := []struct {
 		child string
-		plan  verify.Plan
-		opt   verify.Options
+		plan  check.Plan
+		opt   check.Options
 	}{
-		{"routing", verify.Plan{Topo: ring, Routes: routes, LIDs: analysistest.SequentialLIDs(ring, 0, plan.DLIDBase)}, verify.Options{}},
-		{"vls", verify.Plan{Topo: ring, Routes: routes, LIDs: analysistest.SequentialLIDs(ring, 0, plan.DLIDBase), VLs: &plan.VLPlan{VLs: 1}}, verify.Options{}},
+		{"routing", check.Plan{Topo: ring, Routes: routes, LIDs: analysistest.SequentialLIDs(ring, 0, plan.DLIDBase)}, check.Options{}},
+		{"vls", check.Plan{Topo: ring, Routes: routes, LIDs: analysistest.SequentialLIDs(ring, 0, plan.DLIDBase), VLs: &plan.VLPlan{VLs: 1}}, check.Options{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.child, func(t *testing.T) {
-			_, hostErr := verify.Check(tc.plan, tc.opt)
+			_, hostErr := check.Check(tc.plan, tc.opt)
 			if hostErr == nil {
 				t.Fatal("the host accepts the plan; the test needs one it refuses")
 			}

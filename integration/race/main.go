@@ -3,7 +3,7 @@
 // and prints a Markdown table: time to SUBNET UP and per phase, SMP Gets
 // and Sets, peak RSS, the MAD rate against ibsim's own floor, and the
 // routing quality of what each SM left in the fabric, read back with our
-// own SMPs and measured by host/analysis identically for both.
+// own SMPs and measured by sdk/analysis identically for both.
 //
 //	go run ./integration/race -topos ft2-36,ft3-24,ft3-36   (or make bench-opensm)
 //

@@ -18,11 +18,11 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/ibsm/ibsm/conf"
-	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/control"
 	"github.com/ibsm/ibsm/host/metrics"
 	"github.com/ibsm/ibsm/host/pipeline"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/transport/smp"
 	"github.com/zclconf/go-cty/cty"
 )

@@ -37,10 +37,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/conf"
-	"github.com/ibsm/ibsm/host/analysis"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/plan"
 )
 

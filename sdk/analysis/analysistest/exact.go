@@ -30,7 +30,7 @@ type Hop struct {
 
 // ExactCDG is the (channel, VL) dependency graph built by following every
 // (source, DLID) route hop by hop and looking up each hop's SL2VL table:
-// slow (pairs × hops) and independent of host/analysis's per-destination
+// slow (pairs × hops) and independent of sdk/analysis's per-destination
 // trees and SL grouping, to check it on small fabrics.
 type ExactCDG struct {
 	Edges map[[2]Hop]bool
