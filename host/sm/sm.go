@@ -511,20 +511,6 @@ func (s *SM) pollSwitches(ctx context.Context, fab *discovery.Fabric, which []ui
 	return changed, failed, err
 }
 
-// LightSweep polls every switch for port state changes and checks the SM's
-// own port and a share of the CA ports. It reports whether a sweep is
-// needed.
-func (s *SM) LightSweep(ctx context.Context) (bool, error) {
-	ch, full, err := s.lightSweep(ctx)
-	return full != "" || !ch.Empty(), err
-}
-
-// LightSweepChanges is LightSweep saying what changed (for
-// IncrementalSweep) or why only a heavy sweep will do ("" if not).
-func (s *SM) LightSweepChanges(ctx context.Context) (discovery.Changes, string, error) {
-	return s.lightSweep(ctx)
-}
-
 // demux reads unsolicited MADs: traps go to the sweep loop, everything else
 // to the Agent, so SA queries are answered while a heavy sweep runs. It
 // never blocks on the sweep loop: traps over their source's rate

@@ -1,0 +1,74 @@
+package sm
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ibsm/ibsm/host/discovery"
+)
+
+// fullInstead runs a heavy sweep where an incremental one was meant, and
+// says why in the log and the report.
+func (s *SM) fullInstead(ctx context.Context, why string) (*Report, error) {
+	s.Log.Warn("full re-discovery instead of an incremental one", "reason", why)
+	rep, err := s.HeavySweep(ctx)
+	if rep != nil {
+		rep.Fallback = why
+	}
+	return rep, err
+}
+
+// IncrementalSweep re-reads what ch names, brings the fabric model up to
+// date (discovery.Update), and re-routes and re-programs if the plan
+// changed. When the update cannot be trusted it logs why and runs a heavy
+// sweep instead (Report.Fallback).
+func (s *SM) IncrementalSweep(ctx context.Context, ch discovery.Changes) (*Report, error) {
+	old := s.Fabric()
+	if old == nil || s.Applied() == nil {
+		return s.fullInstead(ctx, "no plan in force yet")
+	}
+	rep := &Report{Incremental: true}
+	start := time.Now()
+	st0 := s.T.Stats()
+	// Clear PortStateChange before reading the ports: a change after the
+	// read sets it again and is seen by the next light sweep.
+	// A switch behind another changed one may sit behind the link that
+	// went down, and one that is gone cannot answer at all: their bit is
+	// cleared after the update, over their new routes, if they are still
+	// there.
+	front, unclear := old.Order(ch.Switches)
+	if len(front) > 0 {
+		_, failed, _ := s.pollSwitches(ctx, old, front, true)
+		unclear = append(unclear, failed...)
+	}
+	fab, sum, err := s.disc.Update(ctx, old, ch)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return s.fullInstead(ctx, err.Error())
+	}
+	topo, err := fab.Topology()
+	if err != nil {
+		return s.fullInstead(ctx, fmt.Sprintf("updated fabric model is inconsistent: %v", err))
+	}
+	rep.Update = sum
+	var still []uint64
+	for _, g := range unclear {
+		if fab.Nodes[g] != nil {
+			still = append(still, g)
+		}
+	}
+	if len(still) > 0 {
+		if _, _, err := s.pollSwitches(ctx, fab, still, true); err != nil {
+			s.Log.Warn("incremental sweep: PortStateChange not cleared; the next light sweep re-reads the switch", "error", err)
+		}
+	}
+	st1 := s.T.Stats()
+	rep.Discovery = Phase{Time: time.Since(start)}
+	rep.Discovery.Gets, rep.Discovery.Sets = delta(st0, st1)
+	s.Log.Debug("incremental discovery", "switches", len(ch.Switches), "ports", len(ch.Ports), "ports_read", sum.PortsRead,
+		"links_down", sum.LinksDown, "links_up", sum.LinksUp, "new_nodes", sum.NewNodes, "dropped", sum.Dropped, "rounds", sum.Rounds)
+	return s.route(ctx, rep, fab, topo, start, st0, []uint64{})
+}

@@ -1,0 +1,133 @@
+package sm
+
+import (
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/pipeline"
+	"github.com/ibsm/ibsm/host/program"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+func smLIDOf(topo *topology.Topology, res *pipeline.Result) uint16 {
+	if topo.SM.Connected() {
+		if i := topo.EndpointIndex(topo.SM); i >= 0 {
+			return res.Realized.LIDs.Ports[i].Base
+		}
+	}
+	return 0
+}
+
+// lidIndex maps the LIDs of the plan in force to ports.
+type lidIndex struct {
+	of    *Applied
+	ports map[uint16]discovery.PortRef
+}
+
+// portOfLID returns the port the plan in force gave lid (port 0 for a
+// switch).
+func (s *SM) portOfLID(lid uint16) (discovery.PortRef, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.applied
+	if a == nil {
+		return discovery.PortRef{}, false
+	}
+	if s.lids == nil || s.lids.of != a {
+		idx := &lidIndex{of: a, ports: map[uint16]discovery.PortRef{}}
+		for i, ep := range a.Topo.Endpoints() {
+			pl := a.Result.LIDs.Ports[i]
+			ref := discovery.PortRef{GUID: a.Topo.Nodes[ep.Node].GUID, Port: ep.Port}
+			for k := 0; k < pl.Count(); k++ {
+				idx.ports[pl.Base+uint16(k)] = ref
+			}
+		}
+		s.lids = idx
+	}
+	r, ok := s.lids.ports[lid]
+	return r, ok
+}
+
+// drift reports whether the fabric holds other LIDs, SM LIDs or
+// LinearFDBTops than the plan (a port reset behind the SM's back).
+func drift(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result) bool {
+	smLID := smLIDOf(topo, res)
+	for i, ep := range topo.Endpoints() {
+		n := fab.Nodes[topo.Nodes[ep.Node].GUID]
+		pt := &n.Ports[ep.Port]
+		want := res.Realized.LIDs.Ports[i]
+		if pt.Valid && (pt.Info.LID != want.Base || pt.Info.LMC != want.LMC || pt.Info.MasterSMLID != smLID) {
+			return true
+		}
+	}
+	for _, node := range topo.Switches() {
+		n := fab.Nodes[topo.Nodes[node].GUID]
+		if n.Switch != nil && n.Switch.LinearFDBTop != res.Realized.TopLID {
+			return true
+		}
+	}
+	return false
+}
+
+// activating lists the switches with a live port the programmer will arm
+// and activate (their PortStateChange is cleared after programming, as a
+// heavy sweep clears every switch's).
+func activating(fab *discovery.Fabric) []uint64 {
+	var out []uint64
+	for g, n := range fab.Nodes {
+		if n.Info.NodeType != smp.NodeTypeSwitch {
+			continue
+		}
+		for p := 1; p < len(n.Ports); p++ {
+			pt := &n.Ports[p]
+			if pt.Valid && pt.PeerGUID != 0 && pt.Info.PortState >= smp.PortStateInit && pt.Info.PortState < smp.PortStateActive {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// programmed returns a copy of fab holding what the programmer wrote for
+// res: endpoint LIDs, LMCs, SM LID and GID prefix, LinearFDBTop, and live links
+// Active. fab (as discovered) is left alone.
+func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result) *discovery.Fabric {
+	out := fab.Clone()
+	smLID := smLIDOf(topo, res)
+	rz := res.Realized
+	for i, ep := range topo.Endpoints() {
+		n := out.Nodes[topo.Nodes[ep.Node].GUID]
+		pt := &n.Ports[ep.Port]
+		if !pt.Valid {
+			continue
+		}
+		old := pt.Info
+		want := rz.LIDs.Ports[i]
+		set := func(pi *smp.PortInfo) {
+			pi.LID, pi.LMC, pi.MasterSMLID, pi.GIDPrefix = want.Base, want.LMC, smLID, program.SubnetPrefix
+		}
+		set(&pt.Info)
+		if ep.Port == 0 {
+			// A switch's other ports report port 0's addressing where the
+			// device mirrors it (the simulator and ibsim do).
+			for p := 1; p < len(n.Ports); p++ {
+				q := &n.Ports[p].Info
+				if n.Ports[p].Valid && q.LID == old.LID && q.LMC == old.LMC && q.MasterSMLID == old.MasterSMLID {
+					set(q)
+				}
+			}
+		}
+	}
+	for _, n := range out.Nodes {
+		if n.Switch != nil {
+			n.Switch.LinearFDBTop = rz.TopLID
+		}
+		for p := 1; p < len(n.Ports); p++ {
+			pt := &n.Ports[p]
+			if pt.Valid && pt.PeerGUID != 0 && pt.Info.PortState >= smp.PortStateInit && pt.Info.PortState < smp.PortStateActive {
+				pt.Info.PortState = smp.PortStateActive
+			}
+		}
+	}
+	return out
+}
