@@ -1,0 +1,302 @@
+package program
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/internal/fanout"
+	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// Apply programs res into the fabric fab was discovered from. topo must be
+// fab's snapshot (the plan's indices refer to it).
+//
+// Phase 1 sends LIDs, OperationalVLs, LinearFDBTop, LFT blocks, SL2VL and
+// VLArbitration in one fan-out; once every Set is answered the programmer
+// remembers what it wrote; phases 2 and 3 move ports Init → Armed → Active.
+func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, rz *plan.Realized, vls *plan.VLPlan) (Stats, error) {
+	a := p.startApply(ctx, fab, topo, rz)
+	need := vlsNeeded(vls)
+	p.forgetResetCAs(fab)
+
+	lidSets := a.lidSets()
+	a.opVLs = p.operationalVLs(fab, need)
+	opOnly := a.opVLsSets(lidSets)
+	// Ports that hide their M_Key from every key ibsm knows refuse these
+	// Sets; they go out anyway (a refused SMP starts the port's lease, after
+	// which it can be re-keyed) but cannot fail the Apply.
+	a.foreign = newForeign(p, a.keys)
+	a.sendPortInfo(lidSets, &a.st.PortInfoSets)
+	a.sendPortInfo(opOnly, &a.st.OpVLsSets)
+	a.forwardingTables()
+	own := owned{sl2vl: map[uint64][][2]uint8{}, vlarb: map[uint64][][2]uint8{}}
+	a.st.SL2VLSets = p.sl2vl(ctx, a.r, fab, topo, vls, own.sl2vl)
+	a.st.VLArbSets = p.vlArb(ctx, a.r, fab, a.opVLs, need, own.vlarb)
+	a.foreign.wait("programming LIDs")
+	if err := a.r.Wait("programming LIDs and forwarding tables"); err != nil {
+		a.st.Failed = a.r.Failed()
+		p.Forget() // what the switches hold is now uncertain
+		return a.st, err
+	}
+	a.remember(own)
+	for _, state := range []uint8{smp.PortStateArmed, smp.PortStateActive} {
+		if err := a.movePorts(state); err != nil {
+			return a.st, err
+		}
+	}
+	return a.st, nil
+}
+
+// applyRun is what the steps of one Apply share.
+type applyRun struct {
+	p     *Programmer
+	ctx   context.Context
+	fab   *discovery.Fabric
+	topo  *topology.Topology
+	rz    *plan.Realized
+	st    Stats
+	r     *fanout.Group // phase 1's Sets
+	keys  mad.Keys
+	smLID uint16
+	// written keeps each PortInfo as set in phase 1 or to be set by the
+	// Armed Set: the state Sets rewrite every field, so they must carry the
+	// new LID and OperationalVLs, not what discovery read.
+	written map[portKey]smp.PortInfo
+	opVLs   map[portKey]uint8
+	foreign *foreign
+}
+
+// piSet is one PortInfo Set to send.
+type piSet struct {
+	path mad.Path
+	pi   smp.PortInfo
+}
+
+func (p *Programmer) startApply(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, rz *plan.Realized) *applyRun {
+	a := &applyRun{p: p, ctx: ctx, fab: fab, topo: topo, rz: rz, r: fanout.New(p.Parallel), written: map[portKey]smp.PortInfo{}}
+	p.mu.Lock()
+	if p.known == nil {
+		p.known = map[uint64]*nodeState{}
+	}
+	p.mu.Unlock()
+	if topo.SM.Connected() {
+		if i := topo.EndpointIndex(topo.SM); i >= 0 {
+			a.smLID = rz.LIDs.Ports[i].Base
+		}
+	}
+	return a
+}
+
+// lidSets returns the PortInfo Sets that give end ports their LID, LMC, SM
+// LID and GID prefix (with the M_Key, client re-registration and, for a CA
+// port in Init on a live link, Armed), for the ports that lack them.
+func (a *applyRun) lidSets() map[portKey]*piSet {
+	p, fab, topo := a.p, a.fab, a.topo
+	sets := map[portKey]*piSet{}
+	p.mu.Lock()
+	rereg, strangersOnly := p.reregister, p.strangersOnly
+	p.mu.Unlock()
+	a.keys = p.C.Keys()
+	for i, ep := range topo.Endpoints() {
+		n := fab.Nodes[topo.Nodes[ep.Node].GUID]
+		want := a.rz.LIDs.Ports[i]
+		pt := &n.Ports[ep.Port]
+		if !pt.Valid {
+			continue
+		}
+		cur := pt.Info
+		ca := n.Info.NodeType != smp.NodeTypeSwitch
+		rereg := rereg && (!strangersOnly || cur.MasterSMLID != a.smLID)
+		keyed := a.keys == nil || a.keys.Holds(guardGUID(n, ep.Port))
+		if cur.LID == want.Base && cur.LMC == want.LMC && cur.MasterSMLID == a.smLID && cur.GIDPrefix == SubnetPrefix && keyed && !(rereg && ca) {
+			continue
+		}
+		pi := cur
+		pi.LID, pi.LMC, pi.MasterSMLID, pi.GIDPrefix = want.Base, want.LMC, a.smLID, SubnetPrefix
+		noChange(&pi)
+		withKey(a.keys, n, ep.Port, &pi)
+		if !keyed {
+			a.st.Keyed++
+		}
+		if rereg && ca {
+			a.st.Reregistered++
+			pi.ClientReregister = true
+		}
+		// A CA port in Init on a live link is armed by this same Set: the
+		// SMA applies LID and PortState together (IBA 14.2.5.6) and Armed
+		// passes no data, so it need not wait for the forwarding tables.
+		// Active still waits for them. One Set per CA port instead of two.
+		if ca && pt.PeerGUID != 0 && cur.PortState == smp.PortStateInit {
+			pi.PortState = smp.PortStateArmed
+			a.st.ArmedWithLID++
+		}
+		sets[portKey{n.Info.NodeGUID, ep.Port}] = &piSet{n.Path, pi}
+	}
+	return sets
+}
+
+// opVLsSets puts each changed OperationalVLs into the port's LID Set, else
+// into its Armed Set (a port still in Init), and returns the Sets of their
+// own for ports already Armed or Active.
+func (a *applyRun) opVLsSets(lidSets map[portKey]*piSet) map[portKey]*piSet {
+	own := map[portKey]*piSet{}
+	for k, code := range a.opVLs {
+		n := a.fab.Nodes[k.guid]
+		info := n.Ports[k.port].Info
+		if info.OperationalVLs == code && info.VLHighLimit == 0 {
+			continue
+		}
+		if s := lidSets[k]; s != nil {
+			s.pi.OperationalVLs, s.pi.VLHighLimit = code, 0
+			continue
+		}
+		pi := info
+		noChange(&pi)
+		withKey(a.keys, n, k.port, &pi)
+		pi.OperationalVLs, pi.VLHighLimit = code, 0
+		if info.PortState >= smp.PortStateInit && info.PortState < smp.PortStateArmed {
+			a.written[k] = pi // carried by the Armed Set below
+			continue
+		}
+		own[k] = &piSet{n.Path, pi}
+	}
+	return own
+}
+
+// sendPortInfo sends sets, counting them in *count.
+func (a *applyRun) sendPortInfo(sets map[portKey]*piSet, count *int64) {
+	for k, s := range sets {
+		a.written[k] = s.pi
+		atomic.AddInt64(count, 1)
+		s, port := s, uint32(k.port)
+		a.foreign.pick(a.r, a.fab, k).Go(func() error { return a.p.C.Set(a.ctx, s.path, smp.AttrPortInfo, port, &s.pi, nil) })
+	}
+}
+
+// forwardingTables sends each switch's LinearFDBTop (SwitchInfo) where it
+// differs and the LFT blocks it is not known to hold, having first read
+// back what a forgotten switch holds (learn).
+func (a *applyRun) forwardingTables() {
+	p, fab, topo, rz, st := a.p, a.fab, a.topo, a.rz, &a.st
+	blocks := (int(rz.TopLID) + 64) / 64
+	st.LFTBlocksRead = p.learn(a.ctx, fab, topo, blocks)
+	sw := topo.Switches()
+	var blocksDone atomic.Int64
+	blockDone := func() {
+		if p.OnBlocks != nil {
+			p.OnBlocks(blocksDone.Add(1), int64(blocks*len(sw)))
+		}
+	}
+	for s, node := range sw {
+		guid := topo.Nodes[node].GUID
+		n := fab.Nodes[guid]
+		lft := rz.LFT[s]
+		st.LFTBlocksTotal += int64(blocks)
+		known := p.knownFor(guid, n)
+		if n.Switch != nil && n.Switch.LinearFDBTop != rz.TopLID {
+			si := *n.Switch
+			si.LinearFDBTop = rz.TopLID
+			si.PortStateChange = false
+			path := n.Path
+			atomic.AddInt64(&st.SwitchInfoSets, 1)
+			a.r.Go(func() error { return p.C.Set(a.ctx, path, smp.AttrSwitchInfo, 0, &si, nil) })
+		}
+		for b := 0; b < blocks; b++ {
+			var blk smp.LFTBlock
+			for k := 0; k < 64; k++ {
+				lid := b*64 + k
+				blk[k] = plan.NoPort
+				if lid < len(lft) {
+					blk[k] = lft[lid]
+				}
+			}
+			if known != nil && known.blockKnown(b) && sameBlock(known.lft, b, &blk) {
+				blockDone()
+				continue
+			}
+			path, bb := n.Path, uint32(b)
+			atomic.AddInt64(&st.LFTBlocksSent, 1)
+			a.r.Go(func() error {
+				defer blockDone()
+				return p.C.Set(a.ctx, path, smp.AttrLinearForwardingTable, bb, &blk, nil)
+			})
+		}
+	}
+}
+
+// remember records, once phase 1 succeeded, the tables as written and
+// what this plan owns (what the audit reads back).
+func (a *applyRun) remember(own owned) {
+	p, topo, rz := a.p, a.topo, a.rz
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen++
+	p.reregister, p.strangersOnly, p.forgot = false, false, false
+	for _, ks := range p.known {
+		ks.inPlan, ks.opVLs, ks.sl2vlKeys, ks.vlarbKeys = false, nil, nil, nil
+	}
+	for s, node := range topo.Switches() {
+		ks := p.stateLocked(topo.Nodes[node].GUID)
+		ks.lft, ks.lftKnown = append(ks.lft[:0], rz.LFT[s]...), nil
+		pl := rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})]
+		ks.lid, ks.lmc, ks.smLID, ks.top, ks.inPlan = pl.Base, pl.LMC, a.smLID, rz.TopLID, true
+	}
+	for k, code := range a.opVLs {
+		ks := p.stateLocked(k.guid)
+		if ks.opVLs == nil {
+			ks.opVLs = map[uint8]uint8{}
+		}
+		ks.opVLs[k.port] = code
+	}
+	own.commit(p)
+	for i, ep := range topo.Endpoints() {
+		if topo.Nodes[ep.Node].Type == topology.Switch {
+			continue
+		}
+		ks := p.stateLocked(topo.Nodes[ep.Node].GUID)
+		ks.caLID[ep.Port] = rz.LIDs.Ports[i].Base
+	}
+}
+
+// movePorts moves both ends of every live link that is at least Init and
+// below state to state (phase 2: Armed, phase 3: Active).
+func (a *applyRun) movePorts(state uint8) error {
+	r := fanout.New(a.p.Parallel)
+	for guid, n := range a.fab.Nodes {
+		for port := range n.Ports {
+			pt := &n.Ports[port]
+			if port == 0 || !pt.Valid || pt.PeerGUID == 0 {
+				continue
+			}
+			cur := pt.Info.PortState
+			w, ok := a.written[portKey{guid, uint8(port)}]
+			if ok && w.PortState > cur {
+				cur = w.PortState // armed by its LID Set
+			}
+			if cur < smp.PortStateInit || cur >= state {
+				continue
+			}
+			pi := pt.Info
+			if ok {
+				pi = w
+			}
+			noChange(&pi)
+			withKey(a.keys, n, uint8(port), &pi)
+			pi.PortState = state
+			path, pn := n.Path, uint32(port)
+			atomic.AddInt64(&a.st.StateSets, 1)
+			a.foreign.pick(r, a.fab, portKey{guid, uint8(port)}).Go(func() error { return a.p.C.Set(a.ctx, path, smp.AttrPortInfo, pn, &pi, nil) })
+		}
+	}
+	a.foreign.wait(fmt.Sprintf("moving ports to state %d", state))
+	if err := r.Wait(fmt.Sprintf("moving ports to state %d", state)); err != nil {
+		a.st.Failed = r.Failed()
+		return err
+	}
+	return nil
+}
