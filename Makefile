@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(notdir $(wildcard plugins/[a-z]*))
 EXAMPLE ?= conf/examples/ft2-648.hcl
 
-.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare clean
+.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare experiments-growth clean
 
 all: build
 
@@ -119,6 +119,15 @@ experiments-vls:
 
 experiments-ftcompare: build
 	$(GO) run ./integration/experiments/ftcompare --plugins $(BIN) $(FTCOMPARE_FLAGS)
+
+# Bring-up as a growth curve on full 3-level fat trees (ft3-24 .. ft3-56) with
+# OpenSM beside it; GROWTH_FLAGS as in BENCHMARKS.md. The PNG needs
+# python3-matplotlib.
+GROWTH_FLAGS ?= -radix 24,36,48,56 -runs 3 -opensm 24,36 -ibsim 24,36
+GROWTH_OUT ?= /tmp/ibsm-growth
+experiments-growth: build
+	$(GO) run ./integration/experiments/growth -bin $(BIN) -out $(GROWTH_OUT) $(GROWTH_FLAGS)
+	/usr/bin/python3 integration/experiments/growth/plot.py $(GROWTH_OUT)/results.json integration/experiments/growth/growth.png
 
 clean:
 	rm -rf $(BIN)
