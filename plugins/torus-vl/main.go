@@ -1,5 +1,5 @@
 // Command torus-vl is the VL assigner of the torus routing engine: one SL
-// bit per wrapped dimension of 4 or more switches, set by the destination's
+// bit per wrapped dimension of 5 or more switches, set by the destination's
 // coordinate (plugins/lib/torus), and SL2VL tables that put a hop in that
 // dimension on VL base+bit. With faults, hops leaving a switch from a CA or
 // its own port take one more VL, so the torus engine's detour hops close no
@@ -42,7 +42,7 @@ func (a *assigner) Info() sdk.Info {
 func (a *assigner) Schema() schema.Block {
 	return schema.Object(append(torus.Attributes(),
 		schema.Attr("qos_levels", cty.Number,
-			"QoS levels, each with its own SLs and VLs (level l uses SLs l·2^b..(l+1)·2^b−1, b = wrapped dimensions of 4+ switches). DLIDs get level 0's SL.").
+			"QoS levels, each with its own SLs and VLs (level l uses SLs l·2^b..(l+1)·2^b−1, b = wrapped dimensions of 5+ switches). DLIDs get level 0's SL.").
 			WithDefault(cty.NumberIntVal(1)),
 		schema.Attr("max_vls", cty.Number,
 			"VL budget: at most this many data VLs (0: the fabric's smallest VLCap).").

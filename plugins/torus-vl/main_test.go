@@ -38,10 +38,11 @@ func TestOverTheWire(t *testing.T) {
 		wantVLs int
 		refuse  string
 	}{
-		{"torus", []int{4, 4, 4}, false, 0, 2, ""},
-		{"torus-budget-1", []int{4, 4, 4}, false, 1, 0, "budget is 1"},
-		{"torus-link", []int{4, 4, 4}, true, 0, 3, ""},
-		{"torus-link-budget-2", []int{4, 4, 4}, true, 2, 0, "first hops"},
+		{"torus", []int{5, 5, 5}, false, 0, 2, ""},
+		{"torus-4-rings", []int{4, 4, 4}, false, 0, 1, ""},
+		{"torus-budget-1", []int{5, 5, 5}, false, 1, 0, "budget is 1"},
+		{"torus-link", []int{5, 5, 5}, true, 0, 3, ""},
+		{"torus-link-budget-2", []int{5, 5, 5}, true, 2, 0, "first hops"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topo := torustest.Grid(t, tc.dims, false, 2)

@@ -11,7 +11,7 @@
 // forwards through it, so that hop is always the packet's first
 // switch-to-switch hop.
 //
-// VLs: each wrapped dimension of 4 or more switches gets one SL bit per
+// VLs: each wrapped dimension of 5 or more switches gets one SL bit per
 // destination, 1 when the destination's coordinate is below half the ring
 // (those destinations' "+" arcs cross the wrap link, their "−" arcs never
 // do; the others' "+" arcs never do). A hop in that dimension travels on VL

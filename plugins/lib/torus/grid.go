@@ -229,12 +229,15 @@ func absDiff(a, b int) int {
 	return b - a
 }
 
-// Dateline lists the dimensions whose rings need two VLs: wrapped, with 4
-// or more switches (on 3 a minimal leg is one hop, so no ring dependency).
+// Dateline lists the dimensions whose rings need two VLs: wrapped, with 5
+// or more switches. On 3 a minimal leg is one hop; on 4 only the legs to
+// the antipode are two hops, "+" toward even and "−" toward odd
+// coordinates (plusReach), whose dependencies c2→c3, c0→c1 (and d3→d2,
+// d1→d0) close no loop.
 func (g *Grid) Dateline() []int {
 	var ds []int
 	for d, k := range g.Dims {
-		if g.Wrap[d] && k >= 4 {
+		if g.Wrap[d] && k >= 5 {
 			ds = append(ds, d)
 		}
 	}

@@ -48,7 +48,7 @@ func (g *Grid) VLPlan(r *plan.Realized, maxVLs, levels int) (*plan.VLPlan, VLSta
 		return nil, st, fmt.Errorf("torus-vl: qos_levels = %d; give 1 or more", levels)
 	}
 	if st.SLs = levels << nb; st.SLs > 16 {
-		return nil, st, fmt.Errorf("torus-vl: %d QoS levels × %d SLs (one bit per wrapped dimension of 4+ switches, %d here) need %d SLs, more than 16; lower qos_levels or use another engine", levels, 1<<nb, nb, st.SLs)
+		return nil, st, fmt.Errorf("torus-vl: %d QoS levels × %d SLs (one bit per wrapped dimension of 5+ switches, %d here) need %d SLs, more than 16; lower qos_levels or use another engine", levels, 1<<nb, nb, st.SLs)
 	}
 	if st.VLs = levels * st.PerLevel; st.VLs > maxVLs {
 		why := fmt.Sprintf("%d per QoS level", st.PerLevel)
