@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/ibsm/ibsm/sdk"
@@ -10,7 +12,9 @@ import (
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
-func TestConformance(t *testing.T) {
+// kitOptions gives the conformance kit its fabrics and a 3-level fat tree.
+func kitOptions(t *testing.T) sdktest.Options {
+	t.Helper()
 	ft3, err := sdktest.FatTree3(4)
 	if err != nil {
 		t.Fatal(err)
@@ -20,7 +24,22 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	fabrics["fattree3"] = ft3
-	sdktest.MulticastRouter(t, &router{}, sdktest.Options{Fabrics: fabrics})
+	return sdktest.Options{Fabrics: fabrics}
+}
+
+func TestConformance(t *testing.T) {
+	sdktest.MulticastRouter(t, &router{}, kitOptions(t))
+}
+
+// TestBinary builds the plugin binary and runs the kit on it through the
+// go-plugin handshake the host uses, so its Serve and wire encoding are
+// checked too.
+func TestBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "ibsm-plugin-mcast-spanning")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	sdktest.RunMulticastRouter(t, bin, kitOptions(t))
 }
 
 // Broadcast-like groups over every leaf of a two-level fat tree are rooted

@@ -121,17 +121,19 @@ func (c *common) logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "ibsm", Level: hclog.LevelFromString(c.logLevel), JSONFormat: c.logJSON, Output: out})
 }
 
-// load reads and validates the config; errors carry file:line:column.
+// load reads and validates the config; errors carry file:line:column,
+// each with its source line and a caret under the spot.
 func (c *common) load() (*conf.Config, error) {
 	if c.config == "" {
 		return nil, errors.New("--config FILE is required (see conf/examples/)")
 	}
-	cfg, diags := conf.Load(c.config)
+	l := conf.NewLoader()
+	cfg, diags := l.Load(c.config)
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("invalid configuration, nothing applied:\n%s", conf.FormatDiagnostics(diags))
+		return nil, fmt.Errorf("invalid configuration, nothing applied:\n%s", l.FormatDiagnostics(diags))
 	}
 	if d := cfg.CheckFiles(); d.HasErrors() {
-		return nil, fmt.Errorf("invalid configuration, nothing applied:\n%s", conf.FormatDiagnostics(d))
+		return nil, fmt.Errorf("invalid configuration, nothing applied:\n%s", l.FormatDiagnostics(d))
 	}
 	return cfg, nil
 }
