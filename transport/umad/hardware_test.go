@@ -25,11 +25,16 @@ import (
 // request from its send list only after it has queued the response. A
 // retry written in that window with the same TID is refused with EINVAL;
 // the request must still complete with the response that arrived.
+//
+// The kernel's own timer is set far past the response (a long send
+// completion), so that on a loaded machine (-race, other jobs) a late
+// timer callback cannot expire the request before the response is queued:
+// that would be a lost answer, not the edge under test.
 func TestResponseAtTheRetryEdge(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	k := newFakeKernel()
-	k.completion = 20 * time.Millisecond // the kernel's timer runs until 70ms
-	k.handlerLag = 40 * time.Millisecond // the request stays on the list until 100ms
+	k.completion = 200 * time.Millisecond // the kernel's timer runs until 250ms
+	k.handlerLag = 200 * time.Millisecond // the request stays on the list until 260ms
 	var n atomic.Int32
 	k.fabric = func(k *fakeKernel, s *kSend) {
 		if n.Add(1) == 1 {
