@@ -244,7 +244,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 	off := make([]int32, nc+1)
 	for d := 0; d < nd; d++ {
 		for s := int32(0); s < int32(f.N); s++ {
-			if t, p := f.Next(s, d); t >= 0 {
+			if t, p := tr.Next(d, s); t >= 0 {
 				off[f.Chan(s, p)+1]++
 			}
 		}
@@ -260,7 +260,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 	fill := append([]int32(nil), off[:nc]...)
 	for d := 0; d < nd; d++ {
 		for s := int32(0); s < int32(f.N); s++ {
-			if t, p := f.Next(s, d); t >= 0 {
+			if t, p := tr.Next(d, s); t >= 0 {
 				c := f.Chan(s, p)
 				items[fill[c]] = node{int32(d), s}
 				fill[c]++
@@ -287,7 +287,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 				}
 				w[d][s] = float64(f.N) * sum
 			}
-			if t, _ := f.Next(s, d); t < 0 {
+			if t, _ := tr.Next(d, s); t < 0 {
 				marked[d][s] = true // delivers: its channel is settled from the start
 			} else {
 				remaining++
@@ -316,7 +316,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 				if marked[it.d][it.s] {
 					continue
 				}
-				t, _ := f.Next(it.s, int(it.d))
+				t, _ := tr.Next(int(it.d), it.s)
 				if !marked[it.d][t] {
 					F[c] += w[it.d][it.s]
 				}
@@ -332,7 +332,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 				if marked[d][it.s] {
 					continue
 				}
-				if t, _ := f.Next(it.s, d); !marked[d][t] {
+				if t, _ := tr.Next(d, it.s); !marked[d][t] {
 					continue
 				}
 				marked[d][it.s] = true
@@ -347,7 +347,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 					if marked[d][k] {
 						continue
 					}
-					_, kp := f.Next(k, d)
+					_, kp := tr.Next(d, k)
 					kc := f.Chan(k, kp)
 					if h.pos[kc] >= 0 {
 						F[kc] -= w[d][k]

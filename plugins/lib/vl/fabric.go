@@ -16,6 +16,7 @@
 package vl
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/ibsm/ibsm/sdk/cdg"
@@ -213,18 +214,46 @@ type Trees struct {
 	// Order[d] lists the routed switches leaves-first (reverse BFS from
 	// the home switch).
 	Order [][]int32
+	// n is the number of switches; parent[d*n+s] and port[d*n+s] are
+	// Fabric.Next(s, d), kept flat because ACRO and its plan ask for them
+	// millions of times and the forwarding table costs four dependent loads.
+	n      int
+	parent []int32
+	port   []uint8
+}
+
+// Next is Fabric.Next(s, d) from the trees.
+func (tr *Trees) Next(d int, s int32) (int32, uint8) {
+	i := d*tr.n + int(s)
+	return tr.parent[i], tr.port[i]
 }
 
 // BuildTrees derives every destination's tree. Switches without a route
 // toward a destination are left out of it.
+//
+// Destinations are independent, so they are built in parallel.
 func (f *Fabric) BuildTrees() (*Trees, error) {
-	tr := &Trees{Off: make([][]int32, len(f.DLIDs)), Kid: make([][]int32, len(f.DLIDs)), Order: make([][]int32, len(f.DLIDs))}
-	for d := range f.DLIDs {
+	nd := len(f.DLIDs)
+	tr := &Trees{Off: make([][]int32, nd), Kid: make([][]int32, nd), Order: make([][]int32, nd),
+		n: f.N, parent: make([]int32, nd*f.N), port: make([]uint8, nd*f.N)}
+	err := route.ForEach(context.Background(), nd, func() func(int32) error {
+		return func(d int32) error { return f.buildTree(tr, int(d)) }
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// buildTree fills destination d's part of tr.
+func (f *Fabric) buildTree(tr *Trees, d int) error {
+	{
 		off := make([]int32, f.N+1)
-		parent := make([]int32, f.N)
+		parent := tr.parent[d*f.N : (d+1)*f.N]
+		port := tr.port[d*f.N : (d+1)*f.N]
 		for s := int32(0); s < int32(f.N); s++ {
-			t, _ := f.Next(s, d)
-			parent[s] = t
+			t, p := f.Next(s, d)
+			parent[s], port[s] = t, p
 			if t >= 0 {
 				off[t+1]++
 			}
@@ -251,14 +280,14 @@ func (f *Fabric) BuildTrees() (*Trees, error) {
 			order = append(order, kid[off[order[i]]:off[order[i]+1]]...)
 		}
 		if n := routedCount(f, d); len(order) != n {
-			return nil, fmt.Errorf("DLID %d: %d switches route toward it but only %d reach its home switch: the tables loop", f.DLIDs[d], n, len(order))
+			return fmt.Errorf("DLID %d: %d switches route toward it but only %d reach its home switch: the tables loop", f.DLIDs[d], n, len(order))
 		}
 		for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
 			order[i], order[j] = order[j], order[i]
 		}
 		tr.Off[d], tr.Kid[d], tr.Order[d] = off, kid, order
 	}
-	return tr, nil
+	return nil
 }
 
 func routedCount(f *Fabric, d int) int {

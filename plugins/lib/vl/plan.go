@@ -334,14 +334,14 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 	// next is the hop at s's parent that carries d's traffic on from s's
 	// out-channel (-1 when the parent delivers).
 	next := func(s, p int32, out uint8, d int) int32 {
-		if pp, pout := f.Next(p, d); pp >= 0 {
+		if pp, pout := tr.Next(d, p); pp >= 0 {
 			return f.Edge(p, f.peerPort[f.Chan(s, out)], pout)
 		}
 		return -1
 	}
 	// transit is the hop at s that takes d's traffic from child u on.
 	transit := func(s, u int32, out uint8, d int) int32 {
-		_, uo := f.Next(u, d)
+		_, uo := tr.Next(d, u)
 		return f.Edge(s, f.peerPort[f.Chan(u, uo)], out)
 	}
 	// fit adds destination d's whole tree to class c, root outwards.
@@ -351,7 +351,7 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		order := tr.Order[d]
 		for i := len(order) - 1; i >= 0; i-- {
 			s := order[i]
-			p, out := f.Next(s, d)
+			p, out := tr.Next(d, s)
 			if p < 0 {
 				continue // delivers: hops into it take the default VL 0
 			}
@@ -375,7 +375,7 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		depLog = depLog[:0]
 		path = path[:0]
 		for s := u; ; {
-			p, _ := f.Next(s, d)
+			p, _ := tr.Next(d, s)
 			if p < 0 {
 				break
 			}
@@ -384,7 +384,7 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		}
 		for i := len(path) - 1; i >= 0; i-- {
 			s := path[i]
-			p, out := f.Next(s, d)
+			p, out := tr.Next(d, s)
 			var e int32
 			if i > 0 {
 				e = transit(s, path[i-1], out, d)
@@ -463,7 +463,7 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		for i := len(order) - 1; i >= 0; i-- {
 			u := order[i]
 			routeSL[u] = -1
-			if p, _ := f.Next(u, d); p < 0 || len(srcIn[u]) == 0 {
+			if p, _ := tr.Next(d, u); p < 0 || len(srcIn[u]) == 0 {
 				continue
 			}
 			k := place(func(c *class) bool { return fitRoute(c, d, u) }, -1)
