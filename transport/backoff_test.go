@@ -28,13 +28,20 @@ func TestRetryBackoff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			var got []time.Duration
-			answer := tc.slow // the first request's first attempt is answered late
+			// In the slow case the first request's first attempt is
+			// answered when its retry goes out: late, whatever the load.
+			var first *Packet
+			late := tc.slow
 			f := newFake(func(f *fakeConn, p Packet) {
 				mu.Lock()
 				defer mu.Unlock()
-				if answer {
-					answer = false
-					time.AfterFunc(3*base/2, func() { f.respond(p) })
+				if late {
+					if first == nil {
+						first = &p
+						return
+					}
+					late = false
+					go f.respond(*first)
 					return
 				}
 				got = append(got, p.Timeout)
@@ -85,7 +92,7 @@ func TestRetryBackoff(t *testing.T) {
 // marks it slow, and the next request is asked twice (0, then after one
 // timeout; the next would wait two).
 func TestBackoffSparesSlowResponder(t *testing.T) {
-	base := 20 * time.Millisecond
+	base := 100 * time.Millisecond // half a timeout of margin either way, on a loaded machine too
 	var mu sync.Mutex
 	sends := 0
 	f := newFake(func(f *fakeConn, p Packet) {

@@ -329,8 +329,6 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 	c.waited = 0
 	for attempt := 0; attempt <= c.retries; attempt++ {
 		if attempt > 0 {
-			d.retries.Add(1)
-			d.onMAD(MADRetry, c)
 			// A bounce of an earlier attempt must not end this one; an
 			// answer that slipped in wins.
 			for len(c.done) > 0 {
@@ -342,6 +340,10 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 		key, ok := d.newAttempt(c, req)
 		if !ok {
 			return d.lastChance(c, lastErr)
+		}
+		if attempt > 0 { // counted once it is really re-sent
+			d.retries.Add(1)
+			d.onMAD(MADRetry, c)
 		}
 		d.sent.Add(1)
 		req.Timeout = c.timeout
