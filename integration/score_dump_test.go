@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ibsm/ibsm/integration/diags"
@@ -11,7 +12,7 @@ import (
 	"github.com/ibsm/ibsm/transport/netfile"
 )
 
-// TestScoreDump (IBSM_SCORE_DUMP=dir) measures what another SM left in an
+// TestScoreDump (IBSM_SCORE_DUMP=dir[:dir...]) measures what another SM left in an
 // ibsim fabric with the same sdk/analysis figures `ibsm verify` prints:
 // dir holds the topology (fabric.net), the SM's guid2lid and dump_fts run
 // against the fabric (dump_fts.out). It is how BENCHMARKS.md scores OpenSM
@@ -19,10 +20,16 @@ import (
 // torus-2QoS.conf and -Q). LFTs only: path SLs are not in the dump, so
 // deadlock freedom is not judged here.
 func TestScoreDump(t *testing.T) {
-	dir := os.Getenv("IBSM_SCORE_DUMP")
-	if dir == "" {
-		t.Skip("set IBSM_SCORE_DUMP=dir with fabric.net, guid2lid and dump_fts.out")
+	dirs := os.Getenv("IBSM_SCORE_DUMP")
+	if dirs == "" {
+		t.Skip("set IBSM_SCORE_DUMP=dir with fabric.net, guid2lid and dump_fts.out (several: dir1:dir2)")
 	}
+	for _, dir := range strings.Split(dirs, ":") {
+		t.Run(filepath.Base(dir), func(t *testing.T) { scoreDump(t, dir) })
+	}
+}
+
+func scoreDump(t *testing.T, dir string) {
 	nf, err := netfile.ParseFile(filepath.Join(dir, "fabric.net"))
 	if err != nil {
 		t.Fatal(err)
@@ -69,4 +76,10 @@ func TestScoreDump(t *testing.T) {
 	m := analysis.Minimal(real)
 	t.Logf("CA pairs %.3f%% reachable, loops %d, avg hops %.3f, a2a max %d (%.3f), worst shift %d, eBB %.4f, minimal %.3f%% (max extra %d)",
 		rep.CAPairs.Percent(), rep.LoopLIDs, rep.AvgHops, rep.Load.Max, rep.Load.MaxNormalized, rep.Shift.Worst, rep.EBB.EBB, m.Percent(), m.MaxExtra)
+	for i, u := range rep.Unreachable {
+		if i == 3 {
+			break
+		}
+		t.Logf("  unreachable: %s", u.Message)
+	}
 }
