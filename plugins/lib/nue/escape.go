@@ -1,6 +1,11 @@
 package nue
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
 
 // escape is the spanning forest whose routes every layer can always take:
 // BFS trees from a central switch of each component. In a tree a route
@@ -78,9 +83,70 @@ func newEscape(n *net) *escape {
 	return e
 }
 
-// seed adds every tree turn to layer l (a fresh layer: they cannot close a
-// cycle, and a failure is a bug worth stopping on).
+// order is an initial channel order in which every tree turn goes
+// forward: channels toward a root first (deepest first), then the channels
+// off the tree, then the channels away from a root (shallowest first). A
+// tree route climbs, then descends, so its turns never go against it, and
+// seeding a layer needs no search.
+func (e *escape) order(n *net) []int32 {
+	depth := make([]int32, n.N)
+	for s := range depth {
+		depth[s] = -1
+	}
+	var queue []int32
+	for _, r := range e.roots {
+		depth[r] = 0
+		queue = append(queue, r)
+	}
+	for i := 0; i < len(queue); i++ {
+		x := queue[i]
+		for _, c := range e.out[x] {
+			if y := n.Peer[c]; depth[y] < 0 {
+				depth[y] = depth[x] + 1
+				queue = append(queue, y)
+			}
+		}
+	}
+	// key: 0 up (by -depth of its tail), 1 off the tree, 2 down (by depth).
+	tree := make([]bool, n.Channels())
+	for x := range e.out {
+		for _, c := range e.out[x] {
+			tree[c] = true
+		}
+	}
+	maxD := int32(0)
+	for _, d := range depth {
+		maxD = max(maxD, d)
+	}
+	key := func(c int32) int64 {
+		x, y := n.From[c], n.Peer[c]
+		switch {
+		case !tree[c]:
+			return int64(maxD + 1)
+		case depth[y] < depth[x]: // up
+			return int64(maxD - depth[x])
+		default: // down
+			return int64(maxD+2) + int64(depth[x])
+		}
+	}
+	chans := make([]int32, n.Channels())
+	for c := range chans {
+		chans[c] = int32(c)
+	}
+	slices.SortStableFunc(chans, func(a, b int32) int { return cmp.Compare(key(a), key(b)) })
+	ord := make([]int32, len(chans))
+	for i, c := range chans {
+		ord[c] = int32(i)
+	}
+	return ord
+}
+
+// seed adds every tree turn to layer l, a fresh layer whose order is
+// e.order: they cannot close a cycle, and a failure is a bug worth
+// stopping on.
 func (e *escape) seed(n *net, l *layer) error {
+	defer func(limit int) { l.limit = limit }(l.limit)
+	l.limit = math.MaxInt // a refusal here must mean a cycle
 	for x := int32(0); x < int32(n.N); x++ {
 		for _, a := range e.out[x] {
 			in := n.Rev[a]

@@ -36,13 +36,11 @@ type layer struct {
 // searchLimit bounds a turn's search (channels visited).
 const searchLimit = 256
 
-func newLayer(n *net) *layer {
+// newLayer returns an empty layer whose channels start in order ord
+// (copied).
+func newLayer(n *net, ord []int32) *layer {
 	nc := n.Channels()
-	l := &layer{n: n, cnt: make([]int32, n.turns), ord: make([]int32, nc), mark: make([]uint32, nc), limit: searchLimit}
-	for c := range l.ord {
-		l.ord[c] = int32(c)
-	}
-	return l
+	return &layer{n: n, cnt: make([]int32, n.turns), ord: slices.Clone(ord), mark: make([]uint32, nc), limit: searchLimit}
 }
 
 // insert adds one use of the turn from channel in onto channel out, or

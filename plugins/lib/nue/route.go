@@ -76,6 +76,9 @@ type Options struct {
 	// less (search work is per tree) and add fewer dependencies per
 	// layer, at some balance.
 	Trees int
+	// SearchLimit bounds the channels one turn's cycle search visits
+	// (0: searchLimit); a turn beyond it is refused.
+	SearchLimit int
 }
 
 // Route computes 2^lmc planes per CA and one per switch, each destination
@@ -157,8 +160,12 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 		}
 	}
 	srch := make([]*searcher, budget)
+	ord := esc.order(n)
 	for l := range srch {
-		ly := newLayer(n)
+		ly := newLayer(n, ord)
+		if opt.SearchLimit > 0 {
+			ly.limit = opt.SearchLimit
+		}
 		if err := esc.seed(n, ly); err != nil {
 			return nil, nil, nil, err
 		}
@@ -341,6 +348,7 @@ func (s *searcher) search(h int32, weight []int64) {
 	for len(s.heap) > 0 {
 		w := s.pop()
 		if w != h {
+			s.cheaper(w, weight)
 			c := s.par[w]
 			if ox := s.par[n.Peer[c]]; ox >= 0 {
 				if !s.l.insert(c, ox) {
@@ -367,6 +375,27 @@ func (s *searcher) search(h int32, weight []int64) {
 					s.push(u)
 				}
 			}
+		}
+	}
+}
+
+// cheaper switches w to another settled neighbour at the same distance
+// when its turn is free (already in the layer, or along the layer's
+// order) and the chosen one's is not: the tree is as short and as
+// balanced, and the layer is spared a search.
+func (s *searcher) cheaper(w int32, weight []int64) {
+	n := s.n
+	free := func(c int32) bool {
+		ox := s.par[n.Peer[c]]
+		return ox < 0 || s.l.cnt[n.turn(c, ox)] > 0 || s.l.ord[c] < s.l.ord[ox]
+	}
+	if free(s.par[w]) {
+		return
+	}
+	for c := n.Off[w]; c < n.Off[w+1]; c++ {
+		if x := n.Peer[c]; s.state[x] == settled && s.failed[c] != s.stamp && s.dist[x]+weight[c] == s.dist[w] && free(c) {
+			s.par[w] = c
+			return
 		}
 	}
 }

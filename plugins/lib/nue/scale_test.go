@@ -22,9 +22,10 @@ func TestScale(t *testing.T) {
 		t.Skip("set IBSM_NUE_SCALE=1")
 	}
 	trees, _ := strconv.Atoi(os.Getenv("IBSM_NUE_TREES"))
+	limit, _ := strconv.Atoi(os.Getenv("IBSM_NUE_LIMIT"))
 	size := 1000
-	if os.Getenv("IBSM_NUE_SCALE_SMALL") == "1" {
-		size = 250
+	if n, _ := strconv.Atoi(os.Getenv("IBSM_NUE_SIZE")); n > 0 {
+		size = n
 	}
 	rnd, err := sdktest.Random(7, size, 26, 10)
 	if err != nil {
@@ -39,7 +40,7 @@ func TestScale(t *testing.T) {
 		{"torus8x8x8-8vl", torus3(t, 8, 8, 8, 2), 8},
 		{"random-x16-8vl", rnd, 8},
 	} {
-		if os.Getenv("IBSM_NUE_SCALE_SMALL") == "1" && c.name != "random-x16-8vl" {
+		if only := os.Getenv("IBSM_NUE_CASE"); only != "" && c.name != only {
 			continue
 		}
 		if c.budget > SmallestVLCap(c.topo) {
@@ -49,23 +50,24 @@ func TestScale(t *testing.T) {
 				}
 			}
 		}
-		t0 := time.Now()
-		planes, _, rep, err := Route(context.Background(), c.topo, Options{Budget: c.budget, Trees: trees})
+		t0, c0 := time.Now(), testfab.CPUTime()
+		planes, _, rep, err := Route(context.Background(), c.topo, Options{Budget: c.budget, Trees: trees, SearchLimit: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := time.Since(t0)
+		tr, cr := time.Since(t0), testfab.CPUTime()-c0
 		t.Logf("inserts %d, searches %d, visited %d, refused %d", rep.Inserts, rep.Searches, rep.Visited, rep.Refused)
 		real, err := testfab.Realize(c.topo, &plan.Routes{Planes: planes}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t0 = time.Now()
+		t0, c0 = time.Now(), testfab.CPUTime()
 		v, a, err := Assign(context.Background(), real, c.budget)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tv := time.Since(t0)
+		tv, cv := time.Since(t0), testfab.CPUTime()-c0
+		t.Logf("%s: CPU route %v, vl %v", c.name, cr, cv)
 		an, err := analysis.Analyse(real, v, analysis.Options{Bisections: 100})
 		if err != nil {
 			t.Fatal(err)
