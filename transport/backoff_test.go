@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestRetryBackoff: once a destination has answered an attempt late, each
+// TestRetryBackoff: once a destination has answered late twice, each
 // unanswered retry to it doubles the next one's timeout, up to 4× the
 // configured one; the Conn is told each attempt's timeout (umad hands it
 // to the kernel), and the error names the whole wait. A destination that
@@ -48,14 +48,17 @@ func TestRetryBackoff(t *testing.T) {
 			})
 			tr := New(f, Options{Timeout: base, Retries: 4})
 			defer tr.Close()
-			if tc.slow {
+			for i := 0; tc.slow && i < slowLateness; i++ {
+				mu.Lock()
+				first, late = nil, true
+				mu.Unlock()
 				if _, err := tr.Do(context.Background(), request(0x01, 0x11, 4)); err != nil {
 					t.Fatal(err)
 				}
-				mu.Lock()
-				got = nil
-				mu.Unlock()
 			}
+			mu.Lock()
+			got = nil
+			mu.Unlock()
 			start := time.Now()
 			_, err := tr.Do(context.Background(), request(0x01, 0x11, 4))
 			took := time.Since(start)
@@ -88,9 +91,9 @@ func TestRetryBackoff(t *testing.T) {
 }
 
 // TestBackoffSparesSlowResponder: a port that answers every request after
-// 2.5 timeouts is asked three times for its first request; its late answer
-// marks it slow, and the next request is asked twice (0, then after one
-// timeout; the next would wait two).
+// 2.5 timeouts is asked three times for each of its first two requests;
+// their late answers mark it slow, and the next request is asked twice (0,
+// then after one timeout; the next would wait two).
 func TestBackoffSparesSlowResponder(t *testing.T) {
 	base := 100 * time.Millisecond // half a timeout of margin either way, on a loaded machine too
 	var mu sync.Mutex
@@ -103,7 +106,7 @@ func TestBackoffSparesSlowResponder(t *testing.T) {
 	})
 	tr := New(f, Options{Timeout: base, Retries: 3})
 	defer tr.Close()
-	for i, want := range []int{3, 2} {
+	for i, want := range []int{3, 3, 2} {
 		mu.Lock()
 		sends = 0
 		mu.Unlock()

@@ -579,7 +579,9 @@ func (d *Dispatcher) dispatch(p Packet) {
 	if c == nil || !c.answers(m) {
 		d.mu.Unlock()
 		d.unmatched.Add(1)
-		d.lim.Load().win.late(destOf(p)) // late (or a duplicate), but it answers
+		// Too late for its request, or a duplicate (a retry's answer
+		// after the first): alive, but no measure of lateness.
+		d.lim.Load().win.alive(destOf(p))
 		d.log.Trace("unmatched response", "tid", binary.BigEndian.Uint64(m[8:]), "class", m[1],
 			"attr", binary.BigEndian.Uint16(m[16:]), "attr_mod", binary.BigEndian.Uint32(m[20:]))
 		return

@@ -49,10 +49,17 @@ type dest struct {
 	// time over its small window); they are still sent, so a switch that
 	// came back answers them.
 	downUntil time.Time
-	// slowUntil: it answered an attempt after that attempt's timer ran
-	// out; until then its retries back off (backedOff).
+	// lateness counts answers that came after their attempt's timer ran
+	// out (+1 each), fading by a tenth with every answer on a first try;
+	// from slowLateness on, until slowUntil, its retries back off
+	// (backedOff). One late answer among many prompt ones is a lost MAD's
+	// luck, not a slow switch.
+	lateness  float64
 	slowUntil time.Time
 }
+
+// slowLateness is the lateness from which a destination counts as slow.
+const slowLateness = 2
 
 // slowMemory is how long a late answer makes a destination's retries back
 // off: a few sweeps, so a switch that is slow during a large write is
@@ -188,6 +195,7 @@ func (w *window) release(key destKey, answered, firstTry bool) {
 		w.all.grow(w.ceiling)
 		if d := w.dests[key]; d != nil {
 			d.w.grow(w.ceiling)
+			d.lateness *= 0.9
 		}
 	}
 	w.put(key)
@@ -221,13 +229,23 @@ func (w *window) failed(key destKey, took time.Duration) {
 	}
 }
 
-// late records that key answered an attempt after its timer ran out (or
-// twice): alive, and slow enough that its retries should back off.
+// alive records that key answered something, if too late for its
+// request or twice: it is not down.
+func (w *window) alive(key destKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.aliveLocked(key)
+}
+
+// late records that key answered an earlier attempt of a request while a
+// retry was out: alive, and one step closer to slow (see dest.lateness).
 func (w *window) late(key destKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.aliveLocked(key)
-	w.dest(key).slowUntil = time.Now().Add(slowMemory)
+	d := w.dest(key)
+	d.lateness++
+	d.slowUntil = time.Now().Add(slowMemory)
 }
 
 // slow reports whether key's retries back off.
@@ -235,7 +253,7 @@ func (w *window) slow(key destKey) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	d := w.dests[key]
-	return d != nil && time.Now().Before(d.slowUntil)
+	return d != nil && d.lateness >= slowLateness && time.Now().Before(d.slowUntil)
 }
 
 func (w *window) aliveLocked(key destKey) {
