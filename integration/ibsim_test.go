@@ -96,12 +96,12 @@ type daemon struct {
 	done chan error
 }
 
-// startIBSM runs `ibsm run --config cfg`. At test end it stops ibsm with
-// SIGTERM and fails the test if ibsm does not exit cleanly or anything in
-// its process group (a plugin) survives it.
-func startIBSM(t *testing.T, cfg string) *daemon {
+// startIBSM runs `ibsm run --config cfg` plus any extra flags. At test end
+// it stops ibsm with SIGTERM and fails the test if ibsm does not exit
+// cleanly or anything in its process group (a plugin) survives it.
+func startIBSM(t *testing.T, cfg string, extra ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "ibsm"), "run", "--config", cfg)
+	cmd := exec.Command(filepath.Join(binDir, "ibsm"), append([]string{"run", "--config", cfg}, extra...)...)
 	cmd.Dir = filepath.Dir(cfg)
 	d := &daemon{cmd: cmd, log: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = d.log, d.log

@@ -9,10 +9,8 @@ package integration
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,31 +19,6 @@ import (
 )
 
 const torus555Net = "../conf/examples/torus555.net"
-
-// runDumping is `ibsm run --config cfg --dump-dir dir` in its own process
-// group, stopped (and its group killed) at test end.
-func runDumping(t *testing.T, cfg, dir string) *daemon {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "ibsm"), "run", "--config", cfg, "--dump-dir", dir)
-	d := &daemon{cmd: cmd, log: &lockedBuffer{}, done: make(chan error, 1)}
-	cmd.Stdout, cmd.Stderr = d.log, d.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.done <- cmd.Wait() }()
-	pgid := cmd.Process.Pid
-	t.Cleanup(func() {
-		defer syscall.Kill(-pgid, syscall.SIGKILL)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.done:
-		case <-time.After(15 * time.Second):
-			t.Errorf("ibsm did not stop within 15s of SIGTERM")
-		}
-	})
-	return d
-}
 
 // pathSLs reads the path-SL dump: "0x<src port guid> <dlid> <sl>" per line.
 func pathSLs(t *testing.T, dir string) map[string]string {
@@ -101,7 +74,7 @@ func TestTorusIBSim(t *testing.T) {
 	}
 	dumps := filepath.Join(r.dir, "dump")
 	start := time.Now()
-	d := runDumping(t, cfg, dumps)
+	d := startIBSM(t, cfg, "--dump-dir", dumps)
 	d.waitUp(t, 1, 60*time.Second)
 	waitDump(t, dumps, start)
 	if log := d.log.String(); !strings.Contains(log, "engine torus") && !strings.Contains(log, "engine=torus") {

@@ -30,11 +30,7 @@ type Dragonfly struct {
 
 // Generate builds the dragonfly.
 func (t Dragonfly) Generate() (*netfile.File, error) {
-	g, err := t.graph()
-	if err != nil {
-		return nil, err
-	}
-	return g.file(t.Cable)
+	return fileOf(t.graph())(t.Cable)
 }
 
 func (t Dragonfly) graph() (*graph, error) {
@@ -118,11 +114,7 @@ type HyperX struct {
 
 // Generate builds the HyperX.
 func (t HyperX) Generate() (*netfile.File, error) {
-	g, err := t.graph()
-	if err != nil {
-		return nil, err
-	}
-	return g.file(t.Cable)
+	return fileOf(t.graph())(t.Cable)
 }
 
 func (t HyperX) graph() (*graph, error) {
@@ -206,11 +198,7 @@ type Kautz struct {
 
 // Generate builds the Kautz graph.
 func (t Kautz) Generate() (*netfile.File, error) {
-	g, err := t.graph()
-	if err != nil {
-		return nil, err
-	}
-	return g.file(t.Cable)
+	return fileOf(t.graph())(t.Cable)
 }
 
 func (t Kautz) graph() (*graph, error) {
@@ -283,6 +271,16 @@ func (t Kautz) graph() (*graph, error) {
 		}
 	}
 	return g, nil
+}
+
+// fileOf turns a generator's graph (or its error) into the file emitter.
+func fileOf(g *graph, err error) func(Cable) (*netfile.File, error) {
+	return func(c Cable) (*netfile.File, error) {
+		if err != nil {
+			return nil, err
+		}
+		return g.file(c)
+	}
 }
 
 func joinInts(xs []int, sep string) string {
