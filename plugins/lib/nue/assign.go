@@ -77,7 +77,7 @@ func Assign(ctx context.Context, r *plan.Realized, maxBudget int) (*plan.VLPlan,
 				clear(l.Cnt)
 			}
 		}
-		part := partition(n, b)
+		part, _ := partition(n, b)
 		for d := range f.DLIDs {
 			l := 0
 			if h := n.Home[owner(d)]; h >= 0 {
@@ -123,7 +123,7 @@ func Assign(ctx context.Context, r *plan.Realized, maxBudget int) (*plan.VLPlan,
 			}
 			return true
 		}
-		part := partition(n, maxBudget)
+		part, _ := partition(n, maxBudget)
 		for d := range f.DLIDs {
 			pref := 0
 			if h := n.Home[owner(d)]; h >= 0 {

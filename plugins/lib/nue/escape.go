@@ -7,12 +7,15 @@ import (
 	"slices"
 )
 
-// escape is the spanning forest whose routes every layer can always take:
-// BFS trees from a central switch of each component. In a tree a route
-// never turns back, so the turns of tree routes (any two distinct tree
-// links of a switch) form an acyclic CDG; seeding every layer with them
-// keeps a tree route open to every destination whatever else the layer
-// holds.
+// escape is the spanning forest whose routes a layer can always take:
+// BFS trees, one per component, from the layer's region seed in its
+// component and from a central switch in the others. In a tree a route
+// never turns back, so the turns of tree routes form an acyclic CDG;
+// seeding a layer with the turns of the tree routes toward its own
+// destinations keeps one open to each of them whatever else the layer
+// holds. With the root inside the layer's region those are few outside
+// it: a switch whose subtree holds none of the layer's destinations needs
+// only the turns toward its parent.
 type escape struct {
 	// out[s] lists the channels leaving s over tree links.
 	out [][]int32
@@ -20,7 +23,8 @@ type escape struct {
 	roots []int32
 }
 
-func newEscape(n *net) *escape {
+// newEscape builds the forest; root, if >= 0, roots its component's tree.
+func newEscape(n *net, root int32) *escape {
 	e := &escape{out: make([][]int32, n.N)}
 	seen := make([]bool, n.N)
 	dist := make([]int32, n.N)
@@ -45,8 +49,22 @@ func newEscape(n *net) *escape {
 		}
 		return queue
 	}
+	starts := make([]int32, 0, n.N+1)
+	if root >= 0 {
+		starts = append(starts, root)
+	}
 	for s := int32(0); s < int32(n.N); s++ {
+		starts = append(starts, s)
+	}
+	for i, s := range starts {
 		if seen[s] {
+			continue
+		}
+		if i == 0 && root >= 0 {
+			e.roots = append(e.roots, root)
+			for _, x := range e.grow(n, bfs(root), dist) {
+				seen[x] = true
+			}
 			continue
 		}
 		// Double sweep: the farthest switch a from s, the farthest b from
@@ -68,19 +86,25 @@ func newEscape(n *net) *escape {
 			}
 		}
 		e.roots = append(e.roots, root)
-		q = bfs(root)
-		for _, x := range q[1:] {
-			// The tree link: the lowest channel toward a switch one hop closer.
-			for c := n.Off[x]; c < n.Off[x+1]; c++ {
-				if y := n.Peer[c]; dist[y] == dist[x]-1 {
-					e.out[x] = append(e.out[x], c)
-					e.out[y] = append(e.out[y], n.Rev[c])
-					break
-				}
+		e.grow(n, bfs(root), dist)
+	}
+	return e
+}
+
+// grow adds the BFS tree of q (a BFS order from its root, dist its
+// distances) and returns q.
+func (e *escape) grow(n *net, q []int32, dist []int32) []int32 {
+	for _, x := range q[1:] {
+		// The tree link: the lowest channel toward a switch one hop closer.
+		for c := n.Off[x]; c < n.Off[x+1]; c++ {
+			if y := n.Peer[c]; dist[y] == dist[x]-1 {
+				e.out[x] = append(e.out[x], c)
+				e.out[y] = append(e.out[y], n.Rev[c])
+				break
 			}
 		}
 	}
-	return e
+	return q
 }
 
 // order is an initial channel order in which every tree turn goes
@@ -141,20 +165,56 @@ func (e *escape) order(n *net) []int32 {
 	return ord
 }
 
-// seed adds every tree turn to layer l, a fresh layer whose order is
-// e.order: they cannot close a cycle, and a failure is a bug worth
-// stopping on.
-func (e *escape) seed(n *net, l *layer) error {
+// seed adds to layer l, a fresh layer whose order is e.order, the turns
+// of the tree routes toward the switches marked in dest: at a switch, from
+// any tree link onto its parent's if a destination lies outside its
+// subtree, and onto a child's if one lies in that child's subtree. They
+// cannot close a cycle; a failure is a bug worth stopping on.
+func (e *escape) seed(n *net, l *layer, dest []bool) error {
 	defer func(limit int) { l.limit = limit }(l.limit)
 	l.limit = math.MaxInt // a refusal here must mean a cycle
+	up := make([]int32, n.N) // channel toward the parent, -1 at a root
+	top := make([]int32, n.N)
+	sub := make([]int32, n.N) // destinations in the subtree
+	for s := range up {
+		up[s] = -2
+	}
+	var q []int32
+	for _, r := range e.roots {
+		up[r], top[r] = -1, r
+		q = append(q, r)
+	}
+	for i := 0; i < len(q); i++ {
+		x := q[i]
+		for _, c := range e.out[x] {
+			if y := n.Peer[c]; up[y] == -2 {
+				up[y], top[y] = n.Rev[c], top[x]
+				q = append(q, y)
+			}
+		}
+	}
+	for i := len(q) - 1; i >= 0; i-- {
+		x := q[i]
+		if dest[x] {
+			sub[x]++
+		}
+		if up[x] >= 0 {
+			sub[n.Peer[up[x]]] += sub[x]
+		}
+	}
 	for x := int32(0); x < int32(n.N); x++ {
 		for _, a := range e.out[x] {
 			in := n.Rev[a]
 			for _, b := range e.out[x] {
-				if a == b {
-					continue
+				need := false
+				switch {
+				case a == b:
+				case b == up[x]:
+					need = sub[top[x]] > sub[x]
+				default:
+					need = sub[n.Peer[b]] > 0
 				}
-				if !l.insert(in, b) {
+				if need && !l.insert(in, b) {
 					return fmt.Errorf("nue: the escape tree's turns close a cycle at switch 0x%016x (a bug: tree routes never turn back)", n.vf.G.SwitchGUID(x))
 				}
 			}

@@ -11,10 +11,12 @@ package nue
 // unclaimed switch of its BFS frontier, until no region can grow. Switches
 // no region reached (other components) stay in layer 0. The result depends
 // on the topology and k alone, so the VL assigner recomputes it.
-func partition(n *net, k int) []uint8 {
-	part := make([]uint8, n.N)
+//
+// seeds[i] is region i's seed (none when k is 1).
+func partition(n *net, k int) (part []uint8, seeds []int32) {
+	part = make([]uint8, n.N)
 	if k <= 1 || n.N == 0 {
-		return part
+		return part, nil
 	}
 	weight := make([]int64, n.N)
 	for _, h := range n.Home {
@@ -28,7 +30,7 @@ func partition(n *net, k int) []uint8 {
 	for s := range dmin {
 		dmin[s] = far
 	}
-	seeds := []int32{0}
+	seeds = []int32{0}
 	var queue []int32
 	dist := make([]int32, n.N)
 	for {
@@ -100,5 +102,5 @@ func partition(n *net, k int) []uint8 {
 			part[s] = 0
 		}
 	}
-	return part
+	return part, seeds
 }

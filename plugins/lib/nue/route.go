@@ -35,21 +35,23 @@ type Report struct {
 	Inserts, Searches, Visited, Refused int64
 }
 
-// Layout is what both plugins derive from the topology and the budget
+// layout is what both plugins derive from the topology and the budget
 // alone: the layer of every endpoint.
-type Layout struct {
+type layout struct {
 	n *net
 	// Layer[e] is the layer (SL, VL) of endpoint e's LIDs.
 	Layer []uint8
+	// seeds[l] is layer l's region seed (none with one layer).
+	seeds []int32
 }
 
-func newLayout(t *topology.Topology, budget int) (*Layout, error) {
+func newLayout(t *topology.Topology, budget int) (*layout, error) {
 	n, err := newNet(t)
 	if err != nil {
 		return nil, err
 	}
-	part := partition(n, budget)
-	lay := &Layout{n: n, Layer: make([]uint8, len(n.Home))}
+	part, seeds := partition(n, budget)
+	lay := &layout{n: n, Layer: make([]uint8, len(n.Home)), seeds: seeds}
 	for e, h := range n.Home {
 		if h >= 0 {
 			lay.Layer[e] = part[h]
@@ -102,7 +104,6 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 		return nil, nil, nil, fmt.Errorf("nue: %w", err)
 	}
 	n := lay.n
-	esc := newEscape(n)
 	rep := &Report{Layers: budget}
 	out := make([]plan.DestPlanes, len(n.Home))
 	// CAs per switch, in endpoint order.
@@ -160,13 +161,29 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 		}
 	}
 	srch := make([]*searcher, budget)
-	ord := esc.order(n)
+	dest := make([]bool, n.N)
 	for l := range srch {
-		ly := newLayer(n, ord)
+		// The layer's escape tree grows from its region's seed (from a
+		// central switch with one layer), and it is seeded with the
+		// turns toward the layer's destination switches only.
+		root := int32(-1)
+		if l < len(lay.seeds) {
+			root = lay.seeds[l]
+		}
+		esc := newEscape(n, root)
+		for s := range dest {
+			dest[s] = false
+		}
+		for e, h := range n.Home {
+			if h >= 0 && int(lay.Layer[e]) == l {
+				dest[h] = true
+			}
+		}
+		ly := newLayer(n, esc.order(n))
 		if opt.SearchLimit > 0 {
 			ly.limit = opt.SearchLimit
 		}
-		if err := esc.seed(n, ly); err != nil {
+		if err := esc.seed(n, ly, dest); err != nil {
 			return nil, nil, nil, err
 		}
 		srch[l] = newSearcher(n, esc, ly, cas)
