@@ -32,7 +32,7 @@ plugin "lid_assigner" "sequential" {
   path = "../../bin/ibsm-plugin-sequential"
 }
 
-plugin "vl_assigner" "nue" {
+plugin "vl_assigner" "nue-vl" {
   path = "../../bin/ibsm-plugin-nue-vl"
   config {
     vls = 1
@@ -42,5 +42,5 @@ plugin "vl_assigner" "nue" {
 routing {
   engine       = "nue"
   lid_assigner = "sequential"
-  vl_assigner  = "nue"
+  vl_assigner  = "nue-vl"
 }
