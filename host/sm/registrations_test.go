@@ -3,12 +3,10 @@ package sm_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/topology"
-	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/netfile"
 )
 
@@ -23,14 +21,6 @@ func TestKeepRegistrations(t *testing.T) {
 	newSM := func() *sm.SM {
 		return sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{}, nil)
 	}
-	reattach := func() {
-		tr.Close()
-		g, p := fab.DefaultSMPort()
-		conn, err := fab.Attach(g, p)
-		must(t, err)
-		tr = transport.New(conn, transport.Options{Timeout: 50 * time.Millisecond, Window: 32})
-		t.Cleanup(func() { tr.Close() })
-	}
 	first := newSM()
 	rep, err := first.HeavySweep(ctx)
 	must(t, err)
@@ -40,7 +30,7 @@ func TestKeepRegistrations(t *testing.T) {
 	}
 
 	// Restarted with its registrations restored: nothing to send.
-	reattach()
+	tr = reattach(t, fab, tr)
 	s := newSM()
 	s.KeepRegistrations()
 	rep, err = s.HeavySweep(ctx)
@@ -52,7 +42,7 @@ func TestKeepRegistrations(t *testing.T) {
 
 	// One CA port served by another SM meanwhile (its MasterSMLID moved):
 	// only it re-registers.
-	reattach()
+	tr = reattach(t, fab, tr)
 	smGUID, _ := fab.DefaultSMPort()
 	var other *netfile.Node
 	for _, n := range f.Nodes {
@@ -71,7 +61,7 @@ func TestKeepRegistrations(t *testing.T) {
 	}
 
 	// Not kept: every CA port again.
-	reattach()
+	tr = reattach(t, fab, tr)
 	s = newSM()
 	rep, err = s.HeavySweep(ctx)
 	must(t, err)

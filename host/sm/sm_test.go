@@ -409,12 +409,7 @@ func TestFabricLIDsKept(t *testing.T) {
 	}
 	want := lidsOf(first)
 	reattach := func() transport.Transport {
-		tr.Close()
-		g, p := fab.DefaultSMPort()
-		conn, err := fab.Attach(g, p)
-		must(t, err)
-		tr = transport.New(conn, transport.Options{Timeout: 50 * time.Millisecond, Window: 32})
-		t.Cleanup(func() { tr.Close() })
+		tr = reattach(t, fab, tr)
 		return tr
 	}
 
@@ -477,4 +472,17 @@ func TestRunEndsWithItsTransport(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run kept going after its transport ended")
 	}
+}
+
+// reattach closes the SM's transport tr and attaches a new one at the SM
+// port, as a restarted SM would.
+func reattach(t *testing.T, fab *sim.Fabric, tr transport.Transport) transport.Transport {
+	t.Helper()
+	tr.Close()
+	g, p := fab.DefaultSMPort()
+	conn, err := fab.Attach(g, p)
+	must(t, err)
+	tr = transport.New(conn, transport.Options{Timeout: 50 * time.Millisecond, Window: 32})
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }
