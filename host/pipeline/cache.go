@@ -3,7 +3,6 @@ package pipeline
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -95,7 +94,12 @@ func NewReadOnlyCache(dir string) *Cache {
 }
 
 // fileMagic starts every cache file; the payload's xxhash follows it.
-const fileMagic = "ibsm-cache-v2\n"
+// Version 3 stores forwarding trees raw (codec.go); oldMagic started
+// version 2's all-gob files.
+const (
+	fileMagic = "ibsm-cache-v3\n"
+	oldMagic  = "ibsm-cache-v2\n"
+)
 
 func (c *Cache) path(stage string, k Key) string {
 	return filepath.Join(c.dir, fmt.Sprintf("%s-%s.gob", stage, k))
@@ -126,14 +130,18 @@ func Get[T any](c *Cache, stage string, k Key) (*T, bool) {
 	payload, ok := checked(data)
 	v := new(T)
 	if ok {
-		ok = gob.NewDecoder(bytes.NewReader(payload)).Decode(v) == nil
+		ok = decodePayload(payload, v) == nil
 	}
 	if !ok {
 		if c.readOnly {
 			return nil, false
 		}
 		os.Remove(p)
-		c.problem("corrupt", fmt.Sprintf("%s is corrupt (checksum or format); removed, the stage is recomputed", p))
+		// A file an older ibsm wrote in its own format is stale, not
+		// corrupt: it is recomputed without alarming the operator.
+		if !bytes.HasPrefix(data, []byte(oldMagic)) {
+			c.problem("corrupt", fmt.Sprintf("%s is corrupt (checksum or format); removed, the stage is recomputed", p))
+		}
 		return nil, false
 	}
 	c.remember(stage, k, v)
@@ -159,7 +167,7 @@ func Put[T any](c *Cache, stage string, k Key, v *T) {
 	var buf bytes.Buffer
 	buf.WriteString(fileMagic)
 	buf.Write(make([]byte, 8))
-	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
+	if err := encodePayload(&buf, v); err != nil {
 		c.problem("write", fmt.Sprintf("cannot encode the %s result: %v", stage, err))
 		return
 	}

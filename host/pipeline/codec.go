@@ -1,0 +1,186 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+
+	"github.com/ibsm/ibsm/sdk/plan"
+)
+
+// A cache file's payload is a gob of the result with its forwarding trees
+// taken out, followed by the trees as raw bytes. The trees are nearly all
+// of a large plan (CAs × switches bytes: 19 MB on a 3-level fat tree of
+// 36-port switches); gob spent 0.7 s of CPU growing and copying its buffer
+// for them, a raw copy into a buffer sized up front takes a memmove, and a
+// read hands out slices of the file's bytes instead of decoding them.
+//
+//	payload := uvarint(len(gob)) gob [trees]
+//	trees   := 0 (nil) | 1 uvarint(dests) { uvarint(planes) { uvarint(len+1) bytes } }
+//
+// A plane's length is stored plus one so that a nil plane stays nil.
+
+// treesOf returns what of v gob encodes and, for results that carry
+// forwarding trees, the trees (has reports whether v is such a result).
+func treesOf(v any) (rest any, trees []plan.DestPlanes, has bool) {
+	switch x := v.(type) {
+	case *plan.Routes:
+		c := *x
+		c.Planes = nil
+		return &c, x.Planes, true
+	case *plan.LIDPlan:
+		c := *x
+		c.Planes = nil
+		return &c, x.Planes, true
+	}
+	return v, nil, false
+}
+
+// setTrees puts trees back into a decoded result.
+func setTrees(v any, trees []plan.DestPlanes) {
+	switch x := v.(type) {
+	case *plan.Routes:
+		x.Planes = trees
+	case *plan.LIDPlan:
+		x.Planes = trees
+	}
+}
+
+// encodePayload appends v's payload to buf.
+func encodePayload(buf *bytes.Buffer, v any) error {
+	rest, trees, has := treesOf(v)
+	var g bytes.Buffer
+	if err := gob.NewEncoder(&g).Encode(rest); err != nil {
+		return err
+	}
+	size := binary.MaxVarintLen64 + g.Len()
+	if has {
+		size += treesSize(trees)
+	}
+	buf.Grow(size)
+	buf.Write(binary.AppendUvarint(nil, uint64(g.Len())))
+	buf.Write(g.Bytes())
+	if has {
+		writeTrees(buf, trees)
+	}
+	return nil
+}
+
+// treesSize bounds the encoded size of trees.
+func treesSize(trees []plan.DestPlanes) int {
+	n := 1 + binary.MaxVarintLen64
+	for _, dp := range trees {
+		n += binary.MaxVarintLen64
+		for _, p := range dp.Planes {
+			n += binary.MaxVarintLen64 + len(p)
+		}
+	}
+	return n
+}
+
+func writeTrees(buf *bytes.Buffer, trees []plan.DestPlanes) {
+	var b [binary.MaxVarintLen64]byte
+	uv := func(x uint64) { buf.Write(b[:binary.PutUvarint(b[:], x)]) }
+	if trees == nil {
+		buf.WriteByte(0)
+		return
+	}
+	buf.WriteByte(1)
+	uv(uint64(len(trees)))
+	for _, dp := range trees {
+		uv(uint64(len(dp.Planes)))
+		for _, p := range dp.Planes {
+			if p == nil {
+				uv(0)
+				continue
+			}
+			uv(uint64(len(p)) + 1)
+			buf.Write(p)
+		}
+	}
+}
+
+var errShort = errors.New("truncated payload")
+
+// decodePayload decodes a payload written by encodePayload into v. The
+// decoded trees alias payload, which the caller must not reuse.
+func decodePayload(payload []byte, v any) error {
+	n, k := binary.Uvarint(payload)
+	if k <= 0 || n > uint64(len(payload)-k) {
+		return errShort
+	}
+	payload = payload[k:]
+	if err := gob.NewDecoder(bytes.NewReader(payload[:n])).Decode(v); err != nil {
+		return err
+	}
+	payload = payload[n:]
+	if _, _, has := treesOf(v); !has {
+		if len(payload) != 0 {
+			return errors.New("trailing bytes after the result")
+		}
+		return nil
+	}
+	trees, err := readTrees(payload)
+	if err != nil {
+		return err
+	}
+	setTrees(v, trees)
+	return nil
+}
+
+func readTrees(p []byte) ([]plan.DestPlanes, error) {
+	uv := func() (uint64, error) {
+		x, k := binary.Uvarint(p)
+		if k <= 0 {
+			return 0, errShort
+		}
+		p = p[k:]
+		return x, nil
+	}
+	if len(p) == 0 {
+		return nil, errShort
+	}
+	flag := p[0]
+	p = p[1:]
+	if flag == 0 {
+		if len(p) != 0 {
+			return nil, errors.New("trailing bytes after the result")
+		}
+		return nil, nil
+	}
+	dests, err := uv()
+	// Every destination takes at least one byte: a count beyond what is
+	// left is corruption, not a reason to allocate.
+	if err != nil || flag != 1 || dests > uint64(len(p)) {
+		return nil, errShort
+	}
+	trees := make([]plan.DestPlanes, dests)
+	for d := range trees {
+		np, err := uv()
+		if err != nil || np > uint64(len(p)) {
+			return nil, errShort
+		}
+		if np == 0 {
+			continue
+		}
+		planes := make([]plan.Plane, np)
+		for i := range planes {
+			l, err := uv()
+			if err != nil || l > uint64(len(p))+1 {
+				return nil, errShort
+			}
+			if l == 0 {
+				continue
+			}
+			l--
+			planes[i] = plan.Plane(p[:l:l])
+			p = p[l:]
+		}
+		trees[d].Planes = planes
+	}
+	if len(p) != 0 {
+		return nil, errors.New("trailing bytes after the result")
+	}
+	return trees, nil
+}
