@@ -73,6 +73,10 @@ type Cache struct {
 	mu       sync.Mutex
 	mem      map[string][]entry // stage -> newest last
 	problems []problem
+	// lastWrite is closed when the newest putBehind write is done; each
+	// write waits for the one before, so files land in Put order.
+	lastWrite chan struct{}
+	pending   sync.WaitGroup
 }
 
 type entry struct {
@@ -160,19 +164,60 @@ func checked(data []byte) ([]byte, bool) {
 
 // Put stores v for (stage, k) in memory and, best effort, on disk.
 func Put[T any](c *Cache, stage string, k Key, v *T) {
+	if data := c.encode(stage, k, v); data != nil {
+		c.write(stage, k, data)
+	}
+}
+
+// putBehind is Put whose disk write (a large plan's tens of MB and an
+// fsync) runs behind the caller, in order after earlier ones: the stage
+// result is in memory at once, and the pipeline's next stages need not
+// wait for the disk. Flush waits for the writes.
+func putBehind[T any](c *Cache, stage string, k Key, v *T) {
+	data := c.encode(stage, k, v)
+	if data == nil {
+		return
+	}
+	c.mu.Lock()
+	prev, done := c.lastWrite, make(chan struct{})
+	c.lastWrite = done
+	c.pending.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.pending.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		c.write(stage, k, data)
+	}()
+}
+
+// Flush waits until every write putBehind started is on disk (or has
+// failed and been recorded as a problem).
+func (c *Cache) Flush() { c.pending.Wait() }
+
+// encode remembers v and returns the file to write, or nil when nothing
+// goes to disk.
+func (c *Cache) encode(stage string, k Key, v any) []byte {
 	c.remember(stage, k, v)
 	if c.dir == "" || c.readOnly {
-		return
+		return nil
 	}
 	var buf bytes.Buffer
 	buf.WriteString(fileMagic)
 	buf.Write(make([]byte, 8))
 	if err := encodePayload(&buf, v); err != nil {
 		c.problem("write", fmt.Sprintf("cannot encode the %s result: %v", stage, err))
-		return
+		return nil
 	}
 	data := buf.Bytes()
 	binary.LittleEndian.PutUint64(data[len(fileMagic):], xxhash.Sum64(data[len(fileMagic)+8:]))
+	return data
+}
+
+// write puts an encoded result on disk and prunes its stage.
+func (c *Cache) write(stage string, k Key, data []byte) {
 	if err := lidstore.WriteAtomic(c.path(stage, k), data); err != nil {
 		c.problem("write", fmt.Sprintf("cannot write the %s result: %v", stage, err))
 		return
@@ -200,8 +245,10 @@ type problem struct {
 }
 
 // Problems returns and clears what went wrong with the on-disk cache since
-// the last call: one line per kind of problem.
+// the last call: one line per kind of problem. It waits for pending writes
+// first, so their failures are reported too.
 func (c *Cache) Problems() []string {
+	c.Flush()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string

@@ -190,3 +190,21 @@ func FuzzDecodePayload(f *testing.F) {
 		}
 	})
 }
+
+// TestPutBehindKeepsOrder: writes behind the caller land in Put order
+// (the last result stored under a key is the one on disk) and Flush
+// returns only once they are all there.
+func TestPutBehindKeepsOrder(t *testing.T) {
+	dir := t.TempDir()
+	c := NewCache(dir)
+	for i := range 20 {
+		putBehind(c, "vl", Key(i%2), &plan.VLPlan{VLs: i})
+	}
+	c.Flush()
+	for k, want := range map[Key]int{0: 18, 1: 19} {
+		got, ok := Get[plan.VLPlan](NewCache(dir), "vl", k)
+		if !ok || got.VLs != want {
+			t.Fatalf("key %v on disk: %+v (found %v), want VLs %d", k, got, ok, want)
+		}
+	}
+}

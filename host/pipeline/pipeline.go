@@ -138,6 +138,8 @@ func (r *Runner) Run(ctx context.Context, in Input) (*Result, error) {
 	var attempts []Attempt
 	topoHash := in.Topo.Hash() // once, not per engine tried
 	defer func() {
+		// Problems waits for the stage results still being written: a
+		// plan returned is on disk, as a restart expects.
 		for _, p := range r.Cache.Problems() {
 			log.Warn("plan cache: "+p+"; routing goes on without it", "dir", r.Cache.dir)
 		}
@@ -233,7 +235,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		// contract), so given its own LIDs it answers this same plan:
 		// file it under that key too, and the next sweep asks nobody.
 		if own := lidKey(hashPrevious(in.Topo, ownLIDs(in.Topo, lids))); own != lk {
-			Put(r.Cache, "lid", own, lids)
+			putBehind(r.Cache, "lid", own, lids)
 		}
 	}
 	res.Timings.LIDs = time.Since(t0)
@@ -341,7 +343,7 @@ func stage[T any](r *Runner, res *Result, fresh bool, name string, k Key, f func
 		}
 		return nil, err
 	}
-	Put(r.Cache, name, k, v)
+	putBehind(r.Cache, name, k, v)
 	return v, nil
 }
 
