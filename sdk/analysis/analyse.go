@@ -1,13 +1,14 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"math/bits"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/ibsm/ibsm/sdk/plan"
+
+	"github.com/ibsm/ibsm/sdk/route"
 )
 
 // Options tune Analyse. The zero value is usable.
@@ -78,27 +79,16 @@ func Analyse(r *plan.Realized, vls *plan.VLPlan, opt Options) (*Report, error) {
 	}
 	nChunks := (len(f.lidList) + chunkLIDs - 1) / chunkLIDs
 	results := make([]*chunkResult, nChunks)
-	workers := min(opt.Workers, max(nChunks, 1))
-	ws := make([]*worker, workers)
-	var next atomic.Int64
-	var wg sync.WaitGroup
+	ws := make([]*worker, min(opt.Workers, max(nChunks, 1)))
 	for i := range ws {
 		ws[i] = newWorker(f, opt)
-		wg.Add(1)
-		go func(w *worker) {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= nChunks {
-					return
-				}
-				lo := c * chunkLIDs
-				hi := min(lo+chunkLIDs, len(f.lidList))
-				results[c] = w.runChunk(f.lidList[lo:hi])
-			}
-		}(ws[i])
 	}
-	wg.Wait()
+	_, _ = route.Each(context.Background(), nChunks, len(ws), func(w, c int) error {
+		lo := c * chunkLIDs
+		hi := min(lo+chunkLIDs, len(f.lidList))
+		results[c] = ws[w].runChunk(f.lidList[lo:hi])
+		return nil
+	})
 	rep, err := f.merge(ws, results, opt)
 	if err != nil {
 		return nil, err

@@ -1,13 +1,14 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/ibsm/ibsm/sdk/route"
 )
 
 // Fat-tree quality metrics: the worst channel load over shift permutations
@@ -247,24 +248,14 @@ type shiftResult struct {
 
 // runParallel calls fn(worker scratch, i) for i in 0..n-1 over workers.
 func runParallel(f *fabric, cas, n, workers int, fn func(c *counter, i int)) {
-	workers = min(workers, max(n, 1))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := newCounter(f, cas)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				fn(c, i)
-			}
-		}()
-	}
-	wg.Wait()
+	cs := make([]*counter, max(1, min(workers, n)))
+	_, _ = route.Each(context.Background(), n, len(cs), func(w, i int) error {
+		if cs[w] == nil {
+			cs[w] = newCounter(f, cas)
+		}
+		fn(cs[w], i)
+		return nil
+	})
 }
 
 func newTraffic(f *fabric, custom []int32) (*traffic, error) {

@@ -3,7 +3,6 @@ package route
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/ibsm/ibsm/sdk/plan"
 )
@@ -86,23 +85,17 @@ func Balance(ctx context.Context, g *Graph, cand Candidates, opt Options) (*plan
 	if n == 0 {
 		return routes, rep, nil
 	}
+	// One item per worker, a range of switches each: a range walks the
+	// destinations once, writing neighbouring entries of each plane.
 	w := Workers(n)
 	reps := make([]Report, w)
-	errs := make([]error, w)
-	var wg sync.WaitGroup
-	for k := 0; k < w; k++ {
+	if _, err := Each(ctx, w, w, func(_, k int) error {
 		lo, hi := int32(k*n/w), int32((k+1)*n/w)
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			errs[k] = g.balanceRange(ctx, cand, opt, routes, lo, hi, &reps[k])
-		}(k)
+		return g.balanceRange(ctx, cand, opt, routes, lo, hi, &reps[k])
+	}); err != nil {
+		return nil, nil, err
 	}
-	wg.Wait()
 	for k := range reps {
-		if errs[k] != nil {
-			return nil, nil, errs[k]
-		}
 		rep.NoRoute += reps[k].NoRoute
 		for _, ex := range reps[k].Examples {
 			if len(rep.Examples) < maxExamples {

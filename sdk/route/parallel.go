@@ -2,41 +2,72 @@ package route
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
-// ForEach runs the items 0..n-1 on Workers(n) goroutines. Each worker calls
-// newWorker once, so the function it gets back can own scratch space, and
-// runs items k, k+w, k+2w, ... with it: item i is always handled by one
-// goroutine, so per-item output needs no locking. A worker stops at its
-// first error or when ctx is done (checked before every item); ForEach
-// returns the error of the lowest-numbered worker that failed.
-func ForEach(ctx context.Context, n int, newWorker func() func(i int32) error) error {
-	w := Workers(n)
-	errs := make([]error, w)
-	var wg sync.WaitGroup
-	for k := 0; k < w; k++ {
+// Each runs do(w, i) for every item i in 0..n-1 on up to workers
+// goroutines (GOMAXPROCS when workers <= 0, never more than n) and returns
+// how many it used, W. Items are handed out one at a time, so uneven items
+// balance; w (0..W-1) names the goroutine running the item, for scratch
+// space and partial results the caller keeps per worker and merges after.
+// After the first error, or once ctx is done (checked before every item),
+// no further item starts; Each returns that error.
+func Each(ctx context.Context, n, workers int, do func(w, i int) error) (int, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, n))
+	if n <= 0 {
+		return workers, ctx.Err()
+	}
+	var (
+		next  atomic.Int64
+		stop  atomic.Bool
+		once  sync.Once
+		first error
+		wg    sync.WaitGroup
+	)
+	fail := func(err error) {
+		once.Do(func() { first = err })
+		stop.Store(true)
+	}
+	for w := range workers {
 		wg.Add(1)
-		go func(k int) {
+		go func() {
 			defer wg.Done()
-			do := newWorker()
-			for i := k; i < n; i += w {
-				if err := ctx.Err(); err != nil {
-					errs[k] = err
+			for !stop.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
 					return
 				}
-				if err := do(int32(i)); err != nil {
-					errs[k] = err
+				if err := ctx.Err(); err != nil {
+					fail(err)
+					return
+				}
+				if err := do(w, i); err != nil {
+					fail(err)
 					return
 				}
 			}
-		}(k)
+		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+	return workers, first
+}
+
+// ForEach runs the items 0..n-1 on Workers(n) goroutines (see Each). Each
+// goroutine calls newWorker once, so the function it gets back can own
+// scratch space; item i is handled by one goroutine, so per-item output
+// needs no locking.
+func ForEach(ctx context.Context, n int, newWorker func() func(i int32) error) error {
+	fns := make([]func(int32) error, Workers(n))
+	_, err := Each(ctx, n, len(fns), func(w, i int) error {
+		if fns[w] == nil {
+			fns[w] = newWorker()
 		}
-	}
-	return nil
+		return fns[w](int32(i))
+	})
+	return err
 }

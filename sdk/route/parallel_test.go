@@ -7,51 +7,49 @@ import (
 	"testing"
 )
 
-func TestForEach(t *testing.T) {
-	errBad := errors.New("bad item")
+func TestEach(t *testing.T) {
+	boom := errors.New("boom")
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	tests := []struct {
-		name    string
-		ctx     context.Context
-		n       int
-		failAt  int32 // -1: no item fails
-		wantErr error
-		wantAll bool // every item ran exactly once
+		name        string
+		ctx         context.Context
+		n, workers  int
+		failAt      int // item that fails, -1 none
+		wantWorkers int
+		wantErr     error
 	}{
-		{name: "empty", ctx: context.Background(), n: 0, failAt: -1, wantAll: true},
-		{name: "one", ctx: context.Background(), n: 1, failAt: -1, wantAll: true},
-		{name: "many", ctx: context.Background(), n: 1000, failAt: -1, wantAll: true},
-		{name: "item error", ctx: context.Background(), n: 1000, failAt: 517, wantErr: errBad},
-		{name: "cancelled", ctx: cancelled, n: 10, failAt: -1, wantErr: context.Canceled},
+		{"no items", context.Background(), 0, 4, -1, 1, nil},
+		{"fewer items than workers", context.Background(), 3, 8, -1, 3, nil},
+		{"many items", context.Background(), 1000, 4, -1, 4, nil},
+		{"an item fails", context.Background(), 1000, 4, 10, 4, boom},
+		{"cancelled", cancelled, 100, 2, -1, 2, context.Canceled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := make([]atomic.Int32, tc.n)
-			var workers atomic.Int32
-			err := ForEach(tc.ctx, tc.n, func() func(int32) error {
-				workers.Add(1)
-				return func(i int32) error {
-					seen[i].Add(1)
-					if i == tc.failAt {
-						return errBad
-					}
-					return nil
+			var ran atomic.Int32
+			w, err := Each(tc.ctx, tc.n, tc.workers, func(w, i int) error {
+				if w < 0 || w >= max(1, min(tc.workers, tc.n)) {
+					t.Errorf("worker %d out of range", w)
 				}
+				seen[i].Add(1)
+				ran.Add(1)
+				if i == tc.failAt {
+					return boom
+				}
+				return nil
 			})
-			if !errors.Is(err, tc.wantErr) {
-				t.Fatalf("err = %v, want %v", err, tc.wantErr)
-			}
-			if got, max := int(workers.Load()), Workers(tc.n); got > max {
-				t.Errorf("%d workers, want at most %d", got, max)
-			}
-			if !tc.wantAll {
-				return
+			if w != tc.wantWorkers || !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Each = %d, %v; want %d, %v", w, err, tc.wantWorkers, tc.wantErr)
 			}
 			for i := range seen {
-				if c := seen[i].Load(); c != 1 {
-					t.Fatalf("item %d ran %d times, want once", i, c)
+				if c := seen[i].Load(); c > 1 || (tc.wantErr == nil && c != 1) {
+					t.Fatalf("item %d ran %d times", i, c)
 				}
+			}
+			if tc.wantErr != nil && int(ran.Load()) == tc.n && tc.n > 100 {
+				t.Fatalf("all %d items ran after an error", tc.n)
 			}
 		})
 	}

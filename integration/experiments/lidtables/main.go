@@ -23,13 +23,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/lib/lids"
 	"github.com/ibsm/ibsm/plugins/lib/paths"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -155,42 +155,6 @@ func main() {
 	fmt.Fprintf(w, "Total wall time: %s.\n", time.Since(start).Round(time.Second))
 }
 
-// parallel runs job(i) for i in 0..n-1 on workers goroutines and returns
-// the first error.
-func parallel(n, workers int, job func(i int) error) error {
-	var (
-		mu    sync.Mutex
-		first error
-		next  int
-		wg    sync.WaitGroup
-	)
-	for range max(workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := first != nil
-				mu.Unlock()
-				if i >= n || stop {
-					return
-				}
-				if err := job(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
 // caLIDs assigns LIDs to paths with h and returns the result after checking
 // that the plan realises every path; total is the LIDs of CA ports only
 // (the papers count machines).
@@ -284,7 +248,7 @@ func run000(w io.Writer, seeds, workers int, grans []paths.Granularity) error {
 		ca, cb := confs000[a/seeds], confs000[b/seeds]
 		return cb.machines*cb.switches - ca.machines*ca.switches
 	})
-	err := parallel(len(order), workers, func(j int) error {
+	_, err := route.Each(context.Background(), len(order), workers, func(_, j int) error {
 		i := order[j]
 		c, s := confs000[i/seeds], uint64(i%seeds)+1
 		r := &res[i/seeds][i%seeds]
@@ -550,7 +514,7 @@ func run003(w io.Writer, seeds, workers int) error {
 		t6[i] = make([]inst003, seeds)
 	}
 	nj := (len(sizes003) + len(links003)) * seeds
-	err := parallel(nj, workers, func(j int) error {
+	_, err := route.Each(context.Background(), nj, workers, func(_, j int) error {
 		k, s := j/seeds, j%seeds
 		var err error
 		if k < len(sizes003) {

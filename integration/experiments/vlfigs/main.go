@@ -20,12 +20,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -193,29 +193,22 @@ func main() {
 		p    int
 		seed int64
 	}
+	var jobs []job
 	results := make([][]result, len(pts))
-	for i := range results {
-		results[i] = make([]result, *seeds)
-	}
-	jobs := make(chan job)
-	var wg sync.WaitGroup
-	for w := 0; w < max(*workers, 1); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				results[j.p][j.seed-1] = run(pts[j.p].n, pts[j.p].deg, j.seed)
-			}
-		}()
-	}
 	for p := range pts {
+		results[p] = make([]result, *seeds)
 		for s := 1; s <= *seeds; s++ {
-			jobs <- job{p, int64(s)}
+			jobs = append(jobs, job{p, int64(s)})
 		}
-		fmt.Fprintf(os.Stderr, "vlfigs: queued %d switches degree %d (%v)\n", pts[p].n, pts[p].deg, time.Since(start).Round(time.Second))
 	}
-	close(jobs)
-	wg.Wait()
+	_, _ = route.Each(context.Background(), len(jobs), max(*workers, 1), func(_, i int) error {
+		j := jobs[i]
+		results[j.p][j.seed-1] = run(pts[j.p].n, pts[j.p].deg, j.seed)
+		if j.seed == int64(*seeds) {
+			fmt.Fprintf(os.Stderr, "vlfigs: %d switches degree %d done (%v)\n", pts[j.p].n, pts[j.p].deg, time.Since(start).Round(time.Second))
+		}
+		return nil
+	})
 	w := io.Writer(os.Stdout)
 	if *out != "" {
 		fh, err := os.Create(*out)
