@@ -62,7 +62,7 @@ func Attributes() []schema.Attribute {
 		schema.Attr("wrap", cty.List(cty.Bool),
 			"Per dimension, whether it is a ring (torus) or a line (mesh). Default: a dimension wraps when a live link joins its first and last coordinate."),
 		schema.Attr("node_desc_pattern", cty.String,
-			"Regular expression whose first capture group holds a switch's coordinates, comma-separated, in its NodeDescription. The default matches what 'ibsm topo torus' and 'ibsm topo mesh' write.").
+			"Regular expression whose first capture group holds a switch's coordinates, comma-separated, in its NodeDescription. The default matches what 'ibsm topo torus' and 'ibsm topo mesh' write. When no switch matches and coordinates is empty, the switches are placed from the switch graph alone (whole tori with rings of 5 or more, whole meshes).").
 			WithDefault(cty.StringVal(DefaultPattern)),
 		schema.Attr("coordinates", cty.Map(cty.List(cty.Number)),
 			`Coordinates by switch node GUID ("0x..." = [x, y, z]); they win over node_desc_pattern.`),

@@ -2,6 +2,7 @@ package torus
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -33,9 +34,19 @@ func NewGrid(t *topology.Topology, c Config) (*Grid, error) {
 	}
 	g := &Grid{T: t, Coord: make([][]int, len(sw))}
 	nd := len(c.Dims)
+	var inferred [][]int
+	if len(c.Coords) == 0 && !slices.ContainsFunc(sw, func(n int32) bool { return c.Pattern.MatchString(t.Nodes[n].Desc) }) {
+		var err error
+		if inferred, err = infer(t); err != nil {
+			return nil, err
+		}
+	}
 	for s, n := range sw {
 		node := &t.Nodes[n]
 		xs, ok := c.Coords[node.GUID]
+		if inferred != nil {
+			xs, ok = inferred[s], true
+		}
 		if !ok {
 			m := c.Pattern.FindStringSubmatch(node.Desc)
 			if m == nil {

@@ -203,6 +203,58 @@ func TestMeshFault(t *testing.T) {
 	}
 }
 
+// TestInfer: with descriptions that carry no coordinates, the switches of
+// whole tori (rings of 5+) and meshes are placed from the graph, and the
+// routes are as minimal and deadlock-free as with the descriptions (a ring
+// of 4 is the square 2x2, and is placed as such); a fat tree is refused
+// with the reason.
+func TestInfer(t *testing.T) {
+	anon := func(topo *topology.Topology) *topology.Topology {
+		for i := range topo.Nodes {
+			topo.Nodes[i].Desc = fmt.Sprintf("switch %d", i)
+		}
+		return topo
+	}
+	for _, tc := range []struct {
+		dims  []int
+		mesh  bool
+		vls   int
+		found int // dimensions placed
+	}{
+		{[]int{5, 6, 7}, false, 2, 3},
+		{[]int{8}, false, 2, 1},
+		{[]int{4, 3}, true, 1, 2},
+		{[]int{5, 2, 3}, true, 1, 3},
+		{[]int{6, 5}, false, 2, 2},
+		{[]int{4, 5}, false, 2, 3},
+	} {
+		t.Run(fmt.Sprint(tc.dims, tc.mesh), func(t *testing.T) {
+			topo := anon(torustest.Grid(t, tc.dims, tc.mesh, 1))
+			g, real, _, st, _ := run(t, topo, 8, 1)
+			if st.VLs != tc.vls || len(g.Dims) != tc.found {
+				t.Fatalf("dims %v wrap %v, %d VLs; want %d dimensions and %d VLs", g.Dims, g.Wrap, st.VLs, tc.found, tc.vls)
+			}
+			dist := testfab.SwitchDistances(topo)
+			eps := topo.Endpoints()
+			for d := range eps {
+				for s := range eps {
+					a, b := testfab.HomeSwitch(topo, int32(s)), testfab.HomeSwitch(topo, int32(d))
+					if got := walk(t, topo, real, a, int32(d)); got != dist[a][b] {
+						t.Fatalf("switch %v -> %v: %d hops, shortest %d", g.Coord[a], g.Coord[b], got, dist[a][b])
+					}
+				}
+			}
+		})
+	}
+	tree, err := testfab.FatTree2(4, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := torus.NewGrid(anon(tree), defaults()); err == nil || !strings.Contains(err.Error(), "cannot infer") {
+		t.Errorf("fat tree: %v, want a refusal", err)
+	}
+}
+
 // TestGridErrors: what cannot be placed is refused with the reason.
 func TestGridErrors(t *testing.T) {
 	topo := torustest.Grid(t, []int{4, 4}, false, 1)
@@ -211,7 +263,7 @@ func TestGridErrors(t *testing.T) {
 		cfg  torus.Config
 		want string
 	}{
-		{"pattern", torus.Config{Pattern: regexp.MustCompile(`at \((\d+)\)`)}, "does not match node_desc_pattern"},
+		{"pattern", torus.Config{Pattern: regexp.MustCompile(`switch \((0,\d+)\)`)}, "does not match node_desc_pattern"},
 		{"dims", torus.Config{Pattern: regexp.MustCompile(torus.DefaultPattern), Dims: []int{4, 3}}, "outside dims"},
 		{"wrap", torus.Config{Pattern: regexp.MustCompile(torus.DefaultPattern), Wrap: []bool{false, true}}, "not neighbours"},
 		{"coords", torus.Config{Pattern: regexp.MustCompile(torus.DefaultPattern), Coords: map[uint64][]int{topo.Nodes[topo.Switches()[0]].GUID: {1, 1}}}, "both sit at"},
