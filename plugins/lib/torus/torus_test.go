@@ -78,25 +78,30 @@ func TestPristineMinimal(t *testing.T) {
 			if g.Faults != 0 {
 				t.Errorf("%d faults on a whole grid", g.Faults)
 			}
-			dist := testfab.SwitchDistances(topo)
-			eps := topo.Endpoints()
-			for d := range eps {
-				for s := range eps {
-					if s == d {
-						continue
-					}
-					a, b := testfab.HomeSwitch(topo, int32(s)), testfab.HomeSwitch(topo, int32(d))
-					if got := walk(t, topo, real, a, int32(d)); got != dist[a][b] {
-						t.Fatalf("switch %v -> endpoint %d (switch %v): %d hops, shortest %d", g.Coord[a], d, g.Coord[b], got, dist[a][b])
-					}
-				}
-			}
+			allMinimal(t, g, real)
 			if tc.vls > 1 {
 				if _, _, err := g.VLPlan(real, tc.vls-1, 1); err == nil {
 					t.Errorf("VLPlan within %d VLs did not refuse", tc.vls-1)
 				}
 			}
 		})
+	}
+}
+
+// allMinimal: every endpoint pair's route has as many switch hops as the
+// switch graph's distance.
+func allMinimal(t *testing.T, g *torus.Grid, real *plan.Realized) {
+	t.Helper()
+	topo := real.Topo
+	dist := testfab.SwitchDistances(topo)
+	eps := topo.Endpoints()
+	for d := range eps {
+		for s := range eps {
+			a, b := testfab.HomeSwitch(topo, int32(s)), testfab.HomeSwitch(topo, int32(d))
+			if got := walk(t, topo, real, a, int32(d)); got != dist[a][b] {
+				t.Fatalf("switch %v -> endpoint %d (switch %v): %d hops, shortest %d", g.Coord[a], d, g.Coord[b], got, dist[a][b])
+			}
+		}
 	}
 }
 
@@ -234,16 +239,7 @@ func TestInfer(t *testing.T) {
 			if st.VLs != tc.vls || len(g.Dims) != tc.found {
 				t.Fatalf("dims %v wrap %v, %d VLs; want %d dimensions and %d VLs", g.Dims, g.Wrap, st.VLs, tc.found, tc.vls)
 			}
-			dist := testfab.SwitchDistances(topo)
-			eps := topo.Endpoints()
-			for d := range eps {
-				for s := range eps {
-					a, b := testfab.HomeSwitch(topo, int32(s)), testfab.HomeSwitch(topo, int32(d))
-					if got := walk(t, topo, real, a, int32(d)); got != dist[a][b] {
-						t.Fatalf("switch %v -> %v: %d hops, shortest %d", g.Coord[a], g.Coord[b], got, dist[a][b])
-					}
-				}
-			}
+			allMinimal(t, g, real)
 		})
 	}
 	tree, err := testfab.FatTree2(4, 2, 2)
