@@ -27,6 +27,14 @@ const (
 	// before CapPlanes existed). LID assigners number planes whatever they
 	// declare (path assigners split planes into paths).
 	CapPlanes = "planes"
+	// CapRoutesUnread: a LID assigner numbers endpoints from the topology
+	// (and the previous LIDs and LMC) without reading the routes. The host
+	// then sends only the routes' form and counts: LIDRequest.Routes holds
+	// one empty DestPlanes per endpoint for planes-form routes, an empty
+	// path list for paths-form ones. On ft3-56 that spares shipping 172 MB
+	// of planes the assigner would decode and drop. Assigners without it
+	// get the routes in full, as before.
+	CapRoutesUnread = "routes-unread"
 )
 
 // HasCapability reports whether the plugin declared capability c.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ibsm/ibsm/sdk/internal/wire"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -28,6 +29,9 @@ type RemoteClient struct {
 	mcast   pb.MulticastRouterClient
 	// gone is cancelled by go-plugin when the plugin process exits.
 	gone context.Context
+	// routesUnread: GetInfo found CapRoutesUnread, so AssignLIDs sends
+	// only the routes' shape.
+	routesUnread atomic.Bool
 }
 
 func newRemoteClient(gone context.Context, cc *grpc.ClientConn) *RemoteClient {
@@ -50,7 +54,9 @@ func (c *RemoteClient) GetInfo(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return Info{Name: r.Name, Version: r.Version, Kind: Kind(r.Kind), Capabilities: r.Capabilities, SDKVersion: r.SdkVersion}, nil
+	info := Info{Name: r.Name, Version: r.Version, Kind: Kind(r.Kind), Capabilities: r.Capabilities, SDKVersion: r.SdkVersion}
+	c.routesUnread.Store(info.Kind == KindLIDAssign && info.HasCapability(CapRoutesUnread))
+	return info, nil
 }
 
 // GetSchema fetches the plugin's config schema.
@@ -153,7 +159,11 @@ func (c *RemoteClient) AssignLIDs(ctx context.Context, req LIDRequest) (*plan.LI
 	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.lids.AssignLIDs(ctx) },
 		&pb.Start{Lmc: uint32(req.LMC), NumPrevious: uint32(len(guids))}, req.Topo,
 		func(send wire.Send) error {
-			if err := wire.SendRoutes(send, req.Topo, req.Routes); err != nil {
+			sendRoutes := wire.SendRoutes
+			if c.routesUnread.Load() {
+				sendRoutes = func(send wire.Send, _ *topology.Topology, r *plan.Routes) error { return wire.SendRoutesShape(send, r) }
+			}
+			if err := sendRoutes(send, req.Topo, req.Routes); err != nil {
 				return err
 			}
 			return wire.SendPrevious(send, req.Previous, guids)

@@ -225,7 +225,9 @@ func recvRequest(recv wire.Recv, k Kind) (*request, error) {
 	}
 	switch k {
 	case KindLIDAssign:
-		if r.routes, err = wire.RecvRoutes(recv, r.topo, uint8(st.Lmc)); err != nil {
+		// Only the routes' shape comes to an assigner that declared
+		// CapRoutesUnread.
+		if r.routes, err = wire.RecvRoutesOrShape(recv, r.topo, uint8(st.Lmc)); err != nil {
 			return nil, badInput(err)
 		}
 		if r.prev, err = wire.RecvPrevious(recv, st.NumPrevious); err != nil {

@@ -34,7 +34,7 @@ type assigner struct {
 var _ sdk.LIDAssigner = (*assigner)(nil)
 
 func (a *assigner) Info() sdk.Info {
-	return sdk.Info{Name: "sequential", Version: version, Kind: sdk.KindLIDAssign, Capabilities: []string{"lmc"}}
+	return sdk.Info{Name: "sequential", Version: version, Kind: sdk.KindLIDAssign, Capabilities: []string{sdk.CapLMC, sdk.CapRoutesUnread}}
 }
 
 func (a *assigner) Schema() schema.Block {

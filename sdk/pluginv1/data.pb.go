@@ -699,7 +699,12 @@ type RoutesHeader struct {
 	// num_destinations (planes): one DestPlanes per endpoint follows.
 	NumDestinations uint32 `protobuf:"varint,2,opt,name=num_destinations,json=numDestinations,proto3" json:"num_destinations,omitempty"`
 	// num_paths (paths): that many Path messages follow.
-	NumPaths      uint32 `protobuf:"varint,3,opt,name=num_paths,json=numPaths,proto3" json:"num_paths,omitempty"`
+	NumPaths uint32 `protobuf:"varint,3,opt,name=num_paths,json=numPaths,proto3" json:"num_paths,omitempty"`
+	// shape_only: nothing follows the header. The host sends only the form
+	// and the counts to a LID assigner that declares the "routes-unread"
+	// capability (it numbers endpoints from the topology alone); the plugin
+	// sees one empty DestPlanes per destination, or an empty path list.
+	ShapeOnly     bool `protobuf:"varint,4,opt,name=shape_only,json=shapeOnly,proto3" json:"shape_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -753,6 +758,13 @@ func (x *RoutesHeader) GetNumPaths() uint32 {
 		return x.NumPaths
 	}
 	return 0
+}
+
+func (x *RoutesHeader) GetShapeOnly() bool {
+	if x != nil {
+		return x.ShapeOnly
+	}
+	return false
 }
 
 // PlaneBatch carries the planes of a run of consecutive destinations as one
@@ -1610,11 +1622,13 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	" \x01(\fR\x05speed\x12\x15\n" +
 	"\x06vl_cap\x18\v \x01(\fR\x05vlCap\x12\x1b\n" +
 	"\tpeer_node\x18\f \x03(\x11R\bpeerNode\x12\x1b\n" +
-	"\tpeer_port\x18\r \x01(\fR\bpeerPortJ\x04\b\x01\x10\x02R\x05nodes\"\xcc\x01\n" +
+	"\tpeer_port\x18\r \x01(\fR\bpeerPortJ\x04\b\x01\x10\x02R\x05nodes\"\xeb\x01\n" +
 	"\fRoutesHeader\x125\n" +
 	"\x04form\x18\x01 \x01(\x0e2!.ibsm.plugin.v1.RoutesHeader.FormR\x04form\x12)\n" +
 	"\x10num_destinations\x18\x02 \x01(\rR\x0fnumDestinations\x12\x1b\n" +
-	"\tnum_paths\x18\x03 \x01(\rR\bnumPaths\"=\n" +
+	"\tnum_paths\x18\x03 \x01(\rR\bnumPaths\x12\x1d\n" +
+	"\n" +
+	"shape_only\x18\x04 \x01(\bR\tshapeOnly\"=\n" +
 	"\x04Form\x12\x14\n" +
 	"\x10FORM_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vFORM_PLANES\x10\x01\x12\x0e\n" +

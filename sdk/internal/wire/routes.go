@@ -54,11 +54,35 @@ func SendRoutes(send Send, t *topology.Topology, r *plan.Routes) error {
 	return nil
 }
 
+// SendRoutesShape sends only the routes' form and counts (a header with
+// shape_only), for a plugin that declared it does not read the routes.
+func SendRoutesShape(send Send, r *plan.Routes) error {
+	if r == nil {
+		return fmt.Errorf("routes are nil")
+	}
+	h := &pb.RoutesHeader{ShapeOnly: true, Form: pb.RoutesHeader_FORM_PATHS, NumPaths: uint32(len(r.Paths))}
+	if r.IsPlanes() {
+		h = &pb.RoutesHeader{ShapeOnly: true, Form: pb.RoutesHeader_FORM_PLANES, NumDestinations: uint32(len(r.Planes))}
+	}
+	return send(&pb.Chunk{Part: &pb.Chunk_RoutesHeader{RoutesHeader: h}})
+}
+
 // RecvRoutes reads and validates routes for topology t: planes need one
 // entry per endpoint with 1..2^lmc planes of one existing out-port (or
 // NoPort) per switch; paths need valid endpoint indices, switch nodes and
-// ports.
+// ports. A shape-only header is an error: the routes were expected.
 func RecvRoutes(recv Recv, t *topology.Topology, lmc uint8) (*plan.Routes, error) {
+	return recvRoutes(recv, t, lmc, false)
+}
+
+// RecvRoutesOrShape is RecvRoutes that also accepts what SendRoutesShape
+// sends: planes form gives one empty DestPlanes per endpoint, paths form
+// an empty (non-nil) path list.
+func RecvRoutesOrShape(recv Recv, t *topology.Topology, lmc uint8) (*plan.Routes, error) {
+	return recvRoutes(recv, t, lmc, true)
+}
+
+func recvRoutes(recv Recv, t *topology.Topology, lmc uint8, shapeOK bool) (*plan.Routes, error) {
 	c, err := next(recv, "routes_header")
 	if err != nil {
 		return nil, err
@@ -68,6 +92,19 @@ func RecvRoutes(recv Recv, t *topology.Topology, lmc uint8) (*plan.Routes, error
 		return nil, unexpected(c, "routes_header")
 	}
 	neps := len(t.Endpoints())
+	if h.ShapeOnly {
+		switch {
+		case !shapeOK:
+			return nil, fmt.Errorf("routes: only their shape was sent where the routes themselves are needed")
+		case h.Form == pb.RoutesHeader_FORM_PLANES && int(h.NumDestinations) == neps:
+			return &plan.Routes{Planes: make([]plan.DestPlanes, neps)}, nil
+		case h.Form == pb.RoutesHeader_FORM_PLANES:
+			return nil, fmt.Errorf("routes: planes for %d destinations, topology has %d endpoints", h.NumDestinations, neps)
+		case h.Form == pb.RoutesHeader_FORM_PATHS:
+			return &plan.Routes{Paths: []plan.Path{}}, nil
+		}
+		return nil, fmt.Errorf("routes: unknown form %v", h.Form)
+	}
 	switch h.Form {
 	case pb.RoutesHeader_FORM_PLANES:
 		if int(h.NumDestinations) != neps {
