@@ -1,11 +1,12 @@
 package analysis
 
 import (
-	"runtime"
-	"sync"
+	"context"
 
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
+
+	"github.com/ibsm/ibsm/sdk/route"
 )
 
 // MinimalStats compares every reachable CA→CA route with the shortest path
@@ -45,20 +46,15 @@ func Minimal(r *plan.Realized) MinimalStats {
 	for _, o := range r.LIDs.Overrides {
 		over[[2]int32{o.Src, o.Dst}] = o.Offset
 	}
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(cas)))
-	parts := make([]MinimalStats, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m := newMinWalker(r)
-			for i := w; i < len(cas); i += workers {
-				m.dest(cas, cas[i], over, &parts[w])
-			}
-		}()
-	}
-	wg.Wait()
+	parts := make([]MinimalStats, route.Workers(len(cas)))
+	walkers := make([]*minWalker, len(parts))
+	_, _ = route.Each(context.Background(), len(cas), len(parts), func(w, i int) error {
+		if walkers[w] == nil {
+			walkers[w] = newMinWalker(r)
+		}
+		walkers[w].dest(cas, cas[i], over, &parts[w])
+		return nil
+	})
 	var out MinimalStats
 	for _, p := range parts {
 		out.Pairs += p.Pairs
