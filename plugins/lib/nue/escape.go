@@ -172,7 +172,7 @@ func (e *escape) order(n *net) []int32 {
 // cannot close a cycle; a failure is a bug worth stopping on.
 func (e *escape) seed(n *net, l *layer, dest []bool) error {
 	defer func(limit int) { l.limit = limit }(l.limit)
-	l.limit = math.MaxInt // a refusal here must mean a cycle
+	l.limit = math.MaxInt    // a refusal here must mean a cycle
 	up := make([]int32, n.N) // channel toward the parent, -1 at a root
 	top := make([]int32, n.N)
 	sub := make([]int32, n.N) // destinations in the subtree
