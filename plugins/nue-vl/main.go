@@ -1,5 +1,5 @@
 // Command nue-vl is the VL assigner of the nue routing engine (plugin name
-// "nue", kind vl_assigner). The engine puts every destination in a layer
+// "nue-vl", kind vl_assigner). The engine puts every destination in a layer
 // chosen from the topology and the VL budget alone; this assigner
 // recomputes that layout, checks that every layer's channel dependency
 // graph of the realised tables is acyclic, and gives each DLID its
@@ -24,7 +24,7 @@ import (
 )
 
 const (
-	name    = "nue"
+	name    = "nue-vl"
 	version = "0.1.0"
 )
 

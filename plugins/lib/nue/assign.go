@@ -143,7 +143,7 @@ func Assign(ctx context.Context, r *plan.Realized, maxBudget int) (*plan.VLPlan,
 			}
 			if l < 0 {
 				return nil, a, &vl.LimitError{Algo: "nue", Needed: maxBudget + 1, Available: maxBudget,
-					Why: fmt.Sprintf("the routes toward DLID %d close a channel dependency cycle in each of the %d layers; these routes are not nue's: pair vl_assigner \"nue\" with routing_engine \"nue\" (same vls), or use the acro or dfsssp VL assigner", f.DLIDs[d], maxBudget)}
+					Why: fmt.Sprintf("the routes toward DLID %d close a channel dependency cycle in each of the %d layers; these routes are not nue's: pair vl_assigner \"nue-vl\" with routing_engine \"nue\" (same vls), or use the acro or dfsssp VL assigner", f.DLIDs[d], maxBudget)}
 			}
 			layerOf[d] = uint8(l)
 			a.Layers = max(a.Layers, l+1)
