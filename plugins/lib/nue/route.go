@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -204,32 +204,23 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 		if !active {
 			break
 		}
-		run := func(w int) {
-			for l := w; l < budget; l += workers {
-				if r < len(items[l]) {
-					it := items[l][r]
-					pl := srch[l].tree(it.group, weight)
-					h := n.Home[it.group[0]]
-					for i, e := range it.group {
-						if i > 0 {
-							pl = append(plan.Plane(nil), pl...)
-						}
-						pl[h] = n.HomePort[e]
-						out[e].Planes[it.k] = pl
+		// Layers are independent within a round: weights change only
+		// between rounds, so the result does not depend on the workers.
+		_, _ = route.Each(ctx, budget, workers, func(_, l int) error {
+			if r < len(items[l]) {
+				it := items[l][r]
+				pl := srch[l].tree(it.group, weight)
+				h := n.Home[it.group[0]]
+				for i, e := range it.group {
+					if i > 0 {
+						pl = append(plan.Plane(nil), pl...)
 					}
+					pl[h] = n.HomePort[e]
+					out[e].Planes[it.k] = pl
 				}
 			}
-		}
-		if workers == 1 {
-			run(0)
-		} else {
-			var wg sync.WaitGroup
-			for w := 0; w < workers; w++ {
-				wg.Add(1)
-				go func() { defer wg.Done(); run(w) }()
-			}
-			wg.Wait()
-		}
+			return nil
+		})
 		for _, s := range srch {
 			for _, d := range s.delta {
 				weight[d.c] += d.n
