@@ -522,6 +522,7 @@ func (a *App) Close() {
 	a.closeCandidate(nil)
 	if a.saKeeper != nil {
 		a.saKeeper.close()
+		a.saKeeper = nil // Close may be called again
 	}
 	if a.T != nil {
 		a.T.Close()

@@ -48,6 +48,7 @@ type saKeeper struct {
 	warned  bool
 	stop    chan struct{}
 	stopped chan struct{}
+	closed  sync.Once
 }
 
 // loadSAState reads the SA state of the last run (nil when there is none
@@ -173,9 +174,11 @@ func (k *saKeeper) save() {
 
 // close stops the keeper after a last save.
 func (k *saKeeper) close() {
-	close(k.stop)
-	<-k.stopped
-	k.save()
+	k.closed.Do(func() {
+		close(k.stop)
+		<-k.stopped
+		k.save()
+	})
 }
 
 func saStatePath(dir string) string { return filepath.Join(dir, SAStateFile) }

@@ -522,12 +522,20 @@ func TestPolicyChange(t *testing.T) {
 		{},
 	} {
 		x.ring.SetPolicy(pol)
-		if need, err := x.s.LightSweep(ctx); err != nil || need {
-			t.Fatalf("light sweep after the policy change: %v %v", need, err)
+		// The audit re-keys in the next light sweep; a Set lost to the
+		// 20 ms timeout on a loaded machine is re-sent by the one after.
+		for i := 0; ; i++ {
+			if need, err := x.s.LightSweep(ctx); err != nil || need {
+				t.Fatalf("light sweep after the policy change: %v %v", need, err)
+			}
+			st := x.ring.Status()
+			if st.Holding == st.Ports {
+				break
+			}
+			if i == 2 {
+				t.Fatalf("ring three light sweeps after the change to %+v: %+v", pol, st)
+			}
 		}
 		b.checkKeys(pol)
-		if st := x.ring.Status(); st.Holding != st.Ports {
-			t.Fatalf("ring after the change to %+v: %+v", pol, st)
-		}
 	}
 }

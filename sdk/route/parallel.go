@@ -57,17 +57,25 @@ func Each(ctx context.Context, n, workers int, do func(w, i int) error) (int, er
 	return workers, first
 }
 
-// ForEach runs the items 0..n-1 on Workers(n) goroutines (see Each). Each
-// goroutine calls newWorker once, so the function it gets back can own
-// scratch space; item i is handled by one goroutine, so per-item output
-// needs no locking.
+// ForEach runs the items 0..n-1 on Workers(n) goroutines. Each goroutine
+// calls newWorker once, so the function it gets back can own scratch
+// space, and runs items k, k+W, k+2W, ... with it: which items share a
+// worker is fixed, so state a worker carries from item to item (the load
+// balancer's port counters) gives the same routes on every run. It stops
+// at the first error or when ctx is done (checked before every item).
 func ForEach(ctx context.Context, n int, newWorker func() func(i int32) error) error {
-	fns := make([]func(int32) error, Workers(n))
-	_, err := Each(ctx, n, len(fns), func(w, i int) error {
-		if fns[w] == nil {
-			fns[w] = newWorker()
+	w := Workers(n)
+	_, err := Each(ctx, w, w, func(_, k int) error {
+		do := newWorker()
+		for i := k; i < n; i += w {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := do(int32(i)); err != nil {
+				return err
+			}
 		}
-		return fns[w](int32(i))
+		return nil
 	})
 	return err
 }
