@@ -249,7 +249,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	t0 = time.Now()
 	vk := keyOf("vl", r.VL.Name, r.VL.SHA256, r.VL.Version, r.VL.ConfigHash, topoHash, hr, hl)
 	vls, err := stage(r, res, fresh, "vl", vk, func() (*plan.VLPlan, error) {
-		return r.VL.Impl.AssignVLs(ctx, sdk.VLRequest{Topo: in.Topo, Routes: routes, LIDs: lids, Realized: rz, MaxVLs: minVLCap(in.Topo)})
+		return r.VL.Impl.AssignVLs(ctx, sdk.VLRequest{Topo: in.Topo, Routes: routes, LIDs: lids, Realized: rz, MaxVLs: in.Topo.MinLinkVLs()})
 	})
 	if err != nil {
 		if r.CheckRoutes != nil {
@@ -365,18 +365,4 @@ func call[T any](r *Runner, res *Result, f func() (*T, error)) (*T, error) {
 		err = errors.New("plugin returned no result")
 	}
 	return v, err
-}
-
-// minVLCap is the smallest number of data VLs over the fabric's links.
-func minVLCap(t *topology.Topology) int {
-	m := 15
-	for i := range t.Nodes {
-		for p := 1; p < len(t.Nodes[i].Ports); p++ {
-			r := topology.PortRef{Node: int32(i), Port: uint8(p)}
-			if t.Port(r).Peer.Connected() {
-				m = min(m, t.LinkVLs(r))
-			}
-		}
-	}
-	return m
 }

@@ -38,7 +38,7 @@ func assign(t *testing.T, topo *topology.Topology, r *plan.Routes, b int) (*plan
 		t.Fatal(err)
 	}
 	lids := testfab.SequentialLIDs(topo, 0)
-	v, err := c.AssignVLs(ctx, sdk.VLRequest{Topo: topo, Routes: r, LIDs: lids, MaxVLs: nue.SmallestVLCap(topo)})
+	v, err := c.AssignVLs(ctx, sdk.VLRequest{Topo: topo, Routes: r, LIDs: lids, MaxVLs: topo.MinLinkVLs()})
 	return v, lids, err
 }
 

@@ -158,6 +158,21 @@ func (t *Topology) LinkVLs(r PortRef) int {
 	return n
 }
 
+// MinLinkVLs is the smallest LinkVLs over the fabric's cabled ports (15
+// when nothing is cabled): the most VLs a plan can use on every link.
+func (t *Topology) MinLinkVLs() int {
+	m := 15
+	for i := range t.Nodes {
+		for p := 1; p < len(t.Nodes[i].Ports); p++ {
+			r := PortRef{Node: int32(i), Port: uint8(p)}
+			if t.Port(r).Peer.Connected() {
+				m = min(m, t.LinkVLs(r))
+			}
+		}
+	}
+	return m
+}
+
 // index (re)builds the derived lookups. Called by the builder and decoders.
 func (t *Topology) index() {
 	t.switches = t.switches[:0]

@@ -101,27 +101,11 @@ func (n *net) turn(in, out int32) int32 {
 	return n.turnBase[s] + (n.Rev[in]-n.Off[s])*n.deg(s) + (out - n.Off[s])
 }
 
-// SmallestVLCap is the smallest VLCap (as data VLs) over the fabric's
-// cabled ports, the budget's default: a layer above it could not cross
-// every link.
-func SmallestVLCap(t *topology.Topology) int {
-	m := 15
-	for i := range t.Nodes {
-		for p := 1; p < len(t.Nodes[i].Ports); p++ {
-			r := topology.PortRef{Node: int32(i), Port: uint8(p)}
-			if t.Port(r).Peer.Connected() {
-				m = min(m, t.LinkVLs(r))
-			}
-		}
-	}
-	return m
-}
-
 // Budget resolves a configured budget (0: the default) against the
 // fabric: the default is min(8, smallest VLCap); an explicit budget above
 // the smallest VLCap is refused, since the host would refuse the plan.
 func Budget(configured int, t *topology.Topology) (int, error) {
-	capv := SmallestVLCap(t)
+	capv := t.MinLinkVLs()
 	if configured == 0 {
 		return max(1, min(MaxBudget, capv)), nil
 	}

@@ -104,7 +104,7 @@ func TestDeadlockFreeWithinBudget(t *testing.T) {
 		for _, budget := range []int{1, 2, 4, 8} {
 			t.Run(fmt.Sprintf("%s/%dvl", name, budget), func(t *testing.T) {
 				if _, err := Budget(budget, topo); err != nil {
-					if c := SmallestVLCap(topo); c >= budget {
+					if c := topo.MinLinkVLs(); c >= budget {
 						t.Fatalf("Budget(%d) refused with VLCap %d: %v", budget, c, err)
 					}
 					return // beyond the ports' VLCap: refused, as it must be

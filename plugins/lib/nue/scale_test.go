@@ -43,7 +43,7 @@ func TestScale(t *testing.T) {
 		if only := os.Getenv("IBSM_NUE_CASE"); only != "" && c.name != only {
 			continue
 		}
-		if c.budget > SmallestVLCap(c.topo) {
+		if c.budget > c.topo.MinLinkVLs() {
 			for i := range c.topo.Nodes {
 				for p := range c.topo.Nodes[i].Ports {
 					c.topo.Nodes[i].Ports[p].VLCap = 8
