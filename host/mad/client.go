@@ -6,6 +6,7 @@ package mad
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/ibsm/ibsm/transport"
@@ -80,7 +81,9 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 	if len(path) > smp.MaxHops {
 		return fmt.Errorf("DR path %s longer than %d hops", path, smp.MaxHops)
 	}
-	send := func(key uint64) (*smp.SMP, error) {
+	var sentKey, setKey uint64 // the key the answered SMP carried; a PortInfo Set's new M_Key
+	send := func(method uint8, key uint64, a Attribute) (*smp.SMP, error) {
+		sentKey = key
 		s := smp.SMP{
 			MgmtClass:    smp.ClassSMPDR,
 			ClassVersion: smp.SMPClassVersion,
@@ -97,6 +100,7 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 			if err := a.MarshalTo(s.Data[:]); err != nil {
 				return nil, err
 			}
+			setKey = binary.BigEndian.Uint64(s.Data[:8])
 		}
 		buf := make([]byte, smp.MADLen)
 		if err := s.EncodeTo(buf); err != nil {
@@ -112,12 +116,25 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 		}
 		return r, nil
 	}
-	r, err := c.keyAttempts(ctx, method, path, send)
+	r, err := c.keyAttempts(ctx, method, path, func(key uint64) (*smp.SMP, error) { return send(method, key, a) })
 	if err != nil {
 		return err
 	}
 	if r.Status&smp.StatusCodeMask != 0 {
 		return &Error{Method: method, Attr: attrID, Mod: mod, Path: path, Status: r.Status}
+	}
+	if k := c.Keys(); k != nil && method == smp.MethodSet && attrID == smp.AttrPortInfo && setKey != sentKey && binary.BigEndian.Uint64(r.Data[:8]) == setKey {
+		// The Set changed the M_Key of the port that checks it (its
+		// answer shows the new key; a Set of a switch's external port
+		// shows port 0's, unchanged). If the first answer came late,
+		// the transport's retry (the same bytes, the old key) reached the
+		// port after the change, failed the M_Key check and started the
+		// lease timer; nothing else may reach the port before the lease
+		// ends and the protection drops. One Get with the new key, sent
+		// after any such retry, passes the check and stops the timer.
+		if g, err := send(smp.MethodGet, setKey, nil); err == nil {
+			k.Observe(path, smp.MethodGet, setKey, g)
+		}
 	}
 	if r.AttrID != attrID {
 		return fmt.Errorf("SMP via DR %s: response carries attribute %#04x, asked %#04x", path, r.AttrID, attrID)

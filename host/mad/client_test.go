@@ -26,6 +26,11 @@ const (
 // client attached at A's port 1 with a short timeout so lost SMPs fail fast.
 func lineFabric(t *testing.T) (*sim.Fabric, *mad.Client, transport.Transport) {
 	t.Helper()
+	return lineFabricOpts(t, sim.Options{LinearFDBCap: 128})
+}
+
+func lineFabricOpts(t *testing.T, opts sim.Options) (*sim.Fabric, *mad.Client, transport.Transport) {
+	t.Helper()
 	f := netfile.New()
 	a, err := f.AddCA("A", guidA, 1)
 	must(t, err)
@@ -38,7 +43,7 @@ func lineFabric(t *testing.T) (*sim.Fabric, *mad.Client, transport.Transport) {
 	must(t, f.Connect(a, 1, s1, 1, netfile.Width4x, netfile.SDR))
 	must(t, f.Connect(s1, 2, s2, 2, netfile.Width4x, netfile.SDR))
 	must(t, f.Connect(s2, 1, b, 1, netfile.Width4x, netfile.SDR))
-	fab, err := sim.New(f, sim.Options{LinearFDBCap: 128})
+	fab, err := sim.New(f, opts)
 	must(t, err)
 	conn, err := fab.Attach(guidA, 1)
 	must(t, err)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/sim"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
@@ -102,5 +104,49 @@ func TestClientKeys(t *testing.T) {
 	}
 	if mad.WithKeys(tr, nil) != tr {
 		t.Fatal("WithKeys(nil) wraps")
+	}
+}
+
+// staleRetry delivers every PortInfo Set twice, as a transport does whose
+// first answer came back after it had re-sent the same bytes: the copy
+// reaches the port after the Set changed its M_Key, so it carries the old
+// key and fails the check. Its answer (if any) is dropped.
+type staleRetry struct{ transport.Transport }
+
+func (s staleRetry) Do(ctx context.Context, req transport.Packet) (transport.Packet, error) {
+	resp, err := s.Transport.Do(ctx, req)
+	var m smp.SMP
+	if err == nil && m.Decode(req.MAD) == nil && m.Method == smp.MethodSet && m.AttrID == smp.AttrPortInfo {
+		s.Transport.Do(ctx, req) // the port drops it: a timeout
+	}
+	return resp, err
+}
+
+// TestKeyChangeStopsLease: a Set that changes a port's M_Key is followed
+// by one Get with the new key, so a stale retry of the Set (old key, so a
+// failed check that starts the lease timer) cannot let the lease run out
+// and the protection drop while the SM holds the right key.
+func TestKeyChangeStopsLease(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	clock := func() time.Time { return now }
+	fab, _, tr := lineFabricOpts(t, sim.Options{LinearFDBCap: 128, Now: clock})
+	ctx := context.Background()
+	const oldKey, newKey = 0xB1, 0xB2
+	must(t, fab.SetMKey(guidB, 1, oldKey, 2, 2))
+	k := &fakeKeys{known: true, cands: map[string][]uint64{"[1,2,1]": {oldKey}}}
+	c := &mad.Client{T: mad.WithKeys(staleRetry{tr}, k)}
+	var pi smp.PortInfo
+	must(t, c.Get(ctx, mad.Path{1, 2, 1}, smp.AttrPortInfo, 0, &pi))
+	pi.PortState, pi.PortPhysicalState, pi.LinkSpeedEnabled, pi.LinkWidthEnabled = 0, 0, 0, 0
+	pi.MKey = newKey
+	must(t, c.Set(ctx, mad.Path{1, 2, 1}, smp.AttrPortInfo, 0, &pi, nil))
+	if n := len(k.observed); n < 2 || k.observed[n-1] != newKey || k.methods[n-1] != smp.MethodGet {
+		t.Fatalf("after the key change: observed keys %#x methods %v; want a Get with %#x last", k.observed, k.methods, newKey)
+	}
+	now = now.Add(3 * time.Second) // past the 2 s lease
+	var got smp.PortInfo
+	must(t, (&mad.Client{T: tr, MKey: newKey}).Get(ctx, mad.Path{1, 2, 1}, smp.AttrPortInfo, 0, &got))
+	if got.MKey != newKey || got.MKeyProtectBits != 2 {
+		t.Fatalf("port B: M_Key %#x protect %d; want %#x, 2 (the lease ran out)", got.MKey, got.MKeyProtectBits, newKey)
 	}
 }
