@@ -269,13 +269,13 @@ func newFlags(kind string) (*kindFlags, error) {
 		if !ok {
 			return fmt.Errorf("width %q is not one of 1x 2x 4x 8x 12x", s)
 		}
-		cable.Width = w
+		cable.Width = uint8(w)
 		return nil
 	})
 	fs.Func("speed", "link speed: SDR, DDR, QDR, FDR, EDR, HDR or NDR (default QDR)", func(s string) error {
 		for _, sp := range []netfile.Speed{netfile.SDR, netfile.DDR, netfile.QDR, netfile.FDR, netfile.EDR, netfile.HDR, netfile.NDR} {
 			if strings.EqualFold(sp.String(), s) {
-				cable.Speed = sp
+				cable.Speed = uint8(sp)
 				return nil
 			}
 		}
@@ -437,4 +437,56 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// directKinds are the kinds of this file, registered in newFlags.
+var directKinds = []string{"dragonfly", "hyperx", "kautz"}
+
+// directFlags declares the flags of a kind of this file on fs and returns
+// its builder; ok is false for other kinds.
+func directFlags(kind string, fs *flag.FlagSet, switchPorts *int, cable *Cable) (build func() (Generator, error), ok bool) {
+	switch kind {
+	case "dragonfly":
+		var t Dragonfly
+		fs.IntVar(&t.A, "a", 0, "switches per group (required)")
+		fs.IntVar(&t.P, "p", 0, "CAs per switch (required)")
+		fs.IntVar(&t.H, "h", 0, "global cables per switch (required)")
+		fs.IntVar(&t.Groups, "groups", 0, "number of groups (default a·h+1: every pair of groups cabled once)")
+		return func() (Generator, error) {
+			if err := requireFlags(fs, "dragonfly --a 8 --p 4 --h 4", "a", "p", "h"); err != nil {
+				return nil, err
+			}
+			t.SwitchPorts, t.Cable = *switchPorts, *cable
+			return t, nil
+		}, true
+	case "hyperx":
+		var t HyperX
+		fs.Func("dims", "switches per dimension, e.g. 12x8 (required)", func(s string) error {
+			d, err := parseInts(strings.ReplaceAll(strings.ToLower(s), "x", ","))
+			t.Dims = d
+			return err
+		})
+		fs.IntVar(&t.K, "links", 1, "parallel cables between two switches of a dimension")
+		fs.IntVar(&t.T, "cas", 1, "CAs per switch")
+		return func() (Generator, error) {
+			if len(t.Dims) == 0 {
+				return nil, errors.New("topo hyperx: give --dims, e.g. hyperx --dims 12x8 --cas 7")
+			}
+			t.SwitchPorts, t.Cable = *switchPorts, *cable
+			return t, nil
+		}, true
+	case "kautz":
+		var t Kautz
+		fs.IntVar(&t.D, "degree", 0, "out-degree d of K(d,k) (required)")
+		fs.IntVar(&t.K, "diameter", 0, "k of K(d,k): words of k+1 symbols (required)")
+		fs.IntVar(&t.T, "cas", 1, "CAs per switch")
+		return func() (Generator, error) {
+			if err := requireFlags(fs, "kautz --degree 4 --diameter 3 --cas 4", "degree", "diameter"); err != nil {
+				return nil, err
+			}
+			t.SwitchPorts, t.Cable = *switchPorts, *cable
+			return t, nil
+		}, true
+	}
+	return nil, false
 }

@@ -4,9 +4,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/testfab/gen"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -32,7 +32,7 @@ func count(f func(*topology.Topology, *rand.Rand) ([]plan.Path, error)) func(*to
 
 func BenchmarkPaper000(b *testing.B) {
 	for _, sw := range []int{16, 64} {
-		topo, err := topogen.Topology(topogen.Random{Switches: sw, Degree: 8, CAs: 512, Seed: 1})
+		topo, err := gen.Topology(gen.Random{Switches: sw, Degree: 8, CAs: 512, Seed: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func BenchmarkPaper000(b *testing.B) {
 }
 
 func BenchmarkRRG512(b *testing.B) {
-	topo, err := topogen.Topology(topogen.RRG{Switches: 512, NetPorts: 12, CAsPerSwitch: 4, Seed: 1})
+	topo, err := gen.Topology(gen.RRG{Switches: 512, NetPorts: 12, CAsPerSwitch: 4, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

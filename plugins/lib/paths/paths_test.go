@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/testfab/gen"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -72,10 +72,10 @@ func testFabrics(t *testing.T) map[string]*topology.Topology {
 	t.Helper()
 	out := map[string]*topology.Topology{}
 	var err error
-	if out["irregular16"], err = topogen.Topology(topogen.Random{Switches: 16, Degree: 4, CAs: 40, Seed: 3}); err != nil {
+	if out["irregular16"], err = gen.Topology(gen.Random{Switches: 16, Degree: 4, CAs: 40, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if out["rrg10"], err = topogen.Topology(topogen.RRG{Switches: 10, NetPorts: 4, CAsPerSwitch: 2, Seed: 5}); err != nil {
+	if out["rrg10"], err = gen.Topology(gen.RRG{Switches: 10, NetPorts: 4, CAsPerSwitch: 2, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	// Parallel cables and uneven hosts.
@@ -181,7 +181,7 @@ func TestRoutingsLegalShortestComplete(t *testing.T) {
 }
 
 func TestDeterministicPerSeed(t *testing.T) {
-	topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 6, CAs: 48, Seed: 7})
+	topo, err := gen.Topology(gen.Random{Switches: 16, Degree: 6, CAs: 48, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestDeterministicPerSeed(t *testing.T) {
 func TestWidestBeatsRandomShortest(t *testing.T) {
 	better := 0
 	for seed := uint64(1); seed <= 6; seed++ {
-		topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 8, CAs: 64, Seed: int64(seed)})
+		topo, err := gen.Topology(gen.Random{Switches: 16, Degree: 8, CAs: 64, Seed: int64(seed)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +296,7 @@ func TestYenKShortest(t *testing.T) {
 }
 
 func TestPathSelectionOnePerPairFromCandidates(t *testing.T) {
-	topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 8, CAs: 64, Seed: 9})
+	topo, err := gen.Topology(gen.Random{Switches: 16, Degree: 8, CAs: 64, Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestPathSelectionOnePerPairFromCandidates(t *testing.T) {
 // end up more loaded (in machine-pair paths per channel) than keeping every
 // pair's first candidate, at either granularity.
 func TestSelectionRelievesLoad(t *testing.T) {
-	topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 8, CAs: 64, Seed: 4})
+	topo, err := gen.Topology(gen.Random{Switches: 16, Degree: 8, CAs: 64, Seed: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestSelectionRelievesLoad(t *testing.T) {
 // candidates); per machine pair they do not (or the test fabric could not
 // tell the two apart).
 func TestPathSelectionGranularity(t *testing.T) {
-	topo, err := topogen.Topology(topogen.Random{Switches: 16, Degree: 8, CAs: 96, Seed: 9})
+	topo, err := gen.Topology(gen.Random{Switches: 16, Degree: 8, CAs: 96, Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestUpDownOrder(t *testing.T) {
 	// Line 0-1-2-3 rooted at 2: ranks 2,1,0,1; order 2,1,3,0. A 1-D mesh
 	// with one CA per switch: port 2 goes to the next switch, 3 to the
 	// previous one.
-	topo, err := topogen.Topology(topogen.Torus{Dims: []int{4}, Mesh: true, CAsPerSwitch: 1})
+	topo, err := gen.Topology(gen.Torus{Dims: []int{4}, Mesh: true, CAsPerSwitch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

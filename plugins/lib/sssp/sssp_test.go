@@ -6,11 +6,11 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/lib/paths"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/testfab/gen"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -94,10 +94,10 @@ func fabrics(t *testing.T) map[string]*topology.Topology {
 	t.Helper()
 	out := map[string]*topology.Topology{}
 	var err error
-	if out["rrg16"], err = topogen.Topology(topogen.RRG{Switches: 16, NetPorts: 4, CAsPerSwitch: 3, Seed: 2}); err != nil {
+	if out["rrg16"], err = gen.Topology(gen.RRG{Switches: 16, NetPorts: 4, CAsPerSwitch: 3, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if out["irregular"], err = topogen.Topology(topogen.Random{Switches: 12, Degree: 3, CAs: 30, Seed: 5}); err != nil {
+	if out["irregular"], err = gen.Topology(gen.Random{Switches: 12, Degree: 3, CAs: 30, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if out["sdktest-random"], err = sdktest.Random(7, 10, 8, 2); err != nil {
@@ -127,7 +127,7 @@ func TestMatchesReference(t *testing.T) {
 }
 
 func TestPlanesDivergeWithLMC(t *testing.T) {
-	topo, err := topogen.Topology(topogen.RRG{Switches: 32, NetPorts: 6, CAsPerSwitch: 2, Seed: 3})
+	topo, err := gen.Topology(gen.RRG{Switches: 32, NetPorts: 6, CAsPerSwitch: 2, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestPlanesDivergeWithLMC(t *testing.T) {
 // TestBalancesBetterThanFirstTree: weights must spread load compared with
 // routing every destination on the unweighted (first) tree.
 func TestBalancesBetterThanFirstTree(t *testing.T) {
-	topo, err := topogen.Topology(topogen.RRG{Switches: 32, NetPorts: 6, CAsPerSwitch: 4, Seed: 4})
+	topo, err := gen.Topology(gen.RRG{Switches: 32, NetPorts: 6, CAsPerSwitch: 4, Seed: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestErrors(t *testing.T) {
 // BenchmarkRRG512 is the scale the routing+VL budget (2 s) is set for: a
 // random 12-regular graph of 512 switches with 4 CAs each (2,048 CAs).
 func BenchmarkRRG512(b *testing.B) {
-	topo, err := topogen.Topology(topogen.RRG{Switches: 512, NetPorts: 12, CAsPerSwitch: 4, Seed: 1})
+	topo, err := gen.Topology(gen.RRG{Switches: 512, NetPorts: 12, CAsPerSwitch: 4, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

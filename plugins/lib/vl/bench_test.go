@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/lib/sssp"
 	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/testfab/gen"
 )
 
 // TestBench512 is the target from the issue: sssp plus a VL assigner on a
@@ -24,7 +24,7 @@ func TestBench512(t *testing.T) {
 	if which == "" {
 		t.Skip("set IBSM_VL_BENCH=1 (acro) or =all to run the 512-switch measurement")
 	}
-	topo, err := topogen.Topology(topogen.Paper{Set: "rrg512", Seed: 1})
+	topo, err := gen.Topology(gen.RRG{Switches: 512, NetPorts: 12, CAsPerSwitch: 4, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

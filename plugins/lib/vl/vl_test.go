@@ -5,11 +5,11 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/plugins/lib/vl/vltest"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/testfab/gen"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -41,7 +41,7 @@ func toPlan(f *vl.Fabric, ly *vl.Layers) (*plan.VLPlan, vl.Stats, error) {
 func TestAlgorithms(t *testing.T) {
 	rrg := func(n, d, c int, seed int64) func() (*topology.Topology, error) {
 		return func() (*topology.Topology, error) {
-			return topogen.Topology(topogen.RRG{Switches: n, NetPorts: d, CAsPerSwitch: c, Seed: seed})
+			return gen.Topology(gen.RRG{Switches: n, NetPorts: d, CAsPerSwitch: c, Seed: seed})
 		}
 	}
 	fabs := []struct {
@@ -129,7 +129,7 @@ func TestLimits(t *testing.T) {
 func TestACROVersusLASH(t *testing.T) {
 	var acro, lash int
 	for seed := int64(1); seed <= 6; seed++ {
-		topo, err := topogen.Topology(topogen.RRG{Switches: 32, NetPorts: 4, Seed: seed})
+		topo, err := gen.Topology(gen.RRG{Switches: 32, NetPorts: 4, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestACROVersusLASH(t *testing.T) {
 // either deadlock-free (exact checker) or a LimitError — never silently
 // wrong. With one VL on a cyclic routing it must refuse.
 func TestHopPlanFewSLs(t *testing.T) {
-	topo, err := topogen.Topology(topogen.RRG{Switches: 32, NetPorts: 4, CAsPerSwitch: 1, Seed: 3})
+	topo, err := gen.Topology(gen.RRG{Switches: 32, NetPorts: 4, CAsPerSwitch: 1, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

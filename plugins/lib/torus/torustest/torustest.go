@@ -1,24 +1,24 @@
 // Package torustest builds the tori and meshes the torus plugins' tests
-// route, with faults cut in. Only tests import it (it draws the fabrics
-// from host/topogen, which plugin binaries must not link).
+// route, with faults cut in (the grids of 'ibsm topo torus', drawn by
+// sdk/testfab/gen). Only tests import it.
 package torustest
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/testfab/gen"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
 // Grid is 'ibsm topo torus' (or mesh) with cas CAs per switch.
 func Grid(t testing.TB, dims []int, mesh bool, cas int) *topology.Topology {
 	t.Helper()
-	topo, err := topogen.Topology(topogen.Torus{Dims: dims, Mesh: mesh, CAsPerSwitch: cas})
+	topo, err := gen.Topology(gen.Torus{Dims: dims, Mesh: mesh, CAsPerSwitch: cas})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 // Package vltest is the shared test of the multi-VL assigner binaries
 // (layered, dfsssp, acro) and the helpers their tests and the vl package's
-// own tests route with. Only tests import it (so it may draw its random
-// fabrics from host/topogen, which plugin binaries must not link).
+// own tests route with. Only tests import it.
 package vltest
 
 import (
@@ -9,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/testfab/gen"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -71,7 +70,7 @@ func Assign(t *testing.T, k vl.Kind, extra PlanCheck) {
 	}{
 		{"torus 4x4, 8 VLs", func() (*topology.Topology, error) { return testfab.Torus2D(4, 4, 1) }, 8, false},
 		{"random 6-regular, 24 switches", func() (*topology.Topology, error) {
-			return topogen.Topology(topogen.RRG{Switches: 24, NetPorts: 6, CAsPerSwitch: 2, Seed: 7})
+			return gen.Topology(gen.RRG{Switches: 24, NetPorts: 6, CAsPerSwitch: 2, Seed: 7})
 		}, 8, false},
 		{"torus 4x4, one VL: refused", func() (*topology.Topology, error) { return testfab.Torus2D(4, 4, 1) }, 1, true},
 	}

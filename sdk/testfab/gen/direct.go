@@ -1,13 +1,9 @@
-package topogen
+package gen
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/ibsm/ibsm/transport/netfile"
 )
 
 // Dragonfly is the dragonfly of Kim, Dally, Scott and Abts (ISCA 2008): G
@@ -28,12 +24,10 @@ type Dragonfly struct {
 	Cable           Cable
 }
 
-// Generate builds the dragonfly.
-func (t Dragonfly) Generate() (*netfile.File, error) {
-	return fileOf(t.graph())(t.Cable)
-}
+// Graph builds the dragonfly.
+func (t Dragonfly) Graph() (*Graph, error) { return cabled(t.graph())(t.Cable) }
 
-func (t Dragonfly) graph() (*graph, error) {
+func (t Dragonfly) graph() (*Graph, error) {
 	if t.A < 1 || t.P < 0 || t.H < 0 {
 		return nil, fmt.Errorf("topogen: dragonfly: --a %d --p %d --h %d; give a ≥ 1 switches per group, p ≥ 0 CAs and h ≥ 0 global cables per switch", t.A, t.P, t.H)
 	}
@@ -54,14 +48,14 @@ func (t Dragonfly) graph() (*graph, error) {
 		return nil, err
 	}
 	shape := fmt.Sprintf("a=%d p=%d h=%d g=%d", t.A, t.P, t.H, groups)
-	g := &graph{}
+	g := &Graph{}
 	for s := 0; s < total; s++ {
 		gr, r := s/t.A, s%t.A
 		g.addSwitch(fmt.Sprintf("dragonfly-%d-%d", gr, r), fmt.Sprintf("dragonfly %s group %d switch %d", shape, gr, r), ports)
 	}
 	for s := 0; s < total; s++ {
 		for c := 0; c < t.P; c++ {
-			g.addCA(fmt.Sprintf("%s-host-%d", g.switches[s].name, c), fmt.Sprintf("dragonfly group %d switch %d host %d", s/t.A, s%t.A, c), s, c+1)
+			g.addCA(fmt.Sprintf("%s-host-%d", g.Switches[s].Name, c), fmt.Sprintf("dragonfly group %d switch %d host %d", s/t.A, s%t.A, c), s, c+1)
 		}
 	}
 	// Local: switch r's local port for peer q is P+1+q, skipping itself.
@@ -112,12 +106,10 @@ type HyperX struct {
 	Cable       Cable
 }
 
-// Generate builds the HyperX.
-func (t HyperX) Generate() (*netfile.File, error) {
-	return fileOf(t.graph())(t.Cable)
-}
+// Graph builds the HyperX.
+func (t HyperX) Graph() (*Graph, error) { return cabled(t.graph())(t.Cable) }
 
-func (t HyperX) graph() (*graph, error) {
+func (t HyperX) graph() (*Graph, error) {
 	if len(t.Dims) == 0 || t.K < 1 || t.T < 0 {
 		return nil, fmt.Errorf("topogen: hyperx: give --dims such as 12x8, --links ≥ 1 and --cas ≥ 0")
 	}
@@ -147,14 +139,14 @@ func (t HyperX) graph() (*graph, error) {
 		}
 		return c
 	}
-	g := &graph{}
+	g := &Graph{}
 	for s := 0; s < total; s++ {
 		cs := joinInts(coord(s), ",")
 		g.addSwitch("hyperx-"+strings.ReplaceAll(cs, ",", "-"), fmt.Sprintf("hyperx %s switch (%s)", shape, cs), ports)
 	}
 	for s := 0; s < total; s++ {
 		for c := 0; c < t.T; c++ {
-			g.addCA(fmt.Sprintf("%s-host-%d", g.switches[s].name, c), fmt.Sprintf("hyperx switch (%s) host %d", joinInts(coord(s), ","), c), s, c+1)
+			g.addCA(fmt.Sprintf("%s-host-%d", g.Switches[s].Name, c), fmt.Sprintf("hyperx switch (%s) host %d", joinInts(coord(s), ","), c), s, c+1)
 		}
 	}
 	base, stride := t.T, 1
@@ -196,12 +188,10 @@ type Kautz struct {
 	Cable       Cable
 }
 
-// Generate builds the Kautz graph.
-func (t Kautz) Generate() (*netfile.File, error) {
-	return fileOf(t.graph())(t.Cable)
-}
+// Graph builds the Kautz graph.
+func (t Kautz) Graph() (*Graph, error) { return cabled(t.graph())(t.Cable) }
 
-func (t Kautz) graph() (*graph, error) {
+func (t Kautz) graph() (*Graph, error) {
 	if t.D < 2 || t.K < 1 || t.T < 0 {
 		return nil, fmt.Errorf("topogen: kautz: --degree %d --diameter %d; give degree ≥ 2 and diameter ≥ 1 (K(d,k) has (d+1)·d^k switches)", t.D, t.K)
 	}
@@ -243,14 +233,14 @@ func (t Kautz) graph() (*graph, error) {
 		}
 		return b.String()
 	}
-	g := &graph{}
+	g := &Graph{}
 	for i, w := range words {
 		index[name(w)] = i
 		g.addSwitch("kautz-"+name(w), fmt.Sprintf("kautz K(%d,%d) switch %s", t.D, t.K, name(w)), ports)
 	}
 	for s := range words {
 		for c := 0; c < t.T; c++ {
-			g.addCA(fmt.Sprintf("%s-host-%d", g.switches[s].name, c), fmt.Sprintf("kautz switch %s host %d", name(words[s]), c), s, c+1)
+			g.addCA(fmt.Sprintf("%s-host-%d", g.Switches[s].Name, c), fmt.Sprintf("kautz switch %s host %d", name(words[s]), c), s, c+1)
 		}
 	}
 	// slot of symbol x among the D symbols other than skip
@@ -273,72 +263,10 @@ func (t Kautz) graph() (*graph, error) {
 	return g, nil
 }
 
-// fileOf turns a generator's graph (or its error) into the file emitter.
-func fileOf(g *graph, err error) func(Cable) (*netfile.File, error) {
-	return func(c Cable) (*netfile.File, error) {
-		if err != nil {
-			return nil, err
-		}
-		return g.file(c)
-	}
-}
-
 func joinInts(xs []int, sep string) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, sep)
-}
-
-// directKinds are the kinds of this file, registered in newFlags.
-var directKinds = []string{"dragonfly", "hyperx", "kautz"}
-
-// directFlags declares the flags of a kind of this file on fs and returns
-// its builder; ok is false for other kinds.
-func directFlags(kind string, fs *flag.FlagSet, switchPorts *int, cable *Cable) (build func() (Generator, error), ok bool) {
-	switch kind {
-	case "dragonfly":
-		var t Dragonfly
-		fs.IntVar(&t.A, "a", 0, "switches per group (required)")
-		fs.IntVar(&t.P, "p", 0, "CAs per switch (required)")
-		fs.IntVar(&t.H, "h", 0, "global cables per switch (required)")
-		fs.IntVar(&t.Groups, "groups", 0, "number of groups (default a·h+1: every pair of groups cabled once)")
-		return func() (Generator, error) {
-			if err := requireFlags(fs, "dragonfly --a 8 --p 4 --h 4", "a", "p", "h"); err != nil {
-				return nil, err
-			}
-			t.SwitchPorts, t.Cable = *switchPorts, *cable
-			return t, nil
-		}, true
-	case "hyperx":
-		var t HyperX
-		fs.Func("dims", "switches per dimension, e.g. 12x8 (required)", func(s string) error {
-			d, err := parseInts(strings.ReplaceAll(strings.ToLower(s), "x", ","))
-			t.Dims = d
-			return err
-		})
-		fs.IntVar(&t.K, "links", 1, "parallel cables between two switches of a dimension")
-		fs.IntVar(&t.T, "cas", 1, "CAs per switch")
-		return func() (Generator, error) {
-			if len(t.Dims) == 0 {
-				return nil, errors.New("topo hyperx: give --dims, e.g. hyperx --dims 12x8 --cas 7")
-			}
-			t.SwitchPorts, t.Cable = *switchPorts, *cable
-			return t, nil
-		}, true
-	case "kautz":
-		var t Kautz
-		fs.IntVar(&t.D, "degree", 0, "out-degree d of K(d,k) (required)")
-		fs.IntVar(&t.K, "diameter", 0, "k of K(d,k): words of k+1 symbols (required)")
-		fs.IntVar(&t.T, "cas", 1, "CAs per switch")
-		return func() (Generator, error) {
-			if err := requireFlags(fs, "kautz --degree 4 --diameter 3 --cas 4", "degree", "diameter"); err != nil {
-				return nil, err
-			}
-			t.SwitchPorts, t.Cable = *switchPorts, *cable
-			return t, nil
-		}, true
-	}
-	return nil, false
 }

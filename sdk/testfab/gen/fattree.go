@@ -1,9 +1,7 @@
-package topogen
+package gen
 
 import (
 	"fmt"
-
-	"github.com/ibsm/ibsm/transport/netfile"
 )
 
 // FatTree describes a fat tree. Set exactly one of Radix, Arity or
@@ -57,8 +55,8 @@ func (t FatTree) shape() (xgft, error) {
 	if par == 0 {
 		par = 1
 	}
-	if par < 0 || par > netfile.MaxPorts {
-		return xgft{}, fmt.Errorf("topogen: fat-tree: --parallel %d; give 1 to %d cables per switch pair", t.Parallel, netfile.MaxPorts)
+	if par < 0 || par > MaxPorts {
+		return xgft{}, fmt.Errorf("topogen: fat-tree: --parallel %d; give 1 to %d cables per switch pair", t.Parallel, MaxPorts)
 	}
 	modes := 0
 	for _, set := range []bool{t.Radix != 0, t.Arity != 0, len(t.Children)+len(t.Parents) != 0} {
@@ -80,8 +78,8 @@ func (t FatTree) shape() (xgft, error) {
 		if n < 1 || n > 16 {
 			return xgft{}, fmt.Errorf("topogen: fat-tree: --levels %d; give 1 to 16 switch levels", t.Levels)
 		}
-		if k < 2 || k%2 != 0 || k > netfile.MaxPorts {
-			return xgft{}, fmt.Errorf("topogen: fat-tree: --radix %d; the radix must be even and between 2 and %d (half the ports go down, half up)", k, netfile.MaxPorts)
+		if k < 2 || k%2 != 0 || k > MaxPorts {
+			return xgft{}, fmt.Errorf("topogen: fat-tree: --radix %d; the radix must be even and between 2 and %d (half the ports go down, half up)", k, MaxPorts)
 		}
 		if n > 1 && (k/2)%par != 0 {
 			return xgft{}, fmt.Errorf("topogen: fat-tree: --parallel %d does not divide the %d up ports of a radix-%d switch; pick a divisor of %d", par, k/2, k, k/2)
@@ -104,8 +102,8 @@ func (t FatTree) shape() (xgft, error) {
 		if n < 1 || n > 16 {
 			return xgft{}, fmt.Errorf("topogen: fat-tree: --arity needs --levels between 1 and 16 (got %d)", t.Levels)
 		}
-		if k < 1 || k > netfile.MaxPorts {
-			return xgft{}, fmt.Errorf("topogen: fat-tree: --arity %d; give 1 to %d", k, netfile.MaxPorts)
+		if k < 1 || k > MaxPorts {
+			return xgft{}, fmt.Errorf("topogen: fat-tree: --arity %d; give 1 to %d", k, MaxPorts)
 		}
 		x.kind = fmt.Sprintf("%d-ary %d-tree", k, n)
 		for i := 0; i < n; i++ {
@@ -128,8 +126,8 @@ func (t FatTree) shape() (xgft, error) {
 		}
 		x.kind = fmt.Sprintf("XGFT(%d; %v; %v)", n, t.Children, t.Parents)
 		for i := 0; i < n; i++ {
-			if t.Children[i] < 1 || t.Parents[i] < 1 || t.Children[i] > netfile.MaxPorts || t.Parents[i] > netfile.MaxPorts {
-				return xgft{}, fmt.Errorf("topogen: fat-tree: level %d has %d children and %d parents; both must be 1 to %d", i+1, t.Children[i], t.Parents[i], netfile.MaxPorts)
+			if t.Children[i] < 1 || t.Parents[i] < 1 || t.Children[i] > MaxPorts || t.Parents[i] > MaxPorts {
+				return xgft{}, fmt.Errorf("topogen: fat-tree: level %d has %d children and %d parents; both must be 1 to %d", i+1, t.Children[i], t.Parents[i], MaxPorts)
 			}
 			p := par
 			if i == 0 {
@@ -186,16 +184,10 @@ func levelName(lvl, n int) string {
 	return fmt.Sprintf("l%d", lvl)
 }
 
-// Generate builds the tree.
-func (t FatTree) Generate() (*netfile.File, error) {
-	g, err := t.graph()
-	if err != nil {
-		return nil, err
-	}
-	return g.file(t.Cable)
-}
+// Graph builds the tree.
+func (t FatTree) Graph() (*Graph, error) { return cabled(t.graph())(t.Cable) }
 
-func (t FatTree) graph() (*graph, error) {
+func (t FatTree) graph() (*Graph, error) {
 	x, err := t.shape()
 	if err != nil {
 		return nil, err
@@ -234,10 +226,10 @@ func (t FatTree) graph() (*graph, error) {
 		return nil, err
 	}
 
-	g := &graph{
-		switches: make([]gnode, 0, switches),
-		cas:      make([]gnode, 0, counts[1]*cas),
-		links:    make([]glink, 0, counts[1]*cas+switches*ports/2),
+	g := &Graph{
+		Switches: make([]Node, 0, switches),
+		CAs:      make([]Node, 0, counts[1]*cas),
+		Links:    make([]Link, 0, counts[1]*cas+switches*ports/2),
 	}
 	// A level-l node's index is cp*W_l + pp: cp encodes its child-part
 	// digits (a_{l+1} least significant) and pp its parent-part digits

@@ -1,12 +1,10 @@
-package topogen
+package gen
 
 import (
 	"fmt"
 	"math"
 	"math/rand"
 	"sort"
-
-	"github.com/ibsm/ibsm/transport/netfile"
 )
 
 // attempts bounds how often a random generator redraws a disconnected
@@ -32,16 +30,10 @@ type Random struct {
 	Cable       Cable
 }
 
-// Generate draws the fabric.
-func (t Random) Generate() (*netfile.File, error) {
-	g, err := t.graph()
-	if err != nil {
-		return nil, err
-	}
-	return g.file(t.Cable)
-}
+// Graph draws the fabric.
+func (t Random) Graph() (*Graph, error) { return cabled(t.graph())(t.Cable) }
 
-func (t Random) graph() (*graph, error) {
+func (t Random) graph() (*Graph, error) {
 	n := t.Switches
 	if n < 1 || n > MaxNodes {
 		return nil, fmt.Errorf("topogen: random: --switches %d; give 1..%d", n, MaxNodes)
@@ -112,7 +104,7 @@ func randomGraph(rng *rand.Rand, n int, m int64) [][]int32 {
 
 // regularPorts turns a simple switch graph plus CA counts into a graph:
 // CAs on ports 1..h_s, neighbours in ascending order after them.
-func regularPorts(adj [][]int32, hosts []int, ports int, kind, descKind string) (*graph, error) {
+func regularPorts(adj [][]int32, hosts []int, ports int, kind, descKind string) (*Graph, error) {
 	need := 0
 	cas := 0
 	for s := range adj {
@@ -128,7 +120,7 @@ func regularPorts(adj [][]int32, hosts []int, ports int, kind, descKind string) 
 	if err := checkSize(len(adj), cas, ports); err != nil {
 		return nil, err
 	}
-	g := &graph{}
+	g := &Graph{}
 	for s := range adj {
 		g.addSwitch(fmt.Sprintf("%s-%d", kind, s), fmt.Sprintf("%s switch %d", descKind, s), ports)
 	}
@@ -170,16 +162,10 @@ type RRG struct {
 	Cable        Cable
 }
 
-// Generate draws the fabric.
-func (t RRG) Generate() (*netfile.File, error) {
-	g, err := t.graph()
-	if err != nil {
-		return nil, err
-	}
-	return g.file(t.Cable)
-}
+// Graph draws the fabric.
+func (t RRG) Graph() (*Graph, error) { return cabled(t.graph())(t.Cable) }
 
-func (t RRG) graph() (*graph, error) {
+func (t RRG) graph() (*Graph, error) {
 	n, r, h := t.Switches, t.NetPorts, t.CAsPerSwitch
 	if n < 2 || n > MaxNodes {
 		return nil, fmt.Errorf("topogen: rrg: --switches %d; give 2..%d", n, MaxNodes)
@@ -190,8 +176,8 @@ func (t RRG) graph() (*graph, error) {
 	if r == 1 && n > 2 {
 		return nil, fmt.Errorf("topogen: rrg: one network port per switch cannot connect %d switches; give --ports 2 or more", n)
 	}
-	if h < 0 || h > netfile.MaxPorts {
-		return nil, fmt.Errorf("topogen: rrg: --cas %d; give 0 to %d CAs per switch", h, netfile.MaxPorts)
+	if h < 0 || h > MaxPorts {
+		return nil, fmt.Errorf("topogen: rrg: --cas %d; give 0 to %d CAs per switch", h, MaxPorts)
 	}
 	if err := checkSize(n, n*h, h+r); err != nil {
 		return nil, err

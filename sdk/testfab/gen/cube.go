@@ -1,11 +1,9 @@
-package topogen
+package gen
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/ibsm/ibsm/transport/netfile"
 )
 
 // Torus describes a k-ary n-cube: switches on a grid of the given
@@ -34,14 +32,8 @@ func Ring(switches, casPerSwitch int) Torus {
 	return Torus{Dims: []int{switches}, CAsPerSwitch: casPerSwitch, name: "ring"}
 }
 
-// Generate builds the grid.
-func (t Torus) Generate() (*netfile.File, error) {
-	g, err := t.graph()
-	if err != nil {
-		return nil, err
-	}
-	return g.file(t.Cable)
-}
+// Graph builds the grid.
+func (t Torus) Graph() (*Graph, error) { return cabled(t.graph())(t.Cable) }
 
 func (t Torus) prefix() string {
 	switch {
@@ -53,7 +45,7 @@ func (t Torus) prefix() string {
 	return "torus"
 }
 
-func (t Torus) graph() (*graph, error) {
+func (t Torus) graph() (*Graph, error) {
 	kind := t.prefix()
 	if len(t.Dims) == 0 {
 		return nil, fmt.Errorf("topogen: %s: no dimensions; give --dims such as 4x4x4", kind)
@@ -69,8 +61,8 @@ func (t Torus) graph() (*graph, error) {
 		}
 	}
 	h := t.CAsPerSwitch
-	if h < 0 || h > netfile.MaxPorts {
-		return nil, fmt.Errorf("topogen: %s: --cas %d; give 0 to %d CAs per switch", kind, h, netfile.MaxPorts)
+	if h < 0 || h > MaxPorts {
+		return nil, fmt.Errorf("topogen: %s: --cas %d; give 0 to %d CAs per switch", kind, h, MaxPorts)
 	}
 	need := h + 2*len(t.Dims)
 	ports := t.SwitchPorts
@@ -89,7 +81,7 @@ func (t Torus) graph() (*graph, error) {
 	}
 	shape := strings.Join(dimsStr, "x")
 
-	g := &graph{}
+	g := &Graph{}
 	caDesc := make([]string, total) // the switch's description without the shape
 	coord := make([]int, len(t.Dims))
 	// Switch index = mixed-radix number with dimension 0 least significant.
@@ -115,7 +107,7 @@ func (t Torus) graph() (*graph, error) {
 	}
 	for s := 0; s < total; s++ {
 		for c := 0; c < h; c++ {
-			g.addCA(fmt.Sprintf("%s-host-%d", g.switches[s].name, c), fmt.Sprintf("%s host %d", caDesc[s], c), s, c+1)
+			g.addCA(fmt.Sprintf("%s-host-%d", g.Switches[s].Name, c), fmt.Sprintf("%s host %d", caDesc[s], c), s, c+1)
 		}
 	}
 	stride := 1
