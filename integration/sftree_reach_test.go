@@ -1,4 +1,4 @@
-package sftree
+package integration
 
 import (
 	"context"
@@ -8,32 +8,15 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/host/topogen"
+	"github.com/ibsm/ibsm/plugins/lib/ftree"
+	"github.com/ibsm/ibsm/plugins/lib/sftree"
 	"github.com/ibsm/ibsm/sdk/route"
-	"github.com/ibsm/ibsm/sdk/topology"
 )
 
-// topoOf generates an `ibsm topo` fabric (seeded degradation included).
-func topoOf(t testing.TB, args ...string) *topology.Topology {
-	t.Helper()
-	g, err := topogen.Parse(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := g.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := f.Topology()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return topo
-}
-
-// TestReachSweep measures switch-pair reachability on topogen's degraded
-// trees over seeds 1..5. It is a measurement, not a check of numbers: run
-// with SFTREE_REACH="ft3-24,ft3-36,ft2-648".
-func TestReachSweep(t *testing.T) {
+// TestSftreeReachSweep measures sftree's switch-pair reachability on
+// topogen's degraded trees over seeds 1..5. It is a measurement, not a
+// check of numbers: run with SFTREE_REACH="ft3-24,ft3-36,ft2-648".
+func TestSftreeReachSweep(t *testing.T) {
 	env := os.Getenv("SFTREE_REACH")
 	if env == "" {
 		t.Skip("measurement: set SFTREE_REACH=ft3-24,ft2-648,...")
@@ -46,10 +29,16 @@ func TestReachSweep(t *testing.T) {
 	for _, name := range strings.Split(env, ",") {
 		for _, frac := range []string{"0.01", "0.05"} {
 			for seed := 1; seed <= 5; seed++ {
-				topo := topoOf(t, append(append([]string(nil), args[name]...), "--remove-links", frac, "--seed", fmt.Sprint(seed))...)
+				topo, err := topogen.Written(append(append([]string(nil), args[name]...), "--remove-links", frac, "--seed", fmt.Sprint(seed)))
+				if err != nil {
+					t.Fatal(err)
+				}
 				g := route.NewGraph(topo)
-				base, tree := ftreeBase(t, topo, 0)
-				_, rep, err := Route(context.Background(), g, tree, base, Options{})
+				base, res, err := ftree.Route(context.Background(), topo, 0, ftree.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, rep, err := sftree.Route(context.Background(), g, sftree.FromFtree(res.Tree), base, sftree.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
