@@ -3,9 +3,11 @@ package nue
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -46,10 +48,10 @@ func Assign(ctx context.Context, r *plan.Realized, maxBudget int) (*plan.VLPlan,
 			peerPort[f.Chan(int32(s), uint8(p))] = r.Topo.Port(topology.PortRef{Node: node, Port: uint8(p)}).Peer.Port
 		}
 	}
-	// turns lists DLID d's turns into buf: for every switch s whose route
-	// crosses t onto another switch link, the turn at t.
-	turns := func(d int, buf []int32) []int32 {
-		buf = buf[:0]
+	// turns lists DLID d's turns: for every switch s whose route crosses
+	// t onto another switch link, the turn at t.
+	turns := func(d int) []int32 {
+		var buf []int32
 		for s := int32(0); s < int32(f.N); s++ {
 			t, out := f.Next(s, d)
 			if t < 0 {
@@ -61,9 +63,23 @@ func Assign(ctx context.Context, r *plan.Realized, maxBudget int) (*plan.VLPlan,
 		}
 		return buf
 	}
+	// Every DLID's turns, found once (in parallel): each budget's layout
+	// only counts them again. DLIDs of one tree (a switch's CAs sharing
+	// it) share the list.
+	dt := make([][]int32, len(f.DLIDs))
+	if _, err := route.Each(ctx, len(f.DLIDs), 0, func(_, d int) error {
+		dt[d] = slices.Clip(turns(d))
+		return nil
+	}); err != nil {
+		return nil, a, err
+	}
+	for d := 1; d < len(dt); d++ {
+		if slices.Equal(dt[d], dt[d-1]) {
+			dt[d] = dt[d-1]
+		}
+	}
 	owner := func(d int) int32 { return r.LIDOwner[f.DLIDs[d]] - 1 }
 	layerOf := make([]uint8, len(f.DLIDs))
-	var buf []int32
 	// Layouts: count every DLID's turns in its layout layer, then search
 	// each layer once for a cycle.
 	counted := make([]*vl.Layer, maxBudget)
@@ -87,7 +103,7 @@ func Assign(ctx context.Context, r *plan.Realized, maxBudget int) (*plan.VLPlan,
 			if counted[l] == nil {
 				counted[l] = f.NewLayer()
 			}
-			for _, e := range turns(d, buf) {
+			for _, e := range dt[d] {
 				counted[l].Cnt[e]++
 			}
 		}
@@ -112,10 +128,9 @@ func Assign(ctx context.Context, r *plan.Realized, maxBudget int) (*plan.VLPlan,
 			layers[i] = f.NewLayer()
 		}
 		place := func(d, l int) bool {
-			buf = turns(d, buf)
-			for i, e := range buf {
+			for i, e := range dt[d] {
 				if !layers[l].Insert(e) {
-					for _, e := range buf[:i] {
+					for _, e := range dt[d][:i] {
 						layers[l].Remove(e)
 					}
 					return false
