@@ -12,8 +12,8 @@ import (
 // turn along the order is accepted at once and only a turn against it
 // searches, among the channels between its ends in the order.
 //
-// The search is bounded: a turn whose search visits more than limit
-// channels is refused as if it closed a cycle. Refusing is always safe
+// The search is bounded: a turn whose forward or backward search visits
+// more than limit channels is refused as if it closed a cycle. Refusing is always safe
 // (the tree takes another channel, or the escape tree), and it keeps the
 // cost of a turn bounded on large, dense layers, where an exact search
 // would cross most of the graph.
@@ -59,10 +59,10 @@ func (l *layer) insert(in, out int32) bool {
 	}
 	lb, ub := l.ord[out], l.ord[in]
 	l.searches++
-	defer func() { l.visited += int64(len(l.fwd)) }()
+	defer func() { l.visited += int64(len(l.fwd) + len(l.bwd)) }()
 	l.epoch++
 	// Forward from out among channels ordered below in.
-	l.fwd = l.fwd[:0]
+	l.fwd, l.bwd = l.fwd[:0], l.bwd[:0]
 	l.stack = append(l.stack[:0], out)
 	l.mark[out] = l.epoch
 	for len(l.stack) > 0 {
@@ -90,13 +90,16 @@ func (l *layer) insert(in, out int32) bool {
 		}
 	}
 	// Backward from in among channels ordered above out.
-	l.bwd = l.bwd[:0]
 	l.stack = append(l.stack[:0], in)
 	l.mark[in] = l.epoch
 	for len(l.stack) > 0 {
 		c := l.stack[len(l.stack)-1]
 		l.stack = l.stack[:len(l.stack)-1]
 		l.bwd = append(l.bwd, c)
+		if len(l.bwd) > l.limit {
+			l.refused++
+			return false
+		}
 		x := n.From[c]
 		d := n.deg(x)
 		col := n.turnBase[x] + (c - n.Off[x])

@@ -21,6 +21,8 @@ type Report struct {
 	// EscapedSwitches the (tree, switch) entries that do.
 	Escaped         int
 	EscapedSwitches int64
+	// EscapedByLayer is Escaped per layer, of TreesByLayer.
+	EscapedByLayer, TreesByLayer []int
 	// MinimalPairs of Pairs (CA source, CA destination plane) on different
 	// switches take a shortest path.
 	MinimalPairs, Pairs int64
@@ -81,7 +83,22 @@ type Options struct {
 	// SearchLimit bounds the channels one turn's cycle search visits
 	// (0: searchLimit); a turn beyond it is refused.
 	SearchLimit int
+	// TurnPenalty, in percent of the mean channel weight, lengthens a
+	// channel whose turn is not in the layer yet.
+	TurnPenalty int
+	// HopCost, in percent of the mean channel weight, is added to every
+	// channel's weight in the search, so that a detour must save more
+	// than load alone (0: defaultHopCost, < 0: none).
+	HopCost int
 }
+
+// defaultHopCost: one hop costs the mean channel weight. The weights alone
+// (sssp's) let a tree detour as soon as a longer path is a little less
+// loaded, and on top of the detours the layers force, that lowers the
+// effective bisection bandwidth: with it the dragonfly a=8 p=4 h=4 at 8
+// VLs goes from 90.5 % to 98.1 % minimal paths and eBB 0.448 to 0.463, the
+// 512-switch 12-regular random graph at 4 VLs from 0.437 to 0.445.
+const defaultHopCost = 100
 
 // Route computes 2^lmc planes per CA and one per switch, each destination
 // in its layer of budget (1..15) layers, and returns them with the layer of
@@ -192,7 +209,15 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 	for c := range weight {
 		weight[c] = 1
 	}
+	total := int64(len(weight)) // sum of weight
 	workers := max(1, min(runtime.GOMAXPROCS(0), budget))
+	hopCost := opt.HopCost
+	switch {
+	case hopCost == 0:
+		hopCost = defaultHopCost
+	case hopCost < 0:
+		hopCost = 0
+	}
 	for r := 0; ; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, nil, err
@@ -206,6 +231,11 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 		}
 		// Layers are independent within a round: weights change only
 		// between rounds, so the result does not depend on the workers.
+		pen := total * int64(opt.TurnPenalty) / int64(100*max(1, len(weight)))
+		hop := total * int64(hopCost) / int64(100*max(1, len(weight)))
+		for _, s := range srch {
+			s.pen, s.hop = pen, hop
+		}
 		_, _ = route.Each(ctx, budget, workers, func(_, l int) error {
 			if r < len(items[l]) {
 				it := items[l][r]
@@ -224,6 +254,7 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 		for _, s := range srch {
 			for _, d := range s.delta {
 				weight[d.c] += d.n
+				total += d.n
 			}
 			s.delta = s.delta[:0]
 		}
@@ -238,6 +269,8 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 		}
 	}
 	for _, s := range srch {
+		rep.EscapedByLayer = append(rep.EscapedByLayer, s.rep.Escaped)
+		rep.TreesByLayer = append(rep.TreesByLayer, s.rep.Trees)
 		rep.Trees += s.rep.Trees
 		rep.Escaped += s.rep.Escaped
 		rep.EscapedSwitches += s.rep.EscapedSwitches
@@ -298,6 +331,9 @@ type searcher struct {
 	byDepth []int32
 	delta   []delta
 	rep     Report
+	// pen is the search's penalty for a new turn, hop its cost per
+	// channel on top of the weight (cost).
+	pen, hop int64
 }
 
 func newSearcher(n *net, esc *escape, l *layer, cas [][]int32) *searcher {
@@ -375,7 +411,7 @@ func (s *searcher) search(h int32, weight []int64) {
 			if s.state[u] == settled || s.failed[in] == s.stamp {
 				continue
 			}
-			if nd := s.dist[w] + weight[in]; nd < s.dist[u] {
+			if nd := s.dist[w] + s.cost(in, weight); nd < s.dist[u] {
 				s.dist[u], s.par[u] = nd, in
 				if s.state[u] == queued {
 					s.up(int(s.pos[u]))
@@ -385,6 +421,19 @@ func (s *searcher) search(h int32, weight []int64) {
 			}
 		}
 	}
+}
+
+// cost is the length of channel c = w→x in the search, x settled: its
+// weight, plus the penalty when its turn onto x's channel is not in the
+// layer yet (a new dependency narrows what later trees may use).
+func (s *searcher) cost(c int32, weight []int64) int64 {
+	if s.pen == 0 {
+		return weight[c] + s.hop
+	}
+	if ox := s.par[s.n.Peer[c]]; ox >= 0 && s.l.cnt[s.n.turn(c, ox)] == 0 {
+		return weight[c] + s.hop + s.pen
+	}
+	return weight[c] + s.hop
 }
 
 // cheaper switches w to another settled neighbour at the same distance
@@ -401,7 +450,7 @@ func (s *searcher) cheaper(w int32, weight []int64) {
 		return
 	}
 	for c := n.Off[w]; c < n.Off[w+1]; c++ {
-		if x := n.Peer[c]; s.state[x] == settled && s.failed[c] != s.stamp && s.dist[x]+weight[c] == s.dist[w] && free(c) {
+		if x := n.Peer[c]; s.state[x] == settled && s.failed[c] != s.stamp && s.dist[x]+s.cost(c, weight) == s.dist[w] && free(c) {
 			s.par[w] = c
 			return
 		}
@@ -415,7 +464,7 @@ func (s *searcher) retry(w int32, weight []int64) {
 	s.dist[w], s.par[w] = inf, -1
 	for c := n.Off[w]; c < n.Off[w+1]; c++ {
 		if x := n.Peer[c]; s.state[x] == settled && s.failed[c] != s.stamp {
-			if nd := s.dist[x] + weight[c]; nd < s.dist[w] {
+			if nd := s.dist[x] + s.cost(c, weight); nd < s.dist[w] {
 				s.dist[w], s.par[w] = nd, c
 			}
 		}

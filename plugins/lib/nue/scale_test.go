@@ -1,9 +1,12 @@
 package nue
 
 import (
+	"cmp"
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,33 +16,60 @@ import (
 	"github.com/ibsm/ibsm/sdk/sdktest"
 	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport/netfile"
 )
 
 // TestScale routes large fabrics when IBSM_NUE_SCALE=1 and logs time,
-// minimal share and eBB (numbers for BENCHMARKS.md come through the host).
+// minimal share and eBB (seed 1, 100 bisections, as `ibsm verify`; the
+// numbers for BENCHMARKS.md come through the host). IBSM_NUE_NET names a
+// topology file (`ibsm topo` output) and IBSM_NUE_VLS a comma-separated list of budgets (default 8) in place
+// of the built-in cases; IBSM_NUE_SSSP=1 adds sssp's eBB for reference.
 func TestScale(t *testing.T) {
 	if os.Getenv("IBSM_NUE_SCALE") != "1" {
 		t.Skip("set IBSM_NUE_SCALE=1")
 	}
 	trees, _ := strconv.Atoi(os.Getenv("IBSM_NUE_TREES"))
 	limit, _ := strconv.Atoi(os.Getenv("IBSM_NUE_LIMIT"))
-	size := 1000
-	if n, _ := strconv.Atoi(os.Getenv("IBSM_NUE_SIZE")); n > 0 {
-		size = n
-	}
-	rnd, err := sdktest.Random(7, size, 26, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
+	pen, _ := strconv.Atoi(os.Getenv("IBSM_NUE_PEN"))
+	hop, _ := strconv.Atoi(os.Getenv("IBSM_NUE_HOP"))
+	type scaleCase struct {
 		name   string
 		topo   *topology.Topology
 		budget int
-	}{
-		{"torus8x8x8-1vl", torus3(t, 8, 8, 8, 2), 1},
-		{"torus8x8x8-8vl", torus3(t, 8, 8, 8, 2), 8},
-		{"random-x16-8vl", rnd, 8},
-	} {
+	}
+	var cases []scaleCase
+	if file := os.Getenv("IBSM_NUE_NET"); file != "" {
+		nf, err := netfile.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topo, err := nf.Topology()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range strings.Split(cmp.Or(os.Getenv("IBSM_NUE_VLS"), "8"), ",") {
+			b, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases, scaleCase{filepath.Base(file) + "/" + v + "vl", topo, b})
+		}
+	} else {
+		size := 1000
+		if n, _ := strconv.Atoi(os.Getenv("IBSM_NUE_SIZE")); n > 0 {
+			size = n
+		}
+		rnd, err := sdktest.Random(7, size, 26, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = []scaleCase{
+			{"torus8x8x8-1vl", torus3(t, 8, 8, 8, 2), 1},
+			{"torus8x8x8-8vl", torus3(t, 8, 8, 8, 2), 8},
+			{"random-x16-8vl", rnd, 8},
+		}
+	}
+	for _, c := range cases {
 		if only := os.Getenv("IBSM_NUE_CASE"); only != "" && c.name != only {
 			continue
 		}
@@ -51,12 +81,12 @@ func TestScale(t *testing.T) {
 			}
 		}
 		t0, c0 := time.Now(), testfab.CPUTime()
-		planes, _, rep, err := Route(context.Background(), c.topo, Options{Budget: c.budget, Trees: trees, SearchLimit: limit})
+		planes, _, rep, err := Route(context.Background(), c.topo, Options{Budget: c.budget, Trees: trees, SearchLimit: limit, TurnPenalty: pen, HopCost: hop})
 		if err != nil {
 			t.Fatal(err)
 		}
 		tr, cr := time.Since(t0), testfab.CPUTime()-c0
-		t.Logf("inserts %d, searches %d, visited %d, refused %d", rep.Inserts, rep.Searches, rep.Visited, rep.Refused)
+		t.Logf("inserts %d, searches %d, visited %d, refused %d; escaped trees by layer %v of %v", rep.Inserts, rep.Searches, rep.Visited, rep.Refused, rep.EscapedByLayer, rep.TreesByLayer)
 		real, err := testfab.Realize(c.topo, &plan.Routes{Planes: planes}, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -68,24 +98,26 @@ func TestScale(t *testing.T) {
 		}
 		tv, cv := time.Since(t0), testfab.CPUTime()-c0
 		t.Logf("%s: CPU route %v, vl %v", c.name, cr, cv)
-		an, err := analysis.Analyse(real, v, analysis.Options{Bisections: 100})
+		an, err := analysis.Analyse(real, v, analysis.Options{Bisections: 100, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sp, _, err := sssp.Route(context.Background(), c.topo, 0)
-		if err != nil {
-			t.Fatal(err)
+		if os.Getenv("IBSM_NUE_SSSP") == "1" {
+			sp, _, err := sssp.Route(context.Background(), c.topo, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sreal, err := testfab.Realize(c.topo, &plan.Routes{Planes: sp}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			san, err := analysis.Analyse(sreal, nil, analysis.Options{Bisections: 100, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: sssp eBB %.4f", c.name, san.EBB.EBB)
 		}
-		sreal, err := testfab.Realize(c.topo, &plan.Routes{Planes: sp}, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		san, err := analysis.Analyse(sreal, nil, analysis.Options{Bisections: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: sssp eBB %.3f", c.name, san.EBB.EBB)
-		t.Logf("%s: route %v, vl %v (budget %d, firstfit %v, VLs %d), escaped %d/%d trees (%d entries), minimal %.1f%%, eBB %.3f, deadlock-free %v, max load %v",
+		t.Logf("%s: route %v, vl %v (budget %d, firstfit %v, VLs %d), escaped %d/%d trees (%d entries), minimal %.1f%%, eBB %.4f, deadlock-free %v, max load %v",
 			c.name, tr, tv, a.Budget, a.FirstFit, v.VLs, rep.Escaped, rep.Trees, rep.EscapedSwitches,
 			100*float64(rep.MinimalPairs)/float64(max(rep.Pairs, 1)), an.EBB.EBB, an.DeadlockFree, an.Load)
 	}
