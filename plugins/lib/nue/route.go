@@ -84,7 +84,8 @@ type Options struct {
 	// (0: searchLimit); a turn beyond it is refused.
 	SearchLimit int
 	// TurnPenalty, in percent of the mean channel weight, lengthens a
-	// channel whose turn is not in the layer yet.
+	// channel whose turn is not in the layer yet (0: defaultTurnPenalty,
+	// < 0: none).
 	TurnPenalty int
 	// HopCost, in percent of the mean channel weight, is added to every
 	// channel's weight in the search, so that a detour must save more
@@ -99,6 +100,26 @@ type Options struct {
 // VLs goes from 90.5 % to 98.1 % minimal paths and eBB 0.448 to 0.463, the
 // 512-switch 12-regular random graph at 4 VLs from 0.437 to 0.445.
 const defaultHopCost = 100
+
+// defaultTurnPenalty: a turn the layer does not hold yet costs half the
+// mean channel weight, so trees reuse the dependencies already placed
+// where that costs little. Fewer distinct turns leave the layer freer for
+// later trees and need fewer cycle searches: the 10,000-CA random graph
+// at 8 VLs routes in 4.0 s of CPU instead of 6.7 s (same eBB, 0.300),
+// the 512-switch 12-regular graph at 1/2/4 VLs gains eBB 0.408/0.426/0.445
+// -> 0.411/0.428/0.449.
+const defaultTurnPenalty = 50
+
+// orDefault is v, def for 0, and 0 for v < 0.
+func orDefault(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
 
 // Route computes 2^lmc planes per CA and one per switch, each destination
 // in its layer of budget (1..15) layers, and returns them with the layer of
@@ -211,13 +232,7 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 	}
 	total := int64(len(weight)) // sum of weight
 	workers := max(1, min(runtime.GOMAXPROCS(0), budget))
-	hopCost := opt.HopCost
-	switch {
-	case hopCost == 0:
-		hopCost = defaultHopCost
-	case hopCost < 0:
-		hopCost = 0
-	}
+	hopCost, turnPenalty := orDefault(opt.HopCost, defaultHopCost), orDefault(opt.TurnPenalty, defaultTurnPenalty)
 	for r := 0; ; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, nil, err
@@ -231,7 +246,7 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 		}
 		// Layers are independent within a round: weights change only
 		// between rounds, so the result does not depend on the workers.
-		pen := total * int64(opt.TurnPenalty) / int64(100*max(1, len(weight)))
+		pen := total * int64(turnPenalty) / int64(100*max(1, len(weight)))
 		hop := total * int64(hopCost) / int64(100*max(1, len(weight)))
 		for _, s := range srch {
 			s.pen, s.hop = pen, hop
