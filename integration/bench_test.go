@@ -108,7 +108,7 @@ func benchWriteTopo(path string, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := topogen.Run(args, f); err != nil {
+	if _, err := topogen.Write(args, f); err != nil {
 		f.Close()
 		return fmt.Errorf("ibsm topo %s: %w", strings.Join(args, " "), err)
 	}

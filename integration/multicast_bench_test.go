@@ -44,7 +44,7 @@ func TestMulticastScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := topogen.Run(args, f); err != nil {
+	if _, err := topogen.Write(args, f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -75,7 +75,7 @@ func writeFatTree(t *testing.T, net string, k int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := topogen.Run([]string{"fat-tree", "--radix", fmt.Sprint(k), "--levels", "3"}, f); err != nil {
+	if _, err := topogen.Write([]string{"fat-tree", "--radix", fmt.Sprint(k), "--levels", "3"}, f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -311,7 +311,7 @@ func raceTopo(ctx context.Context, o options, t *tools, tp topoSpec, engines []e
 	if err != nil {
 		return nil, err
 	}
-	if err := topogen.Run(tp.Args, f); err != nil {
+	if _, err := topogen.Write(tp.Args, f); err != nil {
 		f.Close()
 		return nil, err
 	}

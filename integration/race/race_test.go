@@ -85,7 +85,7 @@ func FuzzParseMADCounts(f *testing.F) {
 func writeTopo(t testing.TB, args ...string) string {
 	path := filepath.Join(t.TempDir(), "fabric.net")
 	var b bytes.Buffer
-	if err := topogen.Run(args, &b); err != nil {
+	if _, err := topogen.Write(args, &b); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

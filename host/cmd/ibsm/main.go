@@ -25,7 +25,6 @@ import (
 	"github.com/ibsm/ibsm/host/metrics"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/sm"
-	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk/analysis"
 )
 
@@ -68,7 +67,7 @@ func main() {
 	case "dump":
 		err = cmdDump(os.Args[2:])
 	case "topo":
-		err = topogen.Run(os.Args[2:], os.Stdout)
+		err = cmdTopo(os.Args[2:], os.Stdout)
 	case "plugins":
 		err = cmdPlugins(os.Args[2:], os.Stdout)
 	case "status":
