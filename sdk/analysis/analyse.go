@@ -34,6 +34,10 @@ type Options struct {
 	// CAOrder replaces the CA index order of the shift metric (endpoint
 	// indices of CA ports, each with an up link to a switch).
 	CAOrder []int32
+
+	// general makes every LID take the general path (tests compare it
+	// with plainLID).
+	general bool
 }
 
 // Walk states.
@@ -112,6 +116,8 @@ type worker struct {
 	opt Options
 
 	st     []uint8
+	out    []uint8 // per switch: its LFT entry for the LID walked
+	carry  []bool  // per switch: traffic of the plain LID's sources crosses it
 	code   []uint8
 	at     []int32
 	depth  []uint16
@@ -152,7 +158,7 @@ func newWorker(f *fabric, opt Options) *worker {
 	n := f.nsw
 	return &worker{
 		f: f, opt: opt,
-		st: make([]uint8, n), code: make([]uint8, n), at: make([]int32, n),
+		st: make([]uint8, n), out: make([]uint8, n), carry: make([]bool, n), code: make([]uint8, n), at: make([]int32, n),
 		depth: make([]uint16, n), next: make([]int32, n), order: make([]int32, 0, n),
 		wCA: make([]int32, n), wSW: make([]int32, n), acc: make([]int64, n),
 		active: make([]bool, n), slOvSw: make([]bool, n),
@@ -182,7 +188,7 @@ func (w *worker) runChunk(lids []uint16) *chunkResult {
 // arrives at endpoint dst, and the forwarding tree (next, depth, order).
 func (w *worker) walk(d uint16, dst int32, res *chunkResult) {
 	f := w.f
-	st, code, at, depth, next := w.st, w.code, w.at, w.depth, w.next
+	st, code, at, depth, next, outs := w.st, w.code, w.at, w.depth, w.next, w.out
 	clear(st)
 	w.order = w.order[:0]
 	loopFound := false
@@ -200,6 +206,7 @@ func (w *worker) walk(d uint16, dst int32, res *chunkResult) {
 			path = append(path, cur)
 			next[cur] = -1
 			out := f.r.LFT[cur][d]
+			outs[cur] = out
 			rSt, rCode, rAt, rDepth = stFail, fNone, cur, 0
 			switch {
 			case out == plan.NoPort:
@@ -280,47 +287,11 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 	w.walk(d, dst, res)
 	st := w.st
 
-	// Sources selecting d: CAs by class, switches by their port-0 endpoint,
-	// then DLID overrides, minus the destination itself.
-	for s := 0; s < f.nsw; s++ {
-		w.wCA[s] = f.caClass[s*f.nc+c]
-		w.wSW[s] = 0
-		if f.offset(f.swEp[s], l) == k {
-			w.wSW[s] = 1
-		}
+	if w.plain(d, dst) {
+		w.plainLID(d, dst, l, k, c, dstCA, res)
+		return
 	}
-	for _, o := range f.dlidOvs[dst] {
-		s := f.epSw[o.src]
-		if s < 0 {
-			continue
-		}
-		delta := int32(0)
-		if f.offset(o.src, l) == k {
-			delta--
-		}
-		if o.off == k {
-			delta++
-		}
-		if f.isCA[o.src] {
-			w.wCA[s] += delta
-		} else {
-			w.wSW[s] += delta
-		}
-		if dstCA && f.isCA[o.src] && delta != 0 && st[s] == stArrive {
-			w.caAdj[o.src] += int64(delta)
-		}
-	}
-	selfSel := f.selected(dst, dst) == k
-	if ds := f.epSw[dst]; ds >= 0 && selfSel {
-		if dstCA {
-			w.wCA[ds]--
-			if st[ds] == stArrive {
-				w.selfArr[dst] = true
-			}
-		} else {
-			w.wSW[ds] = 0
-		}
-	}
+	w.weights(dst, l, k, c, dstCA)
 
 	// Reachability, hops and the CA out-port loads.
 	var reached, total, lidReached int64
@@ -345,22 +316,8 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		if ds := f.epSw[dst]; ds >= 0 && st[ds] == stArrive {
 			lidReached-- // the destination itself
 		}
-		for _, o := range f.orphans {
-			if o == dst {
-				continue
-			}
-			if f.selected(o, dst) == k {
-				total++
-			}
-			if p := f.topo.Port(f.eps[o]).Peer; f.topo.EndpointIndex(p) == dst && f.topo.IsLinkUp(f.eps[o]) {
-				lidReached++
-				if f.selected(o, dst) == k {
-					reached++
-					w.hops[0]++
-					w.orphanOut[o]++
-				}
-			}
-		}
+		ot, or, ol := w.orphanPairs(dst, k)
+		total, reached, lidReached = total+ot, reached+or, lidReached+ol
 		w.caPairs.Reachable += reached
 		w.caPairs.Total += total
 		w.caLID.Reachable += lidReached
@@ -453,6 +410,224 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		}
 		w.epSL[o.src] = 0
 	}
+}
+
+// plain reports whether LID d (owned by dst) takes plainLID: every
+// source uses d's default SL, every switch maps it to one VL (a single
+// SL2VL table), no DLID override names dst and only the selected LIDs
+// count. Single-VL plans from destination-based engines are plain for
+// every LID.
+func (w *worker) plain(d uint16, dst int32) bool {
+	f := w.f
+	return !w.opt.general && !w.opt.AllLIDs && f.tabIdx == nil && len(f.slOvs[d]) == 0 && len(f.dlidOvs[dst]) == 0
+}
+
+// plainLID does for a plain LID, in one pass over the tree computed by
+// walk (leaves first), what lid's general path does in several: the
+// pairs reached and their hops, the channel loads, and the channel
+// dependencies, which sit on a single VL. The sources at a switch are
+// the counts of the CA class and of the switch's own port 0; their
+// totals over all switches are precomputed (fabric.classTotal).
+func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, res *chunkResult) {
+	f := w.f
+	st, next, outs, depth, acc, carry := w.st, w.next, w.out, w.depth, w.acc, w.carry
+	clear(acc)
+	clear(carry)
+	ds := f.epSw[dst]
+	selfSel := f.offset(dst, l) == k
+	x := f.sl(d)
+	vt := f.tables[0][x&15] & 15
+	vbit := uint16(1) << vt
+	var dep []uint64
+	if vt != 15 {
+		if dep = w.dep[vt][vt]; dep == nil {
+			dep = make([]uint64, (f.nEdges+63)/64)
+			w.dep[vt][vt] = dep
+		}
+	}
+	var reached, lidReached int64
+	found, anyCA := false, false
+	for i := len(w.order) - 1; i >= 0; i-- {
+		s := w.order[i]
+		if st[s] != stArrive {
+			continue
+		}
+		nca := int64(f.caClass[int(s)*f.nc+c])
+		self := f.offset(f.swEp[s], l) == k
+		if s == ds && selfSel {
+			if dstCA {
+				nca--
+			} else {
+				self = false
+			}
+		}
+		if dstCA {
+			reached += nca
+			lidReached += int64(f.caCount[s])
+			h := int(depth[s])
+			for h >= len(w.hops) {
+				w.hops = append(w.hops, 0)
+			}
+			w.hops[h] += nca
+			if f.caCount[s] > 0 {
+				w.arrByClass[int(s)*f.nc+c]++
+			}
+		} else {
+			lidReached++
+			if self {
+				reached++
+			}
+		}
+		out := outs[s]
+		if out == 0 {
+			continue // s owns d
+		}
+		if nca > 0 {
+			anyCA = true
+		}
+		if self || nca > 0 {
+			found = true
+			carry[s] = true
+		}
+		ch := int(f.portBase[s]) + int(out)
+		a := acc[s]
+		if dstCA {
+			a += nca
+			if a > 0 {
+				w.load[ch] += a
+			}
+		}
+		if carry[s] {
+			w.chanVL[ch] |= vbit
+		}
+		t := next[s]
+		if t < 0 {
+			continue
+		}
+		acc[t] += a
+		if !carry[s] || dep == nil {
+			continue // nothing crosses s, or VL15 dropped it
+		}
+		carry[t] = true
+		if tout := outs[t]; tout != 0 {
+			i := f.edgeBase[t] + int(f.peerPort[ch])*(int(f.np[t])+1) + int(tout)
+			dep[i>>6] |= 1 << (i & 63)
+		}
+	}
+	if found {
+		w.slsUsed |= 1 << x
+	}
+	if anyCA {
+		w.caSLByClass[c] |= 1 << x
+	}
+	arrives := ds >= 0 && st[ds] == stArrive
+	var total int64
+	if dstCA {
+		total = f.classTotal[c]
+		if ds >= 0 && selfSel {
+			total--
+			if arrives {
+				w.selfArr[dst] = true
+			}
+		}
+		if arrives {
+			lidReached-- // the destination itself
+		}
+		ot, or, ol := w.orphanPairs(dst, k)
+		total, reached, lidReached = total+ot, reached+or, lidReached+ol
+		w.caPairs.Reachable += reached
+		w.caPairs.Total += total
+		w.caLID.Reachable += lidReached
+		w.caLID.Total += int64(f.nCA - 1)
+	} else {
+		total = f.swClassTotal[c]
+		if selfSel {
+			total--
+		}
+		if arrives {
+			lidReached--
+		}
+		w.swPairs.Reachable += reached
+		w.swPairs.Total += total
+		w.swLID.Reachable += lidReached
+		w.swLID.Total += int64(f.nsw - 1)
+	}
+	if reached < total {
+		w.weights(dst, l, k, c, dstCA)
+		w.sampleUnreachable(d, dst, k, dstCA, res)
+	}
+}
+
+// weights fills wCA and wSW, the sources at each switch that select LID
+// offset k (class c) of dst: CAs by class, switches by their port-0
+// endpoint, then DLID overrides, minus the destination itself. It also
+// counts what overrides and the destination's own choice change in the
+// CA out-port loads.
+func (w *worker) weights(dst int32, l, k uint8, c int, dstCA bool) {
+	f, st := w.f, w.st
+	for s := 0; s < f.nsw; s++ {
+		w.wCA[s] = f.caClass[s*f.nc+c]
+		w.wSW[s] = 0
+		if f.offset(f.swEp[s], l) == k {
+			w.wSW[s] = 1
+		}
+	}
+	for _, o := range f.dlidOvs[dst] {
+		s := f.epSw[o.src]
+		if s < 0 {
+			continue
+		}
+		delta := int32(0)
+		if f.offset(o.src, l) == k {
+			delta--
+		}
+		if o.off == k {
+			delta++
+		}
+		if f.isCA[o.src] {
+			w.wCA[s] += delta
+		} else {
+			w.wSW[s] += delta
+		}
+		if dstCA && f.isCA[o.src] && delta != 0 && st[s] == stArrive {
+			w.caAdj[o.src] += int64(delta)
+		}
+	}
+	selfSel := f.selected(dst, dst) == k
+	if ds := f.epSw[dst]; ds >= 0 && selfSel {
+		if dstCA {
+			w.wCA[ds]--
+			if st[ds] == stArrive {
+				w.selfArr[dst] = true
+			}
+		} else {
+			w.wSW[ds] = 0
+		}
+	}
+}
+
+// orphanPairs counts the pairs toward CA dst (offset k) whose source is a
+// CA without an up link to a switch: all of them in total, and as reached
+// those cabled straight to dst (and their loads).
+func (w *worker) orphanPairs(dst int32, k uint8) (total, reached, lidReached int64) {
+	f := w.f
+	for _, o := range f.orphans {
+		if o == dst {
+			continue
+		}
+		if f.selected(o, dst) == k {
+			total++
+		}
+		if p := f.topo.Port(f.eps[o]).Peer; f.topo.EndpointIndex(p) == dst && f.topo.IsLinkUp(f.eps[o]) {
+			lidReached++
+			if f.selected(o, dst) == k {
+				reached++
+				w.hops[0]++
+				w.orphanOut[o]++
+			}
+		}
+	}
+	return total, reached, lidReached
 }
 
 // sends reports whether endpoint e sends toward LID d (offset k of dst's

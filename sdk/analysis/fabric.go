@@ -55,24 +55,27 @@ type fabric struct {
 	edgeBase []int
 	nEdges   int
 
-	eps      []topology.PortRef
-	isCA     []bool
-	epSw     []int32 // switch endpoint: its switch; CA: attached switch (link up) or -1
-	epIn     []uint8 // CA: port number at the attached switch
-	nCA      int
-	caCount  []int32 // CAs attached per switch
-	caStart  []int32 // CSR of CA endpoints per switch
-	caList   []int32
-	orphans  []int32 // CA endpoints without an up link to a switch
-	lmcs     []uint8 // distinct LMC values present, ascending
-	nc       int     // number of (LMC, offset) classes: 2^(maxLMC+1)-1
-	caClass  []int32 // nsw*nc: CAs at switch selecting offset k of an LMC-L range
-	spread   bool
-	dlidOvs  map[int32][]dlidOv // by destination endpoint
-	dlidOvAt map[[2]int32]uint8 // (src, dst) -> offset
-	slOvs    map[uint16][]slOv  // by DLID
-	slOvAt   map[slKey]uint8    // (src, dlid) -> SL
-	lidList  []uint16           // assigned LIDs, ascending
+	eps     []topology.PortRef
+	isCA    []bool
+	epSw    []int32 // switch endpoint: its switch; CA: attached switch (link up) or -1
+	epIn    []uint8 // CA: port number at the attached switch
+	nCA     int
+	caCount []int32 // CAs attached per switch
+	caStart []int32 // CSR of CA endpoints per switch
+	caList  []int32
+	orphans []int32 // CA endpoints without an up link to a switch
+	lmcs    []uint8 // distinct LMC values present, ascending
+	nc      int     // number of (LMC, offset) classes: 2^(maxLMC+1)-1
+	caClass []int32 // nsw*nc: CAs at switch selecting offset k of an LMC-L range
+	// classTotal[c] sums caClass over the switches; swClassTotal[c] counts
+	// the switches whose port-0 endpoint selects class c.
+	classTotal, swClassTotal []int64
+	spread                   bool
+	dlidOvs                  map[int32][]dlidOv // by destination endpoint
+	dlidOvAt                 map[[2]int32]uint8 // (src, dst) -> offset
+	slOvs                    map[uint16][]slOv  // by DLID
+	slOvAt                   map[slKey]uint8    // (src, dlid) -> SL
+	lidList                  []uint16           // assigned LIDs, ascending
 
 	// SL2VL: tables[0] is VLPlan.Default; tabIdx[edge] picks the table of a
 	// switch port pair (nil when the plan lists no switch entries); caTab
@@ -266,12 +269,20 @@ func newFabric(r *plan.Realized, vls *plan.VLPlan) (*fabric, error) {
 	}
 	f.nc = (1 << (maxLMC + 1)) - 1
 	f.caClass = make([]int32, f.nsw*f.nc)
+	f.classTotal, f.swClassTotal = make([]int64, f.nc), make([]int64, f.nc)
 	for e := range f.eps {
 		if !f.isCA[e] || f.epSw[e] < 0 {
 			continue
 		}
 		for _, l := range f.lmcs {
-			f.caClass[int(f.epSw[e])*f.nc+cls(l, f.offset(int32(e), l))]++
+			c := cls(l, f.offset(int32(e), l))
+			f.caClass[int(f.epSw[e])*f.nc+c]++
+			f.classTotal[c]++
+		}
+	}
+	for s := range f.nsw {
+		for _, l := range f.lmcs {
+			f.swClassTotal[cls(l, f.offset(f.swEp[s], l))]++
 		}
 	}
 

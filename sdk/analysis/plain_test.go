@@ -1,0 +1,114 @@
+package analysis_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/ibsm/ibsm/sdk/analysis"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// TestPlainMatchesGeneral: LIDs whose sources share one SL and one VL take
+// a single pass over their tree; on intact and on damaged tables (holes,
+// bad ports, loops, links down), with LMC and spread DLIDs and with VL
+// plans of one table (VL15 included), its report is the general path's
+// and its dependency graph the exact one.
+func TestPlainMatchesGeneral(t *testing.T) {
+	fabs := []struct {
+		name  string
+		topo  func() (*topology.Topology, error)
+		route router
+	}{
+		{"ring5 minhop", func() (*topology.Topology, error) { return analysistest.Ring(5, 2, 4) }, analysistest.MinHop},
+		{"fat tree updown", func() (*topology.Topology, error) { return analysistest.FatTree2(3, 2, 2, 4) }, updownSpine},
+		{"ft3-4 minhop", func() (*topology.Topology, error) { return analysistest.FatTree3(4, 4) }, analysistest.MinHop},
+		{"torus 3x3 updown", func() (*topology.Topology, error) { return analysistest.Torus2D(3, 3, 1, 4) }, updown},
+	}
+	seeds := 16
+	if testing.Short() {
+		seeds = 6
+	}
+	for _, fb := range fabs {
+		for seed := range seeds {
+			rng := rand.New(rand.NewPCG(uint64(seed), 11))
+			lmc := uint8(rng.IntN(2))
+			rule := plan.DLIDRule(rng.IntN(2))
+			damage := seed%2 == 1
+			t.Run(fmt.Sprintf("%s/seed %d lmc %d rule %d damaged %v", fb.name, seed, lmc, rule, damage), func(t *testing.T) {
+				topo, err := fb.topo()
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := analysistest.Realize(topo, fb.route(topo), lmc, rule)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if damage {
+					damageTables(rng, r)
+				}
+				var v *plan.VLPlan
+				switch rng.IntN(3) {
+				case 1:
+					v = &plan.VLPlan{SLByDLID: make([]uint8, int(r.TopLID)+1), VLs: 4}
+					for i := range v.SLByDLID {
+						v.SLByDLID[i] = uint8(rng.IntN(4))
+					}
+					for sl := range v.Default {
+						v.Default[sl] = uint8(rng.IntN(4))
+					}
+					if rng.IntN(2) == 0 {
+						v.Default[rng.IntN(4)] = 15 // an SL that drops
+					}
+				case 2:
+					v = &plan.VLPlan{VLs: 1}
+				}
+				opt := analysis.Options{Samples: 1000}
+				plain, err := analysis.Analyse(r, v, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				general, err := analysis.Analyse(r, v, analysis.General(opt))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(plain, general) {
+					t.Fatalf("plain path:\n%+v\ngeneral path:\n%+v", plain, general)
+				}
+				checkExact(t, r, plain, exactDeps(r, v, false))
+			})
+		}
+	}
+}
+
+// damageTables breaks a few LFT entries (no route, port 0, a port beyond
+// the switch, a random port) and takes one switch link down.
+func damageTables(rng *rand.Rand, r *plan.Realized) {
+	for range 1 + len(r.LFT)*int(r.TopLID)/20 {
+		row := r.LFT[rng.IntN(len(r.LFT))]
+		lid := 1 + rng.IntN(int(r.TopLID))
+		switch rng.IntN(4) {
+		case 0:
+			row[lid] = plan.NoPort
+		case 1:
+			row[lid] = 0
+		case 2:
+			row[lid] = 200
+		default:
+			row[lid] = uint8(1 + rng.IntN(4))
+		}
+	}
+	t := r.Topo
+	s := rng.IntN(len(t.Switches()))
+	n := &t.Nodes[t.Switches()[s]]
+	for p := 1; p < len(n.Ports); p++ {
+		if peer := n.Ports[p].Peer; peer.Connected() && t.SwitchIndex(peer.Node) >= 0 {
+			testfab.SetLinkState(t, int32(s), uint8(p), topology.StateDown)
+			return
+		}
+	}
+}
