@@ -309,6 +309,7 @@ func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabr
 		w.check(n, r.Port, n.Path)
 	}
 	par := d.parallel()
+	var waiting []failure // failed reads whose route crosses a pending switch
 	for round := 1; ; round++ {
 		w.inc.sum.Rounds = round
 		// A changed switch whose route crosses another changed switch is
@@ -325,22 +326,30 @@ func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabr
 			return nil, w.inc.sum, err
 		}
 		reach := f.reroute()
-		failed, deferred := w.inc.failed, w.inc.deferred
-		w.inc.failed, w.inc.deferred = nil, nil
+		failed, deferred := append(waiting, w.inc.failed...), w.inc.deferred
+		w.inc.failed, w.inc.deferred, waiting = nil, nil, nil
+		for n := range pending {
+			if !reach[n] {
+				delete(pending, n) // gone: nothing to read
+			}
+		}
 		var retry []failure
 		for _, fl := range failed {
 			if !reach[fl.n] {
 				continue // gone, and its failure with it
 			}
+			if f.behind(fl.n, pending) {
+				// The route crosses a changed switch not read yet (the
+				// far end of a cut link re-read over its other route,
+				// which may lead through the same lost switch): that
+				// read may still cut the route.
+				waiting = append(waiting, fl)
+				continue
+			}
 			if fl.n.Path.String() == fl.path.String() {
 				return nil, w.inc.sum, fmt.Errorf("%w: node 0x%016x port %d: %s via DR %s: %v", ErrUntrusted, fl.n.Info.NodeGUID, fl.port, fl.what, fl.path, fl.err)
 			}
 			retry = append(retry, fl)
-		}
-		for n := range pending {
-			if !reach[n] {
-				delete(pending, n) // gone: nothing to read
-			}
 		}
 		var later []*Node
 		var laterPorts []uint8
@@ -349,7 +358,7 @@ func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabr
 				later, laterPorts = append(later, n), append(laterPorts, r.Port)
 			}
 		}
-		if len(retry) == 0 && len(pending) == 0 && len(later) == 0 {
+		if len(retry) == 0 && len(pending) == 0 && len(later) == 0 && len(waiting) == 0 {
 			f.drop(reach, &w.inc.sum)
 			break
 		}
@@ -393,26 +402,31 @@ func (f *Fabric) Order(switches []uint64) (front, behind []uint64) {
 }
 
 // ready returns the pending switches whose route crosses no other pending
-// switch (following the model's links hop by hop from the SM).
+// switch.
 func (f *Fabric) ready(pending map[*Node]bool) []*Node {
 	var out []*Node
 	for n := range pending {
-		cur, behind := f.Nodes[f.SMGUID], false
-		for _, hop := range n.Path {
-			if cur != n && pending[cur] {
-				behind = true
-				break
-			}
-			if int(hop) >= len(cur.Ports) || f.Nodes[cur.Ports[hop].PeerGUID] == nil {
-				break // the model has no such hop: read it and let it fail
-			}
-			cur = f.Nodes[cur.Ports[hop].PeerGUID]
-		}
-		if !behind {
+		if !f.behind(n, pending) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// behind reports whether n's route crosses a pending switch other than n
+// (following the model's links hop by hop from the SM).
+func (f *Fabric) behind(n *Node, pending map[*Node]bool) bool {
+	cur := f.Nodes[f.SMGUID]
+	for _, hop := range n.Path {
+		if cur != n && pending[cur] {
+			return true
+		}
+		if int(hop) >= len(cur.Ports) || f.Nodes[cur.Ports[hop].PeerGUID] == nil {
+			return false // the model has no such hop: read it and let it fail
+		}
+		cur = f.Nodes[cur.Ports[hop].PeerGUID]
+	}
+	return false
 }
 
 // reroute recomputes every node's directed route breadth-first over the

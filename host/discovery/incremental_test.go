@@ -9,6 +9,7 @@ import (
 
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/discovery/discoverytest"
+	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport"
@@ -274,4 +275,59 @@ func TestUpdateNoChange(t *testing.T) {
 	if inc.Nodes[sw] == model.Nodes[sw] {
 		t.Fatal("update shares nodes with the old model")
 	}
+}
+
+// A switch that is removed while the model reaches it the long way (a
+// parallel walk found it over another spine and leaf first): cutting the
+// SM leaf's link to it re-reads it over that route, which still looks
+// intact because the leaf on it is not read yet. The failed read waits for
+// that leaf instead of declaring the update untrusted, and the switch is
+// dropped.
+func TestUpdateSwitchGoneOnLongRoute(t *testing.T) {
+	f := gen(t, topogen.FatTree{Radix: 4, Levels: 2})
+	r := attach(t, f, 0, 0, transport.Options{Timeout: 20 * time.Millisecond, Retries: 1}, nil)
+	model, _ := r.discover(t, 1)
+	at := func(p mad.Path) *discovery.Node {
+		for _, n := range model.Nodes {
+			if n.Path.String() == p.String() {
+				return n
+			}
+		}
+		t.Fatalf("no node at %s", p)
+		return nil
+	}
+	leaf0, spineA, gone := at(mad.Path{1}), at(mad.Path{1, 3}), at(mad.Path{1, 4})
+	// spineA -> another leaf -> gone: a route a parallel walk may record.
+	var long mad.Path
+	for p := 1; p < len(spineA.Ports) && long == nil; p++ {
+		leaf := model.Nodes[spineA.Ports[p].PeerGUID]
+		if leaf == nil || leaf == leaf0 {
+			continue
+		}
+		for q := 1; q < len(leaf.Ports); q++ {
+			if leaf.Ports[q].PeerGUID == gone.Info.NodeGUID {
+				long = mad.Path{1, 3, uint8(p), uint8(q)}
+				break
+			}
+		}
+	}
+	if long == nil {
+		t.Fatal("no long route to the second spine")
+	}
+	gone.Path = long
+	r.clearPSC(t, model)
+	must(t, r.fab.RemoveNode(gone.Info.NodeGUID))
+	ch := r.changed(t, f, model)
+	inc, sum, err := (&discovery.Discoverer{C: r.c, Parallel: 8}).Update(context.Background(), model, ch)
+	if err != nil {
+		t.Fatalf("update after removing the switch on route %s: %v", long, err)
+	}
+	if inc.Nodes[gone.Info.NodeGUID] != nil || sum.Dropped != 1 {
+		t.Fatalf("switch still in the model (summary %+v)", sum)
+	}
+	full, _ := r.discover(t, 1)
+	if d := discoverytest.Diff(inc, full); len(d) != 0 {
+		t.Fatalf("update differs from a full discovery: %q", d)
+	}
+	r.checkPaths(t, inc)
 }
