@@ -704,11 +704,11 @@ func TestElectionMerge(t *testing.T) {
 			if tc.prioB > tc.prioA {
 				winner, loser = b, a
 			}
-			waitFor(t, 3*time.Second, "one master", func() bool { return winner.master() && !loser.master() })
-			waitFor(t, 3*time.Second, loser.name+" standing by", isState(loser, smp.SMStateStandby))
+			waitFor(t, 10*time.Second, "one master", func() bool { return winner.master() && !loser.master() })
+			waitFor(t, 10*time.Second, loser.name+" standing by", isState(loser, smp.SMStateStandby))
 			// The winner programs the whole subnet again: every port
 			// points at it.
-			waitFor(t, 3*time.Second, "every port pointing at the winner", func() bool {
+			waitFor(t, 10*time.Second, "every port pointing at the winner", func() bool {
 				if winner.s.Applied() == nil || winner.s.ElectionStats().Contested {
 					return false
 				}
