@@ -58,7 +58,7 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 	if err != nil {
 		return nil, err
 	}
-	planes, _, rep, err := nue.Route(ctx, req.Topo, nue.Options{LMC: req.LMC, Budget: budget, Trees: e.cfg.Trees})
+	planes, _, rep, err := nue.Route(ctx, req.Topo, nue.Options{LMC: req.LMC, Budget: budget, Trees: e.cfg.Trees, Reroute: e.cfg.Reroute})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 	if rep.Pairs > 0 {
 		minimal = float64(rep.MinimalPairs) / float64(rep.Pairs)
 	}
-	e.log.Info("routed", "destinations", len(planes), "lmc", req.LMC, "vls", budget, "trees", rep.Trees,
+	e.log.Info("routed", "destinations", len(planes), "lmc", req.LMC, "vls", budget, "trees", rep.Trees, "reroute_passes", e.cfg.Reroute,
 		"trees_with_escape_paths", rep.Escaped, "escape_entries", rep.EscapedSwitches,
 		"escaped_trees_by_layer", rep.EscapedByLayer, "trees_by_layer", rep.TreesByLayer,
 		"minimal_ca_pairs", minimal, "turn_searches", rep.Searches, "turns_refused_at_bound", rep.Refused, "took", time.Since(start))

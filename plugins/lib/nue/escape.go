@@ -223,6 +223,26 @@ func (e *escape) seed(n *net, l *layer, dest []bool) error {
 	return nil
 }
 
+// hops is the number of tree hops from root to every switch of its
+// component (-1 elsewhere).
+func (e *escape) hops(n *net, root int32) []int32 {
+	d := make([]int32, n.N)
+	for s := range d {
+		d[s] = -1
+	}
+	d[root] = 0
+	q := []int32{root}
+	for i := 0; i < len(q); i++ {
+		for _, c := range e.out[q[i]] {
+			if y := n.Peer[c]; d[y] < 0 {
+				d[y] = d[q[i]] + 1
+				q = append(q, y)
+			}
+		}
+	}
+	return d
+}
+
 // toward fills next[s] with the tree channel s takes toward switch h (-1
 // for h and for switches of other components), using queue as scratch.
 func (e *escape) toward(n *net, h int32, next []int32, queue []int32) []int32 {

@@ -52,7 +52,7 @@ func torus3(t testing.TB, x, y, z, cas int) *topology.Topology {
 func routeAndLayer(t testing.TB, topo *topology.Topology, lmc uint8, budget int) (*Report, Assignment) {
 	t.Helper()
 	ctx := context.Background()
-	planes, _, rep, err := Route(ctx, topo, Options{LMC: lmc, Budget: budget})
+	planes, _, rep, err := Route(ctx, topo, Options{LMC: lmc, Budget: budget, Reroute: 1})
 	if err != nil {
 		t.Fatalf("Route: %v", err)
 	}

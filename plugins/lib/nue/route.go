@@ -1,9 +1,11 @@
 package nue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
@@ -80,6 +82,11 @@ type Options struct {
 	// less (search work is per tree) and add fewer dependencies per
 	// layer, at some balance.
 	Trees int
+	// Reroute is the number of passes that route every tree again after
+	// the first, each tree ripped up and searched anew with the loads and
+	// turns of all the others in place: the first pass routes early trees
+	// under weights that know little of the load to come.
+	Reroute int
 	// SearchLimit bounds the channels one turn's cycle search visits
 	// (0: searchLimit); a turn beyond it is refused.
 	SearchLimit int
@@ -225,6 +232,15 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 			return nil, nil, nil, err
 		}
 		srch[l] = newSearcher(n, esc, ly, cas)
+		// Trees nearest the layer's root go first (plane by plane, in
+		// rank order at equal distance): the turns of the central trees
+		// are placed while the layer is empty, and the outer trees, whose
+		// routes mostly cross the centre, find them there to reuse. With
+		// a second pass this gains 1-2 % eBB on random graphs at 1-4 VLs.
+		hops := esc.hops(n, esc.roots[0])
+		slices.SortStableFunc(items[l], func(a, b item) int {
+			return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(hops[n.Home[a.group[0]]], hops[n.Home[b.group[0]]]))
+		})
 	}
 	weight := make([]int64, n.Channels())
 	for c := range weight {
@@ -233,7 +249,17 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 	total := int64(len(weight)) // sum of weight
 	workers := max(1, min(runtime.GOMAXPROCS(0), budget))
 	hopCost, turnPenalty := orDefault(opt.HopCost, defaultHopCost), orDefault(opt.TurnPenalty, defaultTurnPenalty)
-	for r := 0; ; r++ {
+	// placed[l][r] is what item r of layer l put in: its turns and loads.
+	type placement struct {
+		turns []int32
+		loads []delta
+	}
+	placed := make([][]placement, budget)
+	for l := range placed {
+		placed[l] = make([]placement, len(items[l]))
+	}
+	passes := 1 + max(0, opt.Reroute)
+	for pass, r := 0, 0; ; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, nil, err
 		}
@@ -242,7 +268,29 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 			active = active || r < len(items[l])
 		}
 		if !active {
-			break
+			if pass++; pass == passes {
+				break
+			}
+			r = 0
+			for _, s := range srch {
+				s.rep = Report{}
+			}
+		}
+		if pass > 0 {
+			// Rip the tree up: its turns and loads leave the layer and the
+			// weights before it is searched again.
+			for l, s := range srch {
+				if r < len(items[l]) {
+					p := &placed[l][r]
+					for _, t := range p.turns {
+						s.l.remove(t)
+					}
+					for _, d := range p.loads {
+						weight[d.c] -= d.n
+						total -= d.n
+					}
+				}
+			}
 		}
 		// Layers are independent within a round: weights change only
 		// between rounds, so the result does not depend on the workers.
@@ -255,6 +303,11 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 			if r < len(items[l]) {
 				it := items[l][r]
 				pl := srch[l].tree(it.group, weight)
+				if passes > 1 {
+					p := &placed[l][r]
+					p.turns = append(p.turns[:0], srch[l].added...)
+					p.loads = append(p.loads[:0], srch[l].delta...)
+				}
 				h := n.Home[it.group[0]]
 				for i, e := range it.group {
 					if i > 0 {

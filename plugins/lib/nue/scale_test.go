@@ -32,6 +32,7 @@ func TestScale(t *testing.T) {
 	limit, _ := strconv.Atoi(os.Getenv("IBSM_NUE_LIMIT"))
 	pen, _ := strconv.Atoi(os.Getenv("IBSM_NUE_PEN"))
 	hop, _ := strconv.Atoi(os.Getenv("IBSM_NUE_HOP"))
+	reroute, _ := strconv.Atoi(os.Getenv("IBSM_NUE_REROUTE"))
 	type scaleCase struct {
 		name   string
 		topo   *topology.Topology
@@ -81,7 +82,7 @@ func TestScale(t *testing.T) {
 			}
 		}
 		t0, c0 := time.Now(), testfab.CPUTime()
-		planes, _, rep, err := Route(context.Background(), c.topo, Options{Budget: c.budget, Trees: trees, SearchLimit: limit, TurnPenalty: pen, HopCost: hop})
+		planes, _, rep, err := Route(context.Background(), c.topo, Options{Budget: c.budget, Trees: trees, SearchLimit: limit, TurnPenalty: pen, HopCost: hop, Reroute: reroute})
 		if err != nil {
 			t.Fatal(err)
 		}
