@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/ibsm/ibsm/sdk/route"
 )
 
 // Layers is a layer per (destination, switch): for pair assigners
@@ -235,11 +237,18 @@ func DFSSSP(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error)
 // fitness sum F and a channel is settled for a destination in the current
 // layer once the channel after it is settled. Channels settled late for a
 // destination drop to a lower layer further along the path.
+//
+// The per-(switch, destination) state is kept switch-major (index
+// s*destinations + d): every tree node on channel c sits at c's switch and
+// its parent at c's far switch, so a channel's nodes, listed by ascending
+// destination, are read as two forward scans. The fitness of each layer is
+// summed per channel in parallel (each channel alone, in that order, so the
+// sums and the plan do not depend on the workers).
 func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 	out := newLayers(f)
 	out.PerHop = true
 	nd := len(f.DLIDs)
-	// Per channel, the (dest, switch) tree nodes it holds (CSR).
+	// Per channel, the destinations whose tree uses it, ascending (CSR).
 	nc := f.Chans()
 	off := make([]int32, nc+1)
 	for d := 0; d < nd; d++ {
@@ -252,43 +261,40 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 	for c := 0; c < nc; c++ {
 		off[c+1] += off[c]
 	}
-	type node struct {
-		d int32
-		s int32
-	}
-	items := make([]node, off[nc])
+	dests := make([]int32, off[nc])
 	fill := append([]int32(nil), off[:nc]...)
 	for d := 0; d < nd; d++ {
 		for s := int32(0); s < int32(f.N); s++ {
 			if t, p := tr.Next(d, s); t >= 0 {
 				c := f.Chan(s, p)
-				items[fill[c]] = node{int32(d), s}
+				dests[fill[c]] = int32(d)
 				fill[c]++
 			}
 		}
 	}
+	from := make([]int32, nc) // a channel's switch
+	for c := range from {
+		from[c], _ = f.ChanOf(int32(c))
+	}
 	// Weights, leaves first: w = 1 for a leaf, else N * sum of children.
-	w := make([][]float64, nd)
-	marked := make([][]bool, nd)
-	wb := make([]float64, nd*f.N)
-	mb := make([]bool, nd*f.N)
+	w := make([]float64, nd*f.N)
+	marked := make([]bool, nd*f.N)
 	remaining := 0
 	for d := 0; d < nd; d++ {
-		w[d] = wb[d*f.N : (d+1)*f.N]
-		marked[d] = mb[d*f.N : (d+1)*f.N]
 		for _, s := range tr.Order[d] {
 			kids := tr.Kids(d, s)
+			x := int(s)*nd + d
 			if len(kids) == 0 {
-				w[d][s] = 1
+				w[x] = 1
 			} else {
 				var sum float64
 				for _, k := range kids {
-					sum += w[d][k]
+					sum += w[int(k)*nd+d]
 				}
-				w[d][s] = float64(f.N) * sum
+				w[x] = float64(f.N) * sum
 			}
 			if t, _ := tr.Next(d, s); t < 0 {
-				marked[d][s] = true // delivers: its channel is settled from the start
+				marked[x] = true // delivers: its channel is settled from the start
 			} else {
 				remaining++
 			}
@@ -296,6 +302,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 	}
 	F := make([]float64, nc)
 	h := &heap{pos: make([]int32, nc), key: F}
+	const chunk = 256 // channels per fitness work item
 	for i := 0; remaining > 0; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -305,53 +312,64 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 		}
 		// Fitness: a channel's weight for every destination where it is
 		// unsettled and its parent is too.
-		h.items = h.items[:0]
-		for c := 0; c < nc; c++ {
-			F[c] = 0
-			h.pos[c] = -1
-			if off[c] == off[c+1] {
-				continue
-			}
-			for _, it := range items[off[c]:off[c+1]] {
-				if marked[it.d][it.s] {
+		if _, err := route.Each(ctx, (nc+chunk-1)/chunk, 0, func(_, k int) error {
+			for c := k * chunk; c < min(nc, (k+1)*chunk); c++ {
+				F[c] = 0
+				if off[c] == off[c+1] {
 					continue
 				}
-				t, _ := tr.Next(int(it.d), it.s)
-				if !marked[it.d][t] {
-					F[c] += w[it.d][it.s]
+				ms := marked[int(from[c])*nd : (int(from[c])+1)*nd]
+				mt := marked[int(f.peerSw[c])*nd : (int(f.peerSw[c])+1)*nd]
+				ws := w[int(from[c])*nd : (int(from[c])+1)*nd]
+				var sum float64
+				for _, d := range dests[off[c]:off[c+1]] {
+					if !ms[d] && !mt[d] {
+						sum += ws[d]
+					}
 				}
+				F[c] = sum
 			}
-			h.push(int32(c))
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		h.items = h.items[:0]
+		for c := 0; c < nc; c++ {
+			h.pos[c] = -1
+			if off[c] != off[c+1] {
+				h.push(int32(c))
+			}
 		}
 		pop := make([]int32, 0, h.len())
 		for h.len() > 0 {
 			c := h.pop()
 			pop = append(pop, c)
-			for _, it := range items[off[c]:off[c+1]] {
-				d := int(it.d)
-				if marked[d][it.s] {
+			s, t := from[c], f.peerSw[c]
+			ms := marked[int(s)*nd : (int(s)+1)*nd]
+			mt := marked[int(t)*nd : (int(t)+1)*nd]
+			for _, d32 := range dests[off[c]:off[c+1]] {
+				if ms[d32] || !mt[d32] {
 					continue
 				}
-				if t, _ := tr.Next(d, it.s); !marked[d][t] {
-					continue
-				}
-				marked[d][it.s] = true
+				d := int(d32)
+				ms[d] = true
 				remaining--
-				out.L[d][it.s] = uint8(i)
+				out.L[d][s] = uint8(i)
 				out.N = maxInt(out.N, i+1)
 				if i >= f.Cap(c) {
 					return nil, &LimitError{Algo: "acro", Needed: i + 1, Available: f.Cap(c),
 						Why: fmt.Sprintf("channel %s toward DLID %d is settled in layer %d but its link carries %d VLs", f.ChanName(c), f.DLIDs[d], i, f.Cap(c))}
 				}
-				for _, k := range tr.Kids(d, it.s) {
-					if marked[d][k] {
+				for _, k := range tr.Kids(d, s) {
+					x := int(k)*nd + d
+					if marked[x] {
 						continue
 					}
 					_, kp := tr.Next(d, k)
 					kc := f.Chan(k, kp)
 					if h.pos[kc] >= 0 {
-						F[kc] -= w[d][k]
-						if F[kc] < 0 || math.Abs(F[kc]) < 1e-9*w[d][k] {
+						F[kc] -= w[x]
+						if F[kc] < 0 || math.Abs(F[kc]) < 1e-9*w[x] {
 							F[kc] = 0
 						}
 						h.up(h.pos[kc])
