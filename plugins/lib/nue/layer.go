@@ -2,6 +2,7 @@ package nue
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 )
 
@@ -18,9 +19,15 @@ import (
 // cost of a turn bounded on large, dense layers, where an exact search
 // would cross most of the graph.
 type layer struct {
-	n     *net
-	cnt   []int32 // per turn id
-	ord   []int32 // per channel
+	n   *net
+	cnt []int32 // per turn id
+	// succ[c*words:] has bit j set when the turn from channel c onto the
+	// j-th channel leaving its head switch is counted; pred[c*words:] bit
+	// i when the turn onto c from the i-th channel entering its tail is.
+	// The searches walk the set bits instead of every turn of a switch.
+	succ, pred []uint64
+	words      int32
+	ord        []int32 // per channel
 	mark  []uint32
 	epoch uint32
 	stack []int32
@@ -40,7 +47,25 @@ const searchLimit = 256
 // (copied).
 func newLayer(n *net, ord []int32) *layer {
 	nc := n.Channels()
-	return &layer{n: n, cnt: make([]int32, n.turns), ord: slices.Clone(ord), mark: make([]uint32, nc), limit: searchLimit}
+	words := (n.maxDeg + 63) / 64
+	return &layer{n: n, cnt: make([]int32, n.turns), ord: slices.Clone(ord), mark: make([]uint32, nc), limit: searchLimit,
+		succ: make([]uint64, nc*int(words)), pred: make([]uint64, nc*int(words)), words: words}
+}
+
+// set marks the turn from in onto out (at the switch between them) in
+// succ and pred, or clears it.
+func (l *layer) set(in, out int32, on bool) {
+	n := l.n
+	s := n.Peer[in]
+	j, i := out-n.Off[s], n.Rev[in]-n.Off[s]
+	a, b := in*l.words+j/64, out*l.words+i/64
+	if on {
+		l.succ[a] |= 1 << (j % 64)
+		l.pred[b] |= 1 << (i % 64)
+	} else {
+		l.succ[a] &^= 1 << (j % 64)
+		l.pred[b] &^= 1 << (i % 64)
+	}
 }
 
 // insert adds one use of the turn from channel in onto channel out, or
@@ -55,6 +80,7 @@ func (l *layer) insert(in, out int32) bool {
 	}
 	if l.ord[in] < l.ord[out] {
 		l.cnt[t] = 1
+		l.set(in, out, true)
 		return true
 	}
 	lb, ub := l.ord[out], l.ord[in]
@@ -73,19 +99,17 @@ func (l *layer) insert(in, out int32) bool {
 			l.refused++
 			return false
 		}
-		y := n.Peer[c]
-		row := n.turnBase[y] + (n.Rev[c]-n.Off[y])*n.deg(y)
-		for j := int32(0); j < n.deg(y); j++ {
-			if l.cnt[row+j] == 0 {
-				continue
-			}
-			nx := n.Off[y] + j
-			if nx == in {
-				return false
-			}
-			if l.mark[nx] != l.epoch && l.ord[nx] < ub {
-				l.mark[nx] = l.epoch
-				l.stack = append(l.stack, nx)
+		base := n.Off[n.Peer[c]]
+		for w := int32(0); w < l.words; w++ {
+			for m := l.succ[c*l.words+w]; m != 0; m &= m - 1 {
+				nx := base + 64*w + int32(bits.TrailingZeros64(m))
+				if nx == in {
+					return false
+				}
+				if l.mark[nx] != l.epoch && l.ord[nx] < ub {
+					l.mark[nx] = l.epoch
+					l.stack = append(l.stack, nx)
+				}
 			}
 		}
 	}
@@ -100,17 +124,14 @@ func (l *layer) insert(in, out int32) bool {
 			l.refused++
 			return false
 		}
-		x := n.From[c]
-		d := n.deg(x)
-		col := n.turnBase[x] + (c - n.Off[x])
-		for i := int32(0); i < d; i++ {
-			if l.cnt[col+i*d] == 0 {
-				continue
-			}
-			p := n.Rev[n.Off[x]+i]
-			if l.mark[p] != l.epoch && l.ord[p] > lb {
-				l.mark[p] = l.epoch
-				l.stack = append(l.stack, p)
+		base := n.Off[n.From[c]]
+		for w := int32(0); w < l.words; w++ {
+			for m := l.pred[c*l.words+w]; m != 0; m &= m - 1 {
+				p := n.Rev[base+64*w+int32(bits.TrailingZeros64(m))]
+				if l.mark[p] != l.epoch && l.ord[p] > lb {
+					l.mark[p] = l.epoch
+					l.stack = append(l.stack, p)
+				}
 			}
 		}
 	}
@@ -137,8 +158,14 @@ func (l *layer) insert(in, out int32) bool {
 		i++
 	}
 	l.cnt[t] = 1
+	l.set(in, out, true)
 	return true
 }
 
 // remove drops one use of turn t; the order stays valid.
-func (l *layer) remove(t int32) { l.cnt[t]-- }
+func (l *layer) remove(t int32) {
+	if l.cnt[t]--; l.cnt[t] == 0 {
+		in, out := l.n.turnChans(t)
+		l.set(in, out, false)
+	}
+}

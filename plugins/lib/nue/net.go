@@ -19,6 +19,7 @@ package nue
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/ibsm/ibsm/plugins/lib/paths"
 	"github.com/ibsm/ibsm/plugins/lib/vl"
@@ -44,6 +45,8 @@ type net struct {
 	// Off[s]+i and Off[s]+j. turns is the number of ids.
 	turnBase []int32
 	turns    int
+	// maxDeg is the largest deg.
+	maxDeg int32
 }
 
 func newNet(t *topology.Topology) (*net, error) {
@@ -65,6 +68,7 @@ func newNet(t *topology.Topology) (*net, error) {
 	for s := int32(0); s < int32(f.N); s++ {
 		n.turnBase[s] = int32(n.turns)
 		n.turns += int(n.deg(s) * n.deg(s))
+		n.maxDeg = max(n.maxDeg, n.deg(s))
 	}
 	for s := range n.comp {
 		n.comp[s] = -1
@@ -99,6 +103,16 @@ func (n *net) deg(s int32) int32 { return n.Off[s+1] - n.Off[s] }
 func (n *net) turn(in, out int32) int32 {
 	s := n.Peer[in]
 	return n.turnBase[s] + (n.Rev[in]-n.Off[s])*n.deg(s) + (out - n.Off[s])
+}
+
+// turnChans is the (in, out) channel pair of turn id t.
+func (n *net) turnChans(t int32) (in, out int32) {
+	// The last switch whose ids start at or below t (one without
+	// channels has none and shares its base with the next).
+	s := int32(sort.Search(n.N, func(i int) bool { return n.turnBase[i] > t })) - 1
+	off := t - n.turnBase[s]
+	d := n.deg(s)
+	return n.Rev[n.Off[s]+off/d], n.Off[s] + off%d
 }
 
 // Budget resolves a configured budget (0: the default) against the

@@ -116,3 +116,31 @@ func TestDeadlockFreeWithinBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnChans: every turn id maps back to its channel pair, on a fabric
+// with switches of different degrees.
+func TestTurnChans(t *testing.T) {
+	topo, err := sdktest.Random(4, 24, 8, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := newNet(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for s := int32(0); s < int32(n.N); s++ {
+		for in := n.Off[s]; in < n.Off[s+1]; in++ {
+			for out := n.Off[s]; out < n.Off[s+1]; out++ {
+				a := n.Rev[in] // arrives at s
+				if gi, go_ := n.turnChans(n.turn(a, out)); gi != a || go_ != out {
+					t.Fatalf("turn (%d, %d) at switch %d maps back to (%d, %d)", a, out, s, gi, go_)
+				}
+				seen++
+			}
+		}
+	}
+	if seen != n.turns {
+		t.Fatalf("checked %d turns of %d", seen, n.turns)
+	}
+}
