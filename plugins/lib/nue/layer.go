@@ -28,13 +28,13 @@ type layer struct {
 	succ, pred []uint64
 	words      int32
 	ord        []int32 // per channel
-	mark  []uint32
-	epoch uint32
-	stack []int32
-	fwd   []int32
-	bwd   []int32
-	pos   []int32
-	limit int
+	mark       []uint32
+	epoch      uint32
+	stack      []int32
+	fwd        []int32
+	bwd        []int32
+	pos        []int32
+	limit      int
 	// refused counts turns refused because the search hit the limit;
 	// calls, searches and visited what insert did, for logs.
 	refused, calls, searches, visited int64
