@@ -230,6 +230,15 @@ func Save(path string, m map[uint64]Range) error {
 // it over path and fsyncs the directory. Without the first fsync a power
 // loss after the rename can leave an empty file (delayed allocation).
 func WriteAtomic(path string, data []byte) error {
+	return WriteAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteAtomicFunc is WriteAtomic for content that write streams into the
+// temp file, for files too large to build in memory first.
+func WriteAtomicFunc(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -243,7 +252,7 @@ func WriteAtomic(path string, data []byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		return fail(err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {

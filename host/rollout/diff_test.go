@@ -2,8 +2,11 @@ package rollout
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/gob"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,6 +114,80 @@ func TestProgrammedRecord(t *testing.T) {
 	if _, err := LoadProgrammed(filepath.Join(t.TempDir(), "none")); err != nil {
 		t.Errorf("a missing record is no error: %v", err)
 	}
+}
+
+// A record survives the round trip whatever its shape (an LFT missing,
+// the older gzip'd gob format), and a damaged one is refused, never read
+// as tables that differ.
+func TestProgrammedRecordFile(t *testing.T) {
+	topo, err := analysistest.FatTree3(4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := realize(t, topo, analysistest.UpDown(topo, 0))
+	rec := RecordOf(p, "updn", "k", "")
+	noLFT := topo.Nodes[topo.Switches()[1]].GUID
+	rec.Switches[noLFT] = ProgrammedSwitch{}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	if err := saveProgrammed(good, rec); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v1 bytes.Buffer
+	v1.WriteString(recordMagicV1)
+	zw := gzip.NewWriter(&v1)
+	if err := gob.NewEncoder(zw).Encode(rec); err != nil || zw.Close() != nil {
+		t.Fatal(err)
+	}
+	lftAt := bytes.Index(b, p.Rz.LFT[0][:32])
+	for _, c := range []struct {
+		name    string
+		content []byte
+		damaged string // "" for a good file
+	}{
+		{"written", b, ""},
+		{"older format", v1.Bytes(), ""},
+		{"an LFT byte flipped", flip(b, lftAt+5), "checksum"},
+		{"the checksum flipped", flip(b, len(b)-1), "checksum"},
+		{"truncated", b[:len(b)-100], "checksum"},
+		{"only the magic", []byte(recordMagic), "truncated"},
+		{"not a record", []byte("hello"), "not a record"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			if err := os.WriteFile(path, c.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := LoadProgrammed(path)
+			if c.damaged != "" {
+				if err == nil || !strings.Contains(err.Error(), c.damaged) || !strings.Contains(err.Error(), "remove it") {
+					t.Fatalf("got %v, want an error saying %q and what to do", err, c.damaged)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Key != "k" || got.Engine != "updn" || got.Switches[noLFT].LFT != nil || len(got.LIDs) != len(rec.LIDs) {
+				t.Fatalf("read back %q %q, LFT of the switch without one %v, %d LIDs", got.Key, got.Engine, got.Switches[noLFT].LFT, len(got.LIDs))
+			}
+			for g, ps := range rec.Switches {
+				if !bytes.Equal(got.Switches[g].LFT, ps.LFT) || len(got.Switches[g].SL2VL) != len(ps.SL2VL) {
+					t.Fatalf("switch 0x%x differs after the round trip", g)
+				}
+			}
+		})
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := bytes.Clone(b)
+	c[i] ^= 0x40
+	return c
 }
 
 // pairsOf is how many SL2VL tables the programmer writes to switch s
