@@ -116,7 +116,8 @@ type worker struct {
 	opt Options
 
 	st     []uint8
-	out    []uint8 // per switch: its LFT entry for the LID walked
+	cols   []uint8 // the chunk's LFT columns, LID-major
+	out    []uint8 // per switch: its LFT entry for the LID walked (a column of cols)
 	carry  []bool  // per switch: traffic of the plain LID's sources crosses it
 	code   []uint8
 	at     []int32
@@ -158,7 +159,7 @@ func newWorker(f *fabric, opt Options) *worker {
 	n := f.nsw
 	return &worker{
 		f: f, opt: opt,
-		st: make([]uint8, n), out: make([]uint8, n), carry: make([]bool, n), code: make([]uint8, n), at: make([]int32, n),
+		st: make([]uint8, n), cols: make([]uint8, chunkLIDs*n), carry: make([]bool, n), code: make([]uint8, n), at: make([]int32, n),
 		depth: make([]uint16, n), next: make([]int32, n), order: make([]int32, 0, n),
 		wCA: make([]int32, n), wSW: make([]int32, n), acc: make([]int64, n),
 		active: make([]bool, n), slOvSw: make([]bool, n),
@@ -176,9 +177,23 @@ func newWorker(f *fabric, opt Options) *worker {
 	}
 }
 
+// runChunk analyses lids (at most chunkLIDs, ascending). Their columns of
+// the forwarding tables are copied out first, switch by switch: the
+// tables are switch-major, one row per switch, so walking a LID down the
+// rows touches a separate page per switch (at 3,920 switches, more than
+// the TLB holds, for every LID and pass), where the copy touches each
+// row once per chunk and the walks then read one short column.
 func (w *worker) runChunk(lids []uint16) *chunkResult {
 	res := &chunkResult{}
-	for _, d := range lids {
+	n := w.f.nsw
+	cols := w.cols[:len(lids)*n]
+	for s, row := range w.f.r.LFT {
+		for j, d := range lids {
+			cols[j*n+s] = row[d]
+		}
+	}
+	for j, d := range lids {
+		w.out = cols[j*n : (j+1)*n]
 		w.lid(d, res)
 	}
 	return res
@@ -205,8 +220,7 @@ func (w *worker) walk(d uint16, dst int32, res *chunkResult) {
 			st[cur] = stProgress
 			path = append(path, cur)
 			next[cur] = -1
-			out := f.r.LFT[cur][d]
-			outs[cur] = out
+			out := outs[cur]
 			rSt, rCode, rAt, rDepth = stFail, fNone, cur, 0
 			switch {
 			case out == plan.NoPort:
@@ -361,7 +375,7 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		}
 		for s := 0; s < f.nsw; s++ {
 			if st[s] == stArrive && w.acc[s] > 0 {
-				if out := f.r.LFT[s][d]; out != 0 {
+				if out := w.out[s]; out != 0 {
 					w.load[int(f.portBase[s])+int(out)] += w.acc[s]
 				}
 			}
@@ -662,7 +676,7 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 			if st[s] != stArrive {
 				continue
 			}
-			out := f.r.LFT[s][d]
+			out := w.out[s]
 			if w.slOvSw[s] {
 				m[s] = w.originMixed(s, out, d, dst, k, x)
 			} else {
@@ -679,7 +693,7 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 				continue
 			}
 			found = true
-			out := f.r.LFT[s][d]
+			out := w.out[s]
 			if f.isCA[o.src] {
 				w.caSLOv[o.src] |= 1 << x
 				if out != 0 {
@@ -703,14 +717,14 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 			continue
 		}
 		pb := int(f.portBase[s])
-		out := f.r.LFT[s][d]
+		out := w.out[s]
 		w.chanVL[pb+int(out)] |= ms
 		ms &^= 1 << 15 // VL15 drops the packet here: no dependency beyond
 		t := next[s]
 		if t < 0 || ms == 0 {
 			continue
 		}
-		tout := f.r.LFT[t][d]
+		tout := w.out[t]
 		if tout == 0 {
 			continue // t owns d
 		}
