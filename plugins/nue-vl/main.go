@@ -84,6 +84,6 @@ func (a *assigner) AssignVLs(ctx context.Context, req sdk.VLRequest) (*plan.VLPl
 		a.log.Warn("the routes do not fit nue's layer layout for any budget up to vls (they are not the nue routing engine's, or it ran with a larger vls); layered first-fit instead",
 			"vls", budget, "layers", as.Layers)
 	}
-	a.log.Info("VLs assigned", "vls", budget, "layout_budget", as.Budget, "layers", as.Layers, "took", time.Since(start))
+	a.log.Info("VLs assigned", "vls", budget, "layout_budget", as.Budget, "layers", as.Layers, "took", time.Since(start).Round(time.Millisecond).String())
 	return v, nil
 }
