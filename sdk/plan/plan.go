@@ -6,6 +6,9 @@ package plan
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -207,14 +210,9 @@ func Realize(t *topology.Topology, r *Routes, l *LIDPlan) (*Realized, error) {
 		return nil, fmt.Errorf("LID plan has planes for %d destinations, topology has %d endpoints", len(l.Planes), len(eps))
 	}
 	sw := t.Switches()
-	lft := make([][]uint8, len(sw))
-	back := make([]uint8, len(sw)*(int(top)+1))
-	for s := range lft {
-		lft[s] = back[s*(int(top)+1) : (s+1)*(int(top)+1)]
-	}
-	for i := range back {
-		back[i] = NoPort
-	}
+	// Every LID's plane, checked in endpoint order before any table is
+	// written (so the first bad destination is the one reported).
+	src := make([]Plane, int(top)+1)
 	for e, p := range l.Ports {
 		planes := PlanesOf(r, l, e)
 		if len(planes) == 0 {
@@ -225,13 +223,57 @@ func Realize(t *topology.Topology, r *Routes, l *LIDPlan) (*Realized, error) {
 			if len(pl) != len(sw) {
 				return nil, fmt.Errorf("destination endpoint %d plane %d has %d entries, want one per switch (%d)", e, k%len(planes), len(pl), len(sw))
 			}
-			lid := int(p.Base) + k
-			for s, out := range pl {
-				lft[s][lid] = out
-			}
+			src[int(p.Base)+k] = pl
 		}
 	}
+	lft := make([][]uint8, len(sw))
+	back := make([]uint8, len(sw)*(int(top)+1))
+	for s := range lft {
+		lft[s] = back[s*(int(top)+1) : (s+1)*(int(top)+1)]
+	}
+	transpose(lft, src)
 	return &Realized{Topo: t, LFT: lft, TopLID: top, LIDOwner: owner, LIDs: l}, nil
+}
+
+// realizeBlock is the number of LIDs transposed together: a switch's
+// entries for them are one cache line, and their planes are read as that
+// many sequential streams.
+const realizeBlock = 64
+
+// transpose fills lft[s][lid] = src[lid][s] (NoPort where src[lid] is nil)
+// block by block of LIDs, the blocks spread over GOMAXPROCS goroutines.
+// Writing plane by plane instead touches a different row, page and cache
+// line for every entry (1.7 s of CPU for the 187 M entries of the largest
+// fat tree in the LID space).
+func transpose(lft [][]uint8, src []Plane) {
+	blocks := (len(src) + realizeBlock - 1) / realizeBlock
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), blocks) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b := int(next.Add(1) - 1)
+				if b >= blocks {
+					return
+				}
+				lo := b * realizeBlock
+				cols := src[lo:min(lo+realizeBlock, len(src))]
+				for s, row := range lft {
+					row = row[lo : lo+len(cols)]
+					for j, pl := range cols {
+						if pl == nil {
+							row[j] = NoPort
+						} else {
+							row[j] = pl[s]
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // DLID returns the DLID endpoint src uses toward endpoint dst under the

@@ -1,0 +1,72 @@
+package plan_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/testfab"
+)
+
+// Realize's tables hold, for every LID, the plane its owner's range maps
+// it to (NoPort for LIDs nobody owns), across blocks and with LMC.
+func TestRealizeTables(t *testing.T) {
+	topo, err := testfab.FatTree3(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	nsw := len(topo.Switches())
+	eps := topo.Endpoints()
+	for _, lmc := range []uint8{0, 1, 2} {
+		r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
+		for e := range eps {
+			for range 1 + rng.IntN(3) {
+				pl := make(plan.Plane, nsw)
+				for s := range pl {
+					pl[s] = uint8(rng.IntN(9))
+				}
+				r.Planes[e].Planes = append(r.Planes[e].Planes, pl)
+			}
+		}
+		l := testfab.SequentialLIDs(topo, lmc)
+		// A gap of unowned LIDs in the middle.
+		for e := len(eps) / 2; e < len(eps); e++ {
+			l.Ports[e].Base += 64 << lmc
+		}
+		rz, err := plan.Realize(topo, r, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned := make([]bool, int(rz.TopLID)+1)
+		for e, p := range l.Ports {
+			for k := 0; k < p.Count(); k++ {
+				lid := int(p.Base) + k
+				owned[lid] = true
+				pl := r.Planes[e].Planes[k%len(r.Planes[e].Planes)]
+				for s := range nsw {
+					if rz.LFT[s][lid] != pl[s] {
+						t.Fatalf("lmc %d: switch %d LID %d = %d, want %d", lmc, s, lid, rz.LFT[s][lid], pl[s])
+					}
+				}
+			}
+		}
+		for lid, o := range owned {
+			for s := range nsw {
+				if !o && rz.LFT[s][lid] != plan.NoPort {
+					t.Fatalf("lmc %d: unowned LID %d on switch %d = %d, want NoPort", lmc, lid, s, rz.LFT[s][lid])
+				}
+			}
+		}
+	}
+	r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
+	for e := range eps {
+		r.Planes[e].Planes = []plan.Plane{make(plan.Plane, nsw)}
+	}
+	r.Planes[3].Planes[0] = r.Planes[3].Planes[0][:nsw-1]
+	r.Planes[5].Planes = nil
+	if _, err := plan.Realize(topo, r, testfab.SequentialLIDs(topo, 0)); err == nil || !strings.Contains(err.Error(), "endpoint 3 plane 0") {
+		t.Fatalf("short plane: got %v, want the first bad destination (3) named", err)
+	}
+}
