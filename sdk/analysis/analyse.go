@@ -326,16 +326,11 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 				}
 			}
 		}
-		lidTotal := int64(f.nCA - 1)
 		if ds := f.epSw[dst]; ds >= 0 && st[ds] == stArrive {
 			lidReached-- // the destination itself
 		}
 		ot, or, ol := w.orphanPairs(dst, k)
 		total, reached, lidReached = total+ot, reached+or, lidReached+ol
-		w.caPairs.Reachable += reached
-		w.caPairs.Total += total
-		w.caLID.Reachable += lidReached
-		w.caLID.Total += lidTotal
 	} else {
 		for s := 0; s < f.nsw; s++ {
 			n := int64(w.wSW[s])
@@ -348,11 +343,8 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		if ds := f.epSw[dst]; st[ds] == stArrive {
 			lidReached--
 		}
-		w.swPairs.Reachable += reached
-		w.swPairs.Total += total
-		w.swLID.Reachable += lidReached
-		w.swLID.Total += int64(f.nsw - 1)
 	}
+	w.countPairs(dstCA, reached, total, lidReached)
 	if reached < total {
 		w.sampleUnreachable(d, dst, k, dstCA, res)
 	}
@@ -549,10 +541,6 @@ func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, re
 		}
 		ot, or, ol := w.orphanPairs(dst, k)
 		total, reached, lidReached = total+ot, reached+or, lidReached+ol
-		w.caPairs.Reachable += reached
-		w.caPairs.Total += total
-		w.caLID.Reachable += lidReached
-		w.caLID.Total += int64(f.nCA - 1)
 	} else {
 		total = f.swClassTotal[c]
 		if selfSel {
@@ -561,15 +549,28 @@ func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, re
 		if arrives {
 			lidReached--
 		}
-		w.swPairs.Reachable += reached
-		w.swPairs.Total += total
-		w.swLID.Reachable += lidReached
-		w.swLID.Total += int64(f.nsw - 1)
 	}
+	w.countPairs(dstCA, reached, total, lidReached)
 	if reached < total {
 		w.weights(dst, l, k, c, dstCA)
 		w.sampleUnreachable(d, dst, k, dstCA, res)
 	}
+}
+
+// countPairs adds one LID's (source, DLID) pairs, reached and in total,
+// and its (source, LID) pairs reached, to the worker's counts.
+func (w *worker) countPairs(dstCA bool, reached, total, lidReached int64) {
+	if dstCA {
+		w.caPairs.Reachable += reached
+		w.caPairs.Total += total
+		w.caLID.Reachable += lidReached
+		w.caLID.Total += int64(w.f.nCA - 1)
+		return
+	}
+	w.swPairs.Reachable += reached
+	w.swPairs.Total += total
+	w.swLID.Reachable += lidReached
+	w.swLID.Total += int64(w.f.nsw - 1)
 }
 
 // weights fills wCA and wSW, the sources at each switch that select LID
