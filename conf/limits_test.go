@@ -296,6 +296,9 @@ func TestHundredThousandBrackets(t *testing.T) {
 // TestLimitsLinear: the check reads a file of the largest size once,
 // whatever it holds (quadratic rescans would take hours here).
 func TestLimitsLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads ten files of the largest size (make test runs it)")
+	}
 	fill := func(unit string) []byte {
 		return []byte(strings.Repeat(unit, (MaxFileSize-100)/len(unit)))
 	}
@@ -392,6 +395,9 @@ func TestShorten(t *testing.T) {
 // TestDiagnosticsCutValues: megabyte values never reach a message, whether
 // ibsm wrote it, HCL did, or a plugin schema decode did.
 func TestDiagnosticsCutValues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 1 MiB values into six configurations (make test runs it)")
+	}
 	long := strings.Repeat("z", 10<<20)
 	type source struct {
 		src    string

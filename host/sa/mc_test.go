@@ -245,6 +245,9 @@ func TestMCMemberRecordJoinLeave(t *testing.T) {
 // entries; one more, past the MLIDs the store may hand out, is refused
 // with ERR_NO_RESOURCES (0x0100) and changes nothing.
 func TestMCMemberRecordManyGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 10,000 groups (make test runs it)")
+	}
 	const n = 10000
 	s := startSubnet(t, 0)
 	store := mcast.NewStore(smp.MulticastLIDBase + n - 1)

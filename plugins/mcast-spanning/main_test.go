@@ -35,6 +35,9 @@ func TestConformance(t *testing.T) {
 // go-plugin handshake the host uses, so its Serve and wire encoding are
 // checked too.
 func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin binary (make test runs it)")
+	}
 	bin := filepath.Join(t.TempDir(), "ibsm-plugin-mcast-spanning")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
