@@ -14,6 +14,7 @@ import (
 
 	"github.com/ibsm/ibsm/plugins/lib/paths"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -59,9 +60,13 @@ func Route(ctx context.Context, t *topology.Topology, lmc uint8) ([]plan.DestPla
 	eps := t.Endpoints()
 	out := make([]plan.DestPlanes, len(eps))
 	rep := &Report{}
-	weight := make([]int64, f.Channels())
-	for c := range weight {
-		weight[c] = 1
+	// back[r] is the weight of channel Rev[r]: the search walks channels
+	// backwards, from a switch t over the channels r leaving t to the
+	// switches whose channel Rev[r] enters t, so it reads weights in
+	// order.
+	back := make([]int64, f.Channels())
+	for r := range back {
+		back[r] = 1
 	}
 	cas := make([]int64, n) // CA sources per switch
 	for e, home := range f.Home {
@@ -71,13 +76,59 @@ func Route(ctx context.Context, t *topology.Topology, lmc uint8) ([]plan.DestPla
 	}
 	d := newDijkstra(f)
 	cnt := make([]int64, n)
-	for e := range eps {
+	// tree fills pl with the tree d.run found toward endpoint e's switch
+	// and returns how many switches it does not reach.
+	tree := func(d *dijkstra, e int, pl plan.Plane) (unreached int) {
+		home := f.Home[e]
+		for s := range pl {
+			switch {
+			case int32(s) == home:
+				pl[s] = f.HomePort[e]
+			case d.parent[s] < 0:
+				pl[s] = plan.NoPort
+				unreached++
+			default:
+				pl[s] = f.PeerPort[d.parent[s]]
+			}
+		}
+		return unreached
+	}
+	var pool []*dijkstra // one search per worker for runs of switch destinations
+	for e := 0; e < len(eps); e++ {
 		if e&255 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
 		}
 		home := f.Home[e]
+		if !f.IsCA[e] && home >= 0 {
+			// A run of switch destinations adds no weight: every one of
+			// them is routed on the same weights, so they run in parallel
+			// with the same trees as one after the other.
+			j := e
+			for j < len(eps) && !f.IsCA[j] && f.Home[j] >= 0 {
+				j++
+			}
+			w := route.Workers(j - e)
+			for len(pool) < w {
+				pool = append(pool, newDijkstra(f))
+			}
+			unreached := make([]int, w)
+			if _, err := route.Each(ctx, j-e, w, func(wk, i int) error {
+				pl := make(plan.Plane, n)
+				out[e+i].Planes = []plan.Plane{pl}
+				pool[wk].run(f.Home[e+i], back)
+				unreached[wk] += tree(pool[wk], e+i, pl)
+				return nil
+			}); err != nil {
+				return nil, nil, err
+			}
+			for _, u := range unreached {
+				rep.Unreached += u
+			}
+			e = j - 1
+			continue
+		}
 		planes := 1
 		if f.IsCA[e] {
 			planes = 1 << lmc
@@ -92,37 +143,24 @@ func Route(ctx context.Context, t *topology.Topology, lmc uint8) ([]plan.DestPla
 				}
 				continue
 			}
-			d.run(home, weight)
-			for s := range pl {
-				switch {
-				case int32(s) == home:
-					pl[s] = f.HomePort[e]
-				case d.parent[s] < 0:
-					pl[s] = plan.NoPort
-					rep.Unreached++
-				default:
-					pl[s] = f.Port[d.parent[s]]
-				}
-			}
-			if !f.IsCA[e] {
-				continue
-			}
+			d.run(home, back)
+			rep.Unreached += tree(d, e, pl)
 			// Routes toward e from every other CA: push counts up the tree
 			// from the leaves (reverse settle order).
 			copy(cnt, cas)
 			cnt[home]--
 			for i := len(d.order) - 1; i > 0; i-- {
 				s := d.order[i]
-				c := d.parent[s]
-				weight[c] += cnt[s]
-				cnt[f.Peer[c]] += cnt[s]
+				r := d.parent[s]
+				back[r] += cnt[s]
+				cnt[f.From[r]] += cnt[s]
 			}
 		}
 		if home < 0 {
 			rep.Detached++
 		}
 	}
-	for _, w := range weight {
+	for _, w := range back {
 		rep.MaxWeight = max(rep.MaxWeight, w)
 	}
 	return out, rep, nil
@@ -133,7 +171,7 @@ func Route(ctx context.Context, t *topology.Topology, lmc uint8) ([]plan.DestPla
 type dijkstra struct {
 	f      *paths.Fabric
 	dist   []int64
-	parent []int32 // channel s→next toward the root, -1 if none / root
+	parent []int32 // channel next→s (the reverse of s's way toward the root), -1 if none / root
 	order  []int32 // settle order, root first
 	heap   []int32
 	pos    []int32 // -1: not in heap
@@ -145,9 +183,9 @@ func newDijkstra(f *paths.Fabric) *dijkstra {
 }
 
 // run builds the tree of shortest routes toward switch root: distances
-// over channels s→t of weight w[c], searched backwards from root. On equal
-// distance the first route found stays.
-func (d *dijkstra) run(root int32, w []int64) {
+// over channels s→t of weight back[t→s], searched backwards from root. On
+// equal distance the first route found stays.
+func (d *dijkstra) run(root int32, back []int64) {
 	f := d.f
 	for i := range d.dist {
 		d.dist[i] = math.MaxInt64
@@ -163,11 +201,10 @@ func (d *dijkstra) run(root int32, w []int64) {
 		d.order = append(d.order, t)
 		dt := d.dist[t]
 		for r := f.Off[t]; r < f.Off[t+1]; r++ {
-			c := f.Rev[r]
-			s := f.From[c]
-			if nd := dt + w[c]; nd < d.dist[s] {
+			s := f.Peer[r]
+			if nd := dt + back[r]; nd < d.dist[s] {
 				d.dist[s] = nd
-				d.parent[s] = c
+				d.parent[s] = r
 				if d.pos[s] < 0 {
 					d.push(s)
 				} else {

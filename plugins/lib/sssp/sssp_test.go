@@ -179,7 +179,7 @@ func TestBalancesBetterThanFirstTree(t *testing.T) {
 			if int32(s) == f.Home[e] {
 				pl[s] = f.HomePort[e]
 			} else {
-				pl[s] = f.Port[d.parent[s]]
+				pl[s] = f.PeerPort[d.parent[s]] // parent is the channel next→s
 			}
 		}
 		flat[e].Planes = []plan.Plane{pl}
