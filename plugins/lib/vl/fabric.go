@@ -18,6 +18,7 @@ package vl
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -231,11 +232,31 @@ func (tr *Trees) Next(d int, s int32) (int32, uint8) {
 // BuildTrees derives every destination's tree. Switches without a route
 // toward a destination are left out of it.
 //
-// Destinations are independent, so they are built in parallel.
+// The next hops are read switch by switch (a forwarding table row is
+// read in LID order, 16 switches per work item so the writes fill whole
+// cache lines), then each destination's tree is built from its own
+// contiguous next hops; both steps run in parallel.
 func (f *Fabric) BuildTrees() (*Trees, error) {
 	nd := len(f.DLIDs)
 	tr := &Trees{Off: make([][]int32, nd), Kid: make([][]int32, nd), Order: make([][]int32, nd),
 		n: f.N, parent: make([]int32, nd*f.N), port: make([]uint8, nd*f.N)}
+	const block = 16
+	if _, err := route.Each(context.Background(), (f.N+block-1)/block, 0, func(_, b int) error {
+		lo, hi := b*block, min(f.N, (b+1)*block)
+		for d, lid := range f.DLIDs {
+			for s := lo; s < hi; s++ {
+				out := f.R.LFT[s][lid]
+				t := int32(-1)
+				if out != plan.NoPort && out != 0 {
+					t = f.G.PeerSwitch(int32(s), out)
+				}
+				tr.parent[d*f.N+s], tr.port[d*f.N+s] = t, out
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	err := route.ForEach(context.Background(), nd, func() func(int32) error {
 		return func(d int32) error { return f.buildTree(tr, int(d)) }
 	})
@@ -245,59 +266,47 @@ func (f *Fabric) BuildTrees() (*Trees, error) {
 	return tr, nil
 }
 
-// buildTree fills destination d's part of tr.
+// buildTree fills destination d's part of tr from its next hops.
 func (f *Fabric) buildTree(tr *Trees, d int) error {
-	{
-		off := make([]int32, f.N+1)
-		parent := tr.parent[d*f.N : (d+1)*f.N]
-		port := tr.port[d*f.N : (d+1)*f.N]
-		for s := int32(0); s < int32(f.N); s++ {
-			t, p := f.Next(s, d)
-			parent[s], port[s] = t, p
-			if t >= 0 {
-				off[t+1]++
-			}
+	off := make([]int32, f.N+1)
+	parent := tr.parent[d*f.N : (d+1)*f.N]
+	port := tr.port[d*f.N : (d+1)*f.N]
+	routed := 0
+	for s := range parent {
+		if t := parent[s]; t >= 0 {
+			off[t+1]++
 		}
-		for s := 0; s < f.N; s++ {
-			off[s+1] += off[s]
+		if port[s] != plan.NoPort {
+			routed++
 		}
-		kid := make([]int32, off[f.N])
-		fill := append([]int32(nil), off[:f.N]...)
-		for s := int32(0); s < int32(f.N); s++ {
-			if t := parent[s]; t >= 0 {
-				kid[fill[t]] = s
-				fill[t]++
-			}
-		}
-		// BFS from the roots (switches that deliver locally).
-		order := make([]int32, 0, f.N)
-		for s := int32(0); s < int32(f.N); s++ {
-			if parent[s] < 0 && f.Routed(s, d) {
-				order = append(order, s)
-			}
-		}
-		for i := 0; i < len(order); i++ {
-			order = append(order, kid[off[order[i]]:off[order[i]+1]]...)
-		}
-		if n := routedCount(f, d); len(order) != n {
-			return fmt.Errorf("DLID %d: %d switches route toward it but only %d reach its home switch: the tables loop", f.DLIDs[d], n, len(order))
-		}
-		for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-			order[i], order[j] = order[j], order[i]
-		}
-		tr.Off[d], tr.Kid[d], tr.Order[d] = off, kid, order
 	}
-	return nil
-}
-
-func routedCount(f *Fabric, d int) int {
-	n := 0
+	for s := 0; s < f.N; s++ {
+		off[s+1] += off[s]
+	}
+	kid := make([]int32, off[f.N])
+	fill := append([]int32(nil), off[:f.N]...)
 	for s := int32(0); s < int32(f.N); s++ {
-		if f.Routed(s, d) {
-			n++
+		if t := parent[s]; t >= 0 {
+			kid[fill[t]] = s
+			fill[t]++
 		}
 	}
-	return n
+	// BFS from the roots (switches that deliver locally).
+	order := make([]int32, 0, routed)
+	for s := int32(0); s < int32(f.N); s++ {
+		if parent[s] < 0 && port[s] != plan.NoPort {
+			order = append(order, s)
+		}
+	}
+	for i := 0; i < len(order); i++ {
+		order = append(order, kid[off[order[i]]:off[order[i]+1]]...)
+	}
+	if len(order) != routed {
+		return fmt.Errorf("DLID %d: %d switches route toward it but only %d reach its home switch: the tables loop", f.DLIDs[d], routed, len(order))
+	}
+	slices.Reverse(order)
+	tr.Off[d], tr.Kid[d], tr.Order[d] = off, kid, order
+	return nil
 }
 
 // Kids lists the children of s in dest d's tree.
