@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -164,8 +166,8 @@ func checked(data []byte) ([]byte, bool) {
 
 // Put stores v for (stage, k) in memory and, best effort, on disk.
 func Put[T any](c *Cache, stage string, k Key, v *T) {
-	if data := c.encode(stage, k, v); data != nil {
-		c.write(stage, k, data)
+	if p := c.encode(stage, k, v); p != nil {
+		c.write(stage, k, p)
 	}
 }
 
@@ -174,8 +176,8 @@ func Put[T any](c *Cache, stage string, k Key, v *T) {
 // result is in memory at once, and the pipeline's next stages need not
 // wait for the disk. Flush waits for the writes.
 func putBehind[T any](c *Cache, stage string, k Key, v *T) {
-	data := c.encode(stage, k, v)
-	if data == nil {
+	p := c.encode(stage, k, v)
+	if p == nil {
 		return
 	}
 	c.mu.Lock()
@@ -189,7 +191,7 @@ func putBehind[T any](c *Cache, stage string, k Key, v *T) {
 		if prev != nil {
 			<-prev
 		}
-		c.write(stage, k, data)
+		c.write(stage, k, p)
 	}()
 }
 
@@ -197,28 +199,36 @@ func putBehind[T any](c *Cache, stage string, k Key, v *T) {
 // failed and been recorded as a problem).
 func (c *Cache) Flush() { c.pending.Wait() }
 
-// encode remembers v and returns the file to write, or nil when nothing
-// goes to disk.
-func (c *Cache) encode(stage string, k Key, v any) []byte {
+// encode remembers v and returns its payload, or nil when nothing goes
+// to disk.
+func (c *Cache) encode(stage string, k Key, v any) *payload {
 	c.remember(stage, k, v)
 	if c.dir == "" || c.readOnly {
 		return nil
 	}
-	var buf bytes.Buffer
-	buf.WriteString(fileMagic)
-	buf.Write(make([]byte, 8))
-	if err := encodePayload(&buf, v); err != nil {
+	p, err := newPayload(v)
+	if err != nil {
 		c.problem("write", fmt.Sprintf("cannot encode the %s result: %v", stage, err))
 		return nil
 	}
-	data := buf.Bytes()
-	binary.LittleEndian.PutUint64(data[len(fileMagic):], xxhash.Sum64(data[len(fileMagic)+8:]))
-	return data
+	return p
 }
 
-// write puts an encoded result on disk and prunes its stage.
-func (c *Cache) write(stage string, k Key, data []byte) {
-	if err := lidstore.WriteAtomic(c.path(stage, k), data); err != nil {
+// write puts a result on disk and prunes its stage. The payload's hash
+// comes first in the file, so it is streamed twice: into the hash, then
+// after it into the file.
+func (c *Cache) write(stage string, k Key, p *payload) {
+	sum := xxhash.New()
+	err := p.writeTo(sum)
+	if err == nil {
+		err = lidstore.WriteAtomicFunc(c.path(stage, k), func(f io.Writer) error {
+			bw := bufio.NewWriterSize(f, 1<<20)
+			bw.WriteString(fileMagic)
+			bw.Write(binary.LittleEndian.AppendUint64(nil, sum.Sum64()))
+			return p.writeTo(bw)
+		})
+	}
+	if err != nil {
 		c.problem("write", fmt.Sprintf("cannot write the %s result: %v", stage, err))
 		return
 	}

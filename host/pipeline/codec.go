@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
+	"io"
 
 	"github.com/ibsm/ibsm/sdk/plan"
 )
@@ -13,8 +15,8 @@ import (
 // taken out, followed by the trees as raw bytes. The trees are nearly all
 // of a large plan (CAs × switches bytes: 19 MB on a 3-level fat tree of
 // 36-port switches); gob spent 0.7 s of CPU growing and copying its buffer
-// for them, a raw copy into a buffer sized up front takes a memmove, and a
-// read hands out slices of the file's bytes instead of decoding them.
+// for them, raw they stream from the result into the file, and a read
+// hands out slices of the file's bytes instead of decoding them.
 //
 //	payload := uvarint(len(gob)) gob [trees]
 //	trees   := 0 (nil) | 1 uvarint(dests) { uvarint(planes) { uvarint(len+1) bytes } }
@@ -47,39 +49,41 @@ func setTrees(v any, trees []plan.DestPlanes) {
 	}
 }
 
-// encodePayload appends v's payload to buf.
-func encodePayload(buf *bytes.Buffer, v any) error {
+// payload is a result ready to be written: the gob of what is not
+// forwarding trees, and the trees, written raw from the result itself so
+// that a large plan is never copied into a buffer (172 MB at ft3-56).
+type payload struct {
+	head  []byte
+	trees []plan.DestPlanes
+	has   bool
+}
+
+// newPayload gob-encodes what of v is not forwarding trees.
+func newPayload(v any) (*payload, error) {
 	rest, trees, has := treesOf(v)
 	var g bytes.Buffer
 	if err := gob.NewEncoder(&g).Encode(rest); err != nil {
-		return err
+		return nil, err
 	}
-	size := binary.MaxVarintLen64 + g.Len()
-	if has {
-		size += treesSize(trees)
-	}
-	buf.Grow(size)
-	buf.Write(binary.AppendUvarint(nil, uint64(g.Len())))
-	buf.Write(g.Bytes())
-	if has {
-		writeTrees(buf, trees)
-	}
-	return nil
+	return &payload{head: g.Bytes(), trees: trees, has: has}, nil
 }
 
-// treesSize bounds the encoded size of trees.
-func treesSize(trees []plan.DestPlanes) int {
-	n := 1 + binary.MaxVarintLen64
-	for _, dp := range trees {
-		n += binary.MaxVarintLen64
-		for _, p := range dp.Planes {
-			n += binary.MaxVarintLen64 + len(p)
-		}
+// writeTo writes the payload to w; it may be called more than once (the
+// cache hashes it, then writes it).
+func (p *payload) writeTo(w io.Writer) error {
+	bw, ok := w.(*bufio.Writer)
+	if !ok {
+		bw = bufio.NewWriterSize(w, 1<<16)
 	}
-	return n
+	bw.Write(binary.AppendUvarint(nil, uint64(len(p.head))))
+	bw.Write(p.head)
+	if p.has {
+		writeTrees(bw, p.trees)
+	}
+	return bw.Flush()
 }
 
-func writeTrees(buf *bytes.Buffer, trees []plan.DestPlanes) {
+func writeTrees(buf *bufio.Writer, trees []plan.DestPlanes) {
 	var b [binary.MaxVarintLen64]byte
 	uv := func(x uint64) { buf.Write(b[:binary.PutUvarint(b[:], x)]) }
 	if trees == nil {
@@ -103,7 +107,7 @@ func writeTrees(buf *bytes.Buffer, trees []plan.DestPlanes) {
 
 var errShort = errors.New("truncated payload")
 
-// decodePayload decodes a payload written by encodePayload into v. The
+// decodePayload decodes a payload written by payload.writeTo into v. The
 // decoded trees alias payload, which the caller must not reuse.
 func decodePayload(payload []byte, v any) error {
 	n, k := binary.Uvarint(payload)
