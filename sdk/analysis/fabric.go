@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -81,8 +82,8 @@ type fabric struct {
 	// switch port pair (nil when the plan lists no switch entries); caTab
 	// maps a CA endpoint to its table.
 	tables []([16]uint8)
-	tabIdx []uint16
-	caTab  map[int32]uint16
+	tabIdx []uint32 // a plan may hold more than 65,535 distinct tables (acro: 110,330 on 1,000 switches)
+	caTab  map[int32]uint32
 	// caVLs[channel*16+sl] is the set of VLs SL sl gets on a switch
 	// out-channel over every CA in-port of the switch but the out-port
 	// itself: the first-hop VLs when all its CAs send (set with tabIdx).
@@ -368,20 +369,20 @@ func newFabric(r *plan.Realized, vls *plan.VLPlan) (*fabric, error) {
 }
 
 func (f *fabric) indexSL2VL() error {
-	dedup := map[[16]uint8]uint16{f.tables[0]: 0}
-	idx := func(v [16]uint8) (uint16, error) {
+	dedup := map[[16]uint8]uint32{f.tables[0]: 0}
+	idx := func(v [16]uint8) (uint32, error) {
 		if i, ok := dedup[v]; ok {
 			return i, nil
 		}
-		if len(f.tables) >= 0xFFFF {
-			return 0, fmt.Errorf("analysis: more than 65535 distinct SL2VL tables")
+		if uint64(len(f.tables)) >= math.MaxUint32 {
+			return 0, fmt.Errorf("analysis: more than %d distinct SL2VL tables", uint32(math.MaxUint32))
 		}
-		i := uint16(len(f.tables))
+		i := uint32(len(f.tables))
 		f.tables = append(f.tables, v)
 		dedup[v] = i
 		return i, nil
 	}
-	f.caTab = map[int32]uint16{}
+	f.caTab = map[int32]uint32{}
 	for _, en := range f.vls.SL2VL {
 		if en.Node < 0 || int(en.Node) >= len(f.topo.Nodes) {
 			return fmt.Errorf("analysis: SL2VL entry names node %d of %d", en.Node, len(f.topo.Nodes))
@@ -404,7 +405,7 @@ func (f *fabric) indexSL2VL() error {
 			continue
 		}
 		if f.tabIdx == nil {
-			f.tabIdx = make([]uint16, f.nEdges)
+			f.tabIdx = make([]uint32, f.nEdges)
 		}
 		f.tabIdx[f.edgeBase[s]+int(en.In)*(int(f.np[s])+1)+int(en.Out)] = ti
 	}
