@@ -26,29 +26,9 @@ func TestNueIBSim(t *testing.T) {
 	}
 	for _, vls := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%dvl", vls), func(t *testing.T) {
-			smNode := nthCA(t, nf, 0)
 			r := startRig(t, torus555Net, nthCA(t, nf, len(caNodes(nf))-1).Name)
-			cfg := filepath.Join(r.dir, "ibsm.hcl")
-			var b strings.Builder
-			b.WriteString("fabric {\n  transport = \"ibsim\"\n  socket = \"" + r.env.Sockname + "\"\n  attach = \"" + smNode.Name + "\"\n}\n")
-			b.WriteString("sm {\n  state_dir = \"" + filepath.Join(r.dir, "state") + "\"\n  mad_timeout = \"200ms\"\n  sweep_interval = \"500ms\"\n  plugin_timeout = \"120s\"\n}\n")
 			budget := fmt.Sprintf("  config {\n    vls = %d\n  }\n", vls)
-			for _, p := range [][3]string{{"routing_engine", "nue", budget}, {"lid_assigner", "sequential", ""}, {"vl_assigner", "nue-vl", budget}} {
-				b.WriteString("plugin \"" + p[0] + "\" \"" + p[1] + "\" {\n  path = \"" + filepath.Join(binDir, "ibsm-plugin-"+p[1]) + "\"\n" + p[2] + "}\n")
-			}
-			b.WriteString("routing {\n  engine = \"nue\"\n  lid_assigner = \"sequential\"\n  vl_assigner = \"nue-vl\"\n}\n")
-			if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			dumps := filepath.Join(r.dir, "dump")
-			start := time.Now()
-			d := startIBSM(t, cfg, "--dump-dir", dumps)
-			d.waitUp(t, 1, 120*time.Second)
-			waitDump(t, dumps, start)
-			if log := d.log.String(); !strings.Contains(log, "engine=nue") && !strings.Contains(log, "engine nue") {
-				t.Fatalf("the nue engine is not the one in force:\n%s", tail(log, 3000))
-			}
-			t.Logf("SUBNET UP after %s", time.Since(start).Round(time.Millisecond))
+			_, dumps := upOnIBSim(t, r, nthCA(t, nf, 0).Name, [3][2]string{{"nue", budget}, {"sequential", ""}, {"nue-vl", budget}})
 			out := ibdmchkVL(t, dumps, dump.PathSLFile)
 			sls, used, loop := ibdmchkVerdict(t, out)
 			if loop || sls != vls || used != vls {
@@ -64,4 +44,35 @@ func TestNueIBSim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// upOnIBSim writes an ibsm config for rig r with the SM attached at node
+// smNode and the routing engine, LID assigner and VL assigner of
+// plugins ({name, config block or ""} each), runs `ibsm run --dump-dir`,
+// waits for SUBNET UP and the dumps, and checks the engine in force. It
+// returns the daemon and the dump directory.
+func upOnIBSim(t *testing.T, r *rig, smNode string, plugins [3][2]string) (*daemon, string) {
+	t.Helper()
+	cfg := filepath.Join(r.dir, "ibsm.hcl")
+	var b strings.Builder
+	b.WriteString("fabric {\n  transport = \"ibsim\"\n  socket = \"" + r.env.Sockname + "\"\n  attach = \"" + smNode + "\"\n}\n")
+	b.WriteString("sm {\n  state_dir = \"" + filepath.Join(r.dir, "state") + "\"\n  mad_timeout = \"200ms\"\n  sweep_interval = \"500ms\"\n  plugin_timeout = \"120s\"\n}\n")
+	for i, kind := range []string{"routing_engine", "lid_assigner", "vl_assigner"} {
+		name := plugins[i][0]
+		b.WriteString("plugin \"" + kind + "\" \"" + name + "\" {\n  path = \"" + filepath.Join(binDir, "ibsm-plugin-"+name) + "\"\n" + plugins[i][1] + "}\n")
+	}
+	b.WriteString("routing {\n  engine = \"" + plugins[0][0] + "\"\n  lid_assigner = \"" + plugins[1][0] + "\"\n  vl_assigner = \"" + plugins[2][0] + "\"\n}\n")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dumps := filepath.Join(r.dir, "dump")
+	start := time.Now()
+	d := startIBSM(t, cfg, "--dump-dir", dumps)
+	d.waitUp(t, 1, 120*time.Second)
+	waitDump(t, dumps, start)
+	if log := d.log.String(); !strings.Contains(log, "engine "+plugins[0][0]) && !strings.Contains(log, "engine="+plugins[0][0]) {
+		t.Fatalf("the %s engine is not the one in force:\n%s", plugins[0][0], tail(log, 3000))
+	}
+	t.Logf("SUBNET UP after %s", time.Since(start).Round(time.Millisecond))
+	return d, dumps
 }

@@ -59,28 +59,8 @@ func TestTorusIBSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	smNode := nthCA(t, nf, 0)
 	r := startRig(t, torus555Net, nthCA(t, nf, len(caNodes(nf))-1).Name)
-	cfg := filepath.Join(r.dir, "ibsm.hcl")
-	var b strings.Builder
-	b.WriteString("fabric {\n  transport = \"ibsim\"\n  socket = \"" + r.env.Sockname + "\"\n  attach = \"" + smNode.Name + "\"\n}\n")
-	b.WriteString("sm {\n  state_dir = \"" + filepath.Join(r.dir, "state") + "\"\n  mad_timeout = \"200ms\"\n  sweep_interval = \"500ms\"\n  plugin_timeout = \"60s\"\n}\n")
-	for _, p := range [][2]string{{"routing_engine", "torus"}, {"lid_assigner", "sequential"}, {"vl_assigner", "torus-vl"}} {
-		b.WriteString("plugin \"" + p[0] + "\" \"" + p[1] + "\" {\n  path = \"" + filepath.Join(binDir, "ibsm-plugin-"+p[1]) + "\"\n}\n")
-	}
-	b.WriteString("routing {\n  engine = \"torus\"\n  lid_assigner = \"sequential\"\n  vl_assigner = \"torus-vl\"\n}\n")
-	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dumps := filepath.Join(r.dir, "dump")
-	start := time.Now()
-	d := startIBSM(t, cfg, "--dump-dir", dumps)
-	d.waitUp(t, 1, 60*time.Second)
-	waitDump(t, dumps, start)
-	if log := d.log.String(); !strings.Contains(log, "engine torus") && !strings.Contains(log, "engine=torus") {
-		t.Fatalf("the torus engine is not the one in force:\n%s", tail(log, 3000))
-	}
-	t.Logf("SUBNET UP after %s", time.Since(start).Round(time.Millisecond))
+	d, dumps := upOnIBSim(t, r, nthCA(t, nf, 0).Name, [3][2]string{{"torus", ""}, {"sequential", ""}, {"torus-vl", ""}})
 
 	// ibdmchk: 8 SLs (one bit per dimension) on 2 VLs, no credit loop;
 	// the same paths all on VL 0 loop (the check can fail).
