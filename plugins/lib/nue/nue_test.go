@@ -3,6 +3,8 @@ package nue
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/ibsm/ibsm/sdk/check"
@@ -142,5 +144,35 @@ func TestTurnChans(t *testing.T) {
 	}
 	if seen != n.turns {
 		t.Fatalf("checked %d turns of %d", seen, n.turns)
+	}
+}
+
+// TestSameRoutesAnyWorkers: the planes do not depend on how many layers
+// are searched at once (weights change only between rounds), with the
+// second pass too.
+func TestSameRoutesAnyWorkers(t *testing.T) {
+	topo, err := sdktest.Random(5, 40, 8, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []int{1, 4} {
+		t.Run(fmt.Sprintf("%dvl", budget), func(t *testing.T) {
+			var want []plan.DestPlanes
+			for _, procs := range []int{1, 3} {
+				prev := runtime.GOMAXPROCS(procs)
+				got, _, _, err := Route(context.Background(), topo, Options{Budget: budget, Reroute: 1})
+				runtime.GOMAXPROCS(prev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want == nil {
+					want = got
+					continue
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("GOMAXPROCS %d routes differently from GOMAXPROCS 1", procs)
+				}
+			}
+		})
 	}
 }
