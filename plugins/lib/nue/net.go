@@ -9,7 +9,10 @@
 // by a Dijkstra search from the destination's switch whose every step must
 // add a dependency the layer's CDG can take without closing a cycle, under
 // channel weights that grow with the routes already placed (balanced like
-// sssp). Every layer's CDG starts with the dependencies of a spanning tree's
+// sssp), plus a cost per hop and per turn the layer does not hold yet; a
+// layer's trees go nearest its escape root first, and a second pass can
+// rip each tree up and search it again with all the others in place.
+// Every layer's CDG starts with the dependencies of a spanning tree's
 // routes (the escape paths); where the search gets stuck, the stuck switches
 // (and the switches their tree paths cross) follow the spanning tree, whose
 // turns are always in the CDG. Routes are thus deadlock-free by
