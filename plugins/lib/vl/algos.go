@@ -277,28 +277,40 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 		from[c], _ = f.ChanOf(int32(c))
 	}
 	// Weights, leaves first: w = 1 for a leaf, else N * sum of children.
+	// Destinations are independent: 64 of them per work item, so a
+	// switch's entries a worker writes share cache lines.
 	w := make([]float64, nd*f.N)
 	marked := make([]bool, nd*f.N)
-	remaining := 0
-	for d := 0; d < nd; d++ {
-		for _, s := range tr.Order[d] {
-			kids := tr.Kids(d, s)
-			x := int(s)*nd + d
-			if len(kids) == 0 {
-				w[x] = 1
-			} else {
-				var sum float64
-				for _, k := range kids {
-					sum += w[int(k)*nd+d]
+	const dchunk = 64
+	unsettled := make([]int, (nd+dchunk-1)/dchunk)
+	if _, err := route.Each(ctx, len(unsettled), 0, func(_, b int) error {
+		for d := b * dchunk; d < min(nd, (b+1)*dchunk); d++ {
+			for _, s := range tr.Order[d] {
+				kids := tr.Kids(d, s)
+				x := int(s)*nd + d
+				if len(kids) == 0 {
+					w[x] = 1
+				} else {
+					var sum float64
+					for _, k := range kids {
+						sum += w[int(k)*nd+d]
+					}
+					w[x] = float64(f.N) * sum
 				}
-				w[x] = float64(f.N) * sum
-			}
-			if t, _ := tr.Next(d, s); t < 0 {
-				marked[x] = true // delivers: its channel is settled from the start
-			} else {
-				remaining++
+				if t, _ := tr.Next(d, s); t < 0 {
+					marked[x] = true // delivers: its channel is settled from the start
+				} else {
+					unsettled[b]++
+				}
 			}
 		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	remaining := 0
+	for _, u := range unsettled {
+		remaining += u
 	}
 	F := make([]float64, nc)
 	h := &heap{pos: make([]int32, nc), key: F}
