@@ -143,7 +143,9 @@ func popcount(m uint16) int {
 // always accepts it.
 //
 // Each class keeps a VL per hop and, per hop, the hops that feed it. A
-// destination is tried in the classes in turn, its tree root outwards: a new
+// destination is tried in the classes one after the other (its home
+// switch's last class, then by most recent placement, then the unused
+// ones), its tree root outwards: a new
 // hop takes the lowest VL the invariant allows after the next hop's; a hop
 // the class already has is raised when too low, and raises propagate to the
 // hops feeding it. VLs are bounded (link VLCap, maxVLs), so a class whose hop
