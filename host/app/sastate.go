@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ibsm/ibsm/host/lidstore"
+	"github.com/ibsm/ibsm/conf/atomicfile"
 	"github.com/ibsm/ibsm/host/mcast"
 	"github.com/ibsm/ibsm/host/sa"
 )
@@ -160,7 +160,7 @@ func (k *saKeeper) save() {
 	}
 	b, err := json.Marshal(&st)
 	if err == nil {
-		err = lidstore.WriteAtomic(k.path, b)
+		err = atomicfile.Write(k.path, b)
 	}
 	if err != nil {
 		if !k.warned {

@@ -36,12 +36,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/ibsm/ibsm/conf/atomicfile"
 )
 
 // Range is the LIDs one port holds.
@@ -214,73 +214,12 @@ func Encode(w io.Writer, m map[uint64]Range) error {
 	return err
 }
 
-// Save writes m to path atomically and durably (WriteAtomic), so neither a
+// Save writes m to path atomically and durably (atomicfile.Write), so neither a
 // crash nor a power loss leaves a half-written or empty file.
 func Save(path string, m map[uint64]Range) error {
 	var buf bytes.Buffer
 	if err := Encode(&buf, m); err != nil {
 		return err
 	}
-	return WriteAtomic(path, buf.Bytes())
-}
-
-// WriteAtomic replaces path with data (mode 0644) so that readers, and the
-// file after a crash or power loss, show either the old or the new content
-// in full: it writes a temp file in the same directory, fsyncs it, renames
-// it over path and fsyncs the directory. Without the first fsync a power
-// loss after the rename can leave an empty file (delayed allocation).
-func WriteAtomic(path string, data []byte) error {
-	return WriteAtomicFunc(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// WriteAtomicFunc is WriteAtomic for content that write streams into the
-// temp file, for files too large to build in memory first.
-func WriteAtomicFunc(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := write(tmp); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return nil
+	return atomicfile.Write(path, buf.Bytes())
 }

@@ -174,23 +174,3 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Errorf("empty file: err = %v", err)
 	}
 }
-
-func TestWriteAtomicFailureLeavesOld(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "guid2lid")
-	if err := Save(p, map[uint64]Range{1: {1, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	// A directory in the way of the rename: the old file stays, no temp is left.
-	blocked := filepath.Join(dir, "blocked")
-	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteAtomic(blocked, []byte("new\n")); err == nil {
-		t.Fatal("rename over a non-empty directory succeeded")
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 2 {
-		t.Errorf("directory holds %v, want guid2lid and blocked", ents)
-	}
-}

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ibsm/ibsm/host/lidstore"
+	"github.com/ibsm/ibsm/conf/atomicfile"
 )
 
 // The files live in Dir (Options.Dir, normally <state_dir>/mkey, mode
@@ -200,10 +200,10 @@ func readFile[T any](dir, name string, parse func(string, io.Reader) (T, error),
 // writeFile replaces dir/name atomically, readable by its owner only.
 func writeFile(dir, name string, data []byte) error {
 	path := filepath.Join(dir, name)
-	if err := lidstore.WriteAtomic(path, data); err != nil {
+	if err := atomicfile.Write(path, data); err != nil {
 		return err
 	}
-	// WriteAtomic leaves 0644; the directory (0700) keeps others out
+	// atomicfile.Write leaves 0644; the directory (0700) keeps others out
 	// meanwhile.
 	return os.Chmod(path, 0o600)
 }

@@ -15,7 +15,7 @@ import (
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/ibsm/ibsm/host/lidstore"
+	"github.com/ibsm/ibsm/conf/atomicfile"
 )
 
 // Key names a stage result: xxhash over the stage kind, the plugin identity,
@@ -221,7 +221,7 @@ func (c *Cache) write(stage string, k Key, p *payload) {
 	sum := xxhash.New()
 	err := p.writeTo(sum)
 	if err == nil {
-		err = lidstore.WriteAtomicFunc(c.path(stage, k), func(f io.Writer) error {
+		err = atomicfile.WriteFunc(c.path(stage, k), func(f io.Writer) error {
 			bw := bufio.NewWriterSize(f, 1<<20)
 			bw.WriteString(fileMagic)
 			bw.Write(binary.LittleEndian.AppendUint64(nil, sum.Sum64()))

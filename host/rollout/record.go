@@ -18,7 +18,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/host/lidstore"
+	"github.com/ibsm/ibsm/conf/atomicfile"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -221,7 +221,7 @@ func saveProgrammed(path string, r *Programmed) error {
 	if err := gob.NewEncoder(&head).Encode(&h); err != nil {
 		return err
 	}
-	return lidstore.WriteAtomicFunc(path, func(f io.Writer) error {
+	return atomicfile.WriteFunc(path, func(f io.Writer) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		if _, err := bw.WriteString(recordMagic); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -377,7 +378,7 @@ func TestLIDFileReused(t *testing.T) {
 
 	// A corrupt LID file stops the sweep with an error naming the file.
 	bad := filepath.Join(dir, "bad")
-	must(t, lidstore.WriteAtomic(bad, []byte("0x1 zero 0x2\n")))
+	must(t, os.WriteFile(bad, []byte("0x1 zero 0x2\n"), 0o644))
 	_, tr := attach(t, f)
 	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{LIDFile: bad}, nil)
 	if _, err := s.HeavySweep(ctx); err == nil || !strings.Contains(err.Error(), "LID file") || !strings.Contains(err.Error(), "bad:1") {
