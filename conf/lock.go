@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/ibsm/ibsm/conf/atomicfile"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -175,34 +175,14 @@ func FormatLock(entries []LockEntry) ([]byte, error) {
 	return f.Bytes(), nil
 }
 
-// WriteLock writes entries to path atomically (temporary file, fsync,
-// rename), so a crash never leaves a half-written lock.
+// WriteLock writes entries to path atomically and durably, so a crash
+// never leaves a half-written lock.
 func WriteLock(path string, entries []LockEntry) error {
 	src, err := FormatLock(entries)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".plugins.lock.*.tmp")
-	if err != nil {
-		return fmt.Errorf("write lock file: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(src); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write lock file %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write lock file: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write lock file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write lock file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, src); err != nil {
 		return fmt.Errorf("write lock file: %w", err)
 	}
 	return nil

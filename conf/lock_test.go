@@ -76,7 +76,7 @@ plugin "lid_assigner" "sequential" {
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
 		t.Errorf("lock file mode %v, %v", st.Mode(), err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".plugins.lock.*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".tmp-*")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ibsm/ibsm/conf/atomicfile"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -452,19 +453,14 @@ func WriteAll(dir string, r *plan.Realized, vls *plan.VLPlan) error {
 // writeFile writes through a temporary file and renames it, so a reader
 // never sees half a dump.
 func writeFile(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("dump: %w (check that the dump directory exists and is writable)", err)
+	// A mistyped directory is an error, not a new directory.
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("dump: %w (check that the dump directory exists)", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("dump %s: %w", path, err)
+	if err := atomicfile.WriteFunc(path, write); err != nil {
+		return fmt.Errorf("dump: %w (check that the dump directory is writable)", err)
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("dump %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // WritePathSL writes the path-SL file ibdmchk -c reads ("0x<source node

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ibsm/ibsm/conf/atomicfile"
 )
 
 // Files in the state directory's rollout/ folder. The daemon writes them;
@@ -103,34 +105,13 @@ type Event struct {
 	Outcome Phase     `json:"outcome,omitempty"`
 }
 
-// writeJSON writes v to path atomically (temp file, fsync, rename).
+// writeJSON writes v to path atomically and durably.
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return atomicfile.Write(path, append(b, '\n'))
 }
 
 // maxStateFile bounds what is read back (a status of a fabric that fills
@@ -279,14 +260,7 @@ func WriteRequest(dir string, r Request) error {
 	if _, err := ParseRequest([]byte(r)); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, RequestFile+".tmp")
-	if err := os.WriteFile(tmp, []byte(string(r)+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, RequestFile))
+	return atomicfile.Write(filepath.Join(dir, RequestFile), []byte(string(r)+"\n"))
 }
 
 // TakeRequest removes and returns the pending request ("" when none). A

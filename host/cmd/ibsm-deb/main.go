@@ -11,6 +11,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"github.com/goreleaser/nfpm/v2"
 	_ "github.com/goreleaser/nfpm/v2/deb" // registers the deb packager
 	"github.com/goreleaser/nfpm/v2/files"
+	"github.com/ibsm/ibsm/conf/atomicfile"
 )
 
 func main() {
@@ -119,19 +121,7 @@ func run() error {
 		return err
 	}
 	name := filepath.Join(*out, pkg.ConventionalFileName(info))
-	f, err := os.Create(name + ".tmp")
-	if err != nil {
-		return err
-	}
-	if err := pkg.Package(info, f); err != nil {
-		f.Close()
-		os.Remove(name + ".tmp")
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(name+".tmp", name); err != nil {
+	if err := atomicfile.WriteFunc(name, func(w io.Writer) error { return pkg.Package(info, w) }); err != nil {
 		return err
 	}
 	fmt.Println(name)

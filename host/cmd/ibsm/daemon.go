@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/conf"
+	"github.com/ibsm/ibsm/conf/atomicfile"
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/control"
 	"github.com/ibsm/ibsm/sdk"
@@ -121,12 +122,7 @@ func writePIDFile(path string) (func(), error) {
 			return nil, fmt.Errorf("pid file %s names process %d, which is running; stop it first or choose another --pid-file", path, pid)
 		}
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("pid file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return nil, fmt.Errorf("pid file: %w", err)
 	}
 	return func() { os.Remove(path) }, nil

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ibsm/ibsm/conf/atomicfile"
 	"github.com/ibsm/ibsm/host/report"
 )
 
@@ -67,25 +68,15 @@ func cmdReport(args []string, w io.Writer) error {
 		return err
 	}
 	m.CandidateError = candErr
-	tmp := *out + ".tmp"
-	f, err := os.Create(tmp)
+	err = atomicfile.WriteFunc(*out, func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		if err := report.Write(bw, m); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 	if err != nil {
-		return fmt.Errorf("%w (check --out's directory exists and is writable)", err)
-	}
-	bw := bufio.NewWriter(f)
-	err = report.Write(bw, m)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, *out)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
+		return fmt.Errorf("%w (check that --out's directory is writable)", err)
 	}
 	c.endProgress()
 	fi, _ := os.Stat(*out)
