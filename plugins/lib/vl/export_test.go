@@ -1,4 +1,12 @@
 package vl
 
+import "github.com/ibsm/ibsm/sdk/plan"
+
 // HopPlanSLs lets the external tests squeeze HopPlan into fewer than 16 SLs.
 var HopPlanSLs = hopPlan
+
+// HopPlanWide is HopPlan on the wide state word whatever the port counts,
+// so tests can compare it with the narrow one.
+func HopPlanWide(f *Fabric, ly *Layers, tr *Trees, maxVLs int) (*plan.VLPlan, Stats, error) {
+	return hopPlanW[uint64](f, ly, tr, newHopIndex(f), maxVLs, MaxSLs)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -161,17 +162,81 @@ func HopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs int) (*plan.VLPlan, Stats,
 }
 
 // hopPlan is HopPlan with fewer SLs (tests reach the per-route fallback).
+// It picks the narrowest state word the switches' port counts allow.
 func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan, Stats, error) {
 	if !ly.PerHop {
 		return nil, Stats{}, fmt.Errorf("pair layers need PairPlan")
 	}
-	maxVLs = max(1, min(maxVLs, 15)) // VL15 is management
+	hx := newHopIndex(f)
+	switch {
+	case hx.width <= predBits[uint32]():
+		return hopPlanW[uint32](f, ly, tr, hx, maxVLs, maxSLs)
+	case hx.width <= predBits[uint64]():
+		return hopPlanW[uint64](f, ly, tr, hx, maxVLs, maxSLs)
+	}
+	return nil, Stats{}, fmt.Errorf("acro: switch 0x%016x has %d switch-to-switch ports; the per-hop bookkeeping handles at most %d — use dfsssp or layered",
+		f.G.SwitchGUID(hx.widest), hx.width-1, predBits[uint64]()-1)
+}
+
+// hopIndex numbers the hops a route can take. A hop enters switch s on a
+// source port (its CAs and port 0, which share in-index 0: they are all
+// one in-port to the plan) or on a switch-to-switch port (in-index 1..k,
+// in port order) and leaves on a switch-to-switch port (out-index 0..k-1):
+// hop = base[s] + out-index*(k+1) + in-index. Numbering only these hops,
+// out-port major, keeps a class's state about half the size of all port
+// pairs, and a switch's hops for one destination (a tree enters a switch
+// on several in-ports and leaves by one out-port) side by side.
+type hopIndex struct {
+	base   []int32 // per switch, and the hop count at base[N]
+	stride []int32 // k+1 per switch
+	// in[chan(s, p)] is port p's in-index at s, -1 for a port that is
+	// neither a source nor a switch-to-switch port; a switch-to-switch
+	// port's out-index is its in-index - 1.
+	in     []int16
+	width  int   // the largest k+1: pred bits a hop needs
+	widest int32 // a switch with that many
+}
+
+func newHopIndex(f *Fabric) *hopIndex {
+	hx := &hopIndex{base: make([]int32, f.N+1), stride: make([]int32, f.N), in: make([]int16, f.Chans())}
+	for i := range hx.in {
+		hx.in[i] = -1
+	}
 	for s := int32(0); s < int32(f.N); s++ {
-		if f.np[s] > 63 {
-			return nil, Stats{}, fmt.Errorf("acro: switch 0x%016x has %d ports; the per-hop bookkeeping handles at most 63 — use dfsssp or layered", f.G.SwitchGUID(s), f.np[s])
+		for _, e := range f.G.Group(s) {
+			hx.in[f.Chan(s, f.G.Attachment(e).Port)] = 0
+		}
+		k := 0
+		for p := 1; p <= f.np[s]; p++ {
+			if c := f.Chan(s, uint8(p)); f.peerSw[c] >= 0 {
+				k++
+				hx.in[c] = int16(k)
+			}
+		}
+		hx.stride[s] = int32(k + 1)
+		hx.base[s+1] = hx.base[s] + int32(k*(k+1))
+		if k+1 > hx.width {
+			hx.width, hx.widest = k+1, s
 		}
 	}
-	ne := f.Edges()
+	return hx
+}
+
+// hopWord is a class's state of one hop: in the top 4 bits its VL+1 (0 =
+// unused; VL15 is never a data VL), below them a bit per in-index at the
+// upstream switch of the hops feeding it.
+type hopWord interface{ ~uint32 | ~uint64 }
+
+// predBits is how many in-indices a W holds.
+func predBits[W hopWord]() int { return int(unsafe.Sizeof(W(0)))*8 - 4 }
+
+func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs, maxSLs int) (*plan.VLPlan, Stats, error) {
+	maxVLs = max(1, min(maxVLs, 15)) // VL15 is management
+	shift := uint(predBits[W]())
+	predMask := W(1)<<shift - 1
+	vlOf := func(w W) int { return int(w>>shift) - 1 } // -1: unused
+	withVL := func(w W, x int) W { return w&predMask | W(x+1)<<shift }
+	ne := hx.base[f.N]
 	nc := f.Chans()
 	t := f.R.Topo
 	sws := t.Switches()
@@ -197,18 +262,16 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 			}
 		}
 	}
-	// Hops are numbered out-port major, hop(s, in, out) = edgeBase[s] +
-	// out*(ports+1) + in, unlike dependencies: a destination's tree
-	// enters a switch on several in-ports and leaves by one out-port, so
-	// a switch's hops for one destination, and the hops feeding a hop,
-	// sit side by side in a class's state.
+	// hop is the hop entering s on port in and leaving on port out (a
+	// switch-to-switch port).
 	hop := func(s int32, in, out uint8) int32 {
-		return f.edgeBase[s] + int32(out)*int32(f.np[s]+1) + int32(in)
+		b := f.chanBase[s]
+		return hx.base[s] + int32(hx.in[b+int32(out)]-1)*hx.stride[s] + int32(hx.in[b+int32(in)])
 	}
-	// For hop h: out the channel it leaves on, port its in-port, in the
-	// channel arriving through it (-1 from a CA or port 0), up the hop
-	// (upstream switch, in-port 0, out-port toward h) so that up + in is
-	// a hop feeding h, edge its dependency id. One record per hop: a
+	// For hop h: out the channel it leaves on, port its in-index, in the
+	// channel arriving through it (-1 from a source port), up the hop
+	// (upstream switch, in-index 0, out-port toward h) so that up + port
+	// is a hop feeding h, edge its dependency id. One record per hop: a
 	// hop's fields are read together, millions of times.
 	type hopInfo struct {
 		out, in, up, edge int32
@@ -218,22 +281,30 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 	for s := int32(0); s < int32(f.N); s++ {
 		for in := 0; in <= f.np[s]; in++ {
 			ic := f.Chan(s, uint8(in))
+			ii := hx.in[ic]
+			if ii < 0 {
+				continue
+			}
 			us := f.peerSw[ic]
-			for out := 0; out <= f.np[s]; out++ {
+			for out := 1; out <= f.np[s]; out++ {
+				oc := f.Chan(s, uint8(out))
+				if f.peerSw[oc] < 0 {
+					continue
+				}
 				h := &hops[hop(s, uint8(in), uint8(out))]
-				h.out = f.Chan(s, uint8(out))
-				h.port = uint8(in)
-				h.edge = f.Edge(s, uint8(in), uint8(out))
-				h.in = -1
-				if in > 0 && us >= 0 {
+				h.out = oc
+				h.port = uint8(ii)
+				h.in, h.edge = -1, -1 // source ports share the hop
+				if ii > 0 {
+					h.edge = f.Edge(s, uint8(in), uint8(out))
 					h.in = f.Chan(us, f.peerPort[ic])
-					h.up = hop(us, 0, f.peerPort[ic])
+					h.up = hx.base[us] + int32(hx.in[h.in]-1)*hx.stride[us]
 				}
 			}
 		}
 	}
 	// srcIn[s]: the in-ports traffic originates on at switch s (CAs, port
-	// 0); srcIn[s][0] stands for all of them in a class's bookkeeping.
+	// 0); they share in-index 0.
 	srcIn := make([][]uint8, f.N)
 	for s := int32(0); s < int32(f.N); s++ {
 		for _, e := range f.G.Group(s) {
@@ -283,17 +354,12 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		}
 		return y + 1
 	}
-	// hopState is a class's record of one hop: the in-ports (at the
-	// upstream switch) of the hops feeding it, and its VL+1 (0 = unused).
-	type hopState struct {
-		pred uint64
-		vl   uint8
-	}
-	type class struct{ st []hopState }
+	// A class's state is one hopWord per hop.
+	type class struct{ st []W }
 	var cls []*class
 	type undo struct {
 		e  int32
-		st hopState
+		st W
 	}
 	var log []undo
 	var work []int32
@@ -305,23 +371,23 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 			return false
 		}
 		save(c, e)
-		c.st[e].vl = uint8(x + 1)
+		c.st[e] = withVL(c.st[e], x)
 		work = append(work[:0], e)
 		for len(work) > 0 {
 			e := work[len(work)-1]
 			work = work[:len(work)-1]
-			y := int(c.st[e].vl) - 1
-			m := c.st[e].pred
+			y := vlOf(c.st[e])
+			m := uint64(c.st[e] & predMask)
 			h := &hops[e]
 			for ; m != 0; m &= m - 1 {
 				pe := h.up + int32(bits.TrailingZeros64(m))
-				if px := int(c.st[pe].vl) - 1; !ok(px, y, e) {
+				if px := vlOf(c.st[pe]); !ok(px, y, e) {
 					nx := lowest(y, e)
 					if nx >= capOf(pe) {
 						return false
 					}
 					save(c, pe)
-					c.st[pe].vl = uint8(nx + 1)
+					c.st[pe] = withVL(c.st[pe], nx)
 					work = append(work, pe)
 				}
 			}
@@ -335,14 +401,14 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		y, want := -1, 0
 		if next >= 0 {
 			ns := &c.st[next]
-			if bit := uint64(1) << hops[e].port; ns.pred&bit == 0 {
+			if bit := W(1) << hops[e].port; *ns&bit == 0 {
 				save(c, next)
-				ns.pred |= bit
+				*ns |= bit
 			}
-			y = int(ns.vl) - 1
+			y = vlOf(*ns)
 			want = lowest(y, next)
 		}
-		cur := int(c.st[e].vl) - 1
+		cur := vlOf(c.st[e])
 		if cur >= 0 && (next < 0 || ok(cur, y, next)) {
 			return true
 		}
@@ -451,7 +517,7 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 		}
 		for _, k := range order {
 			if k == len(cls) { // unused classes come last, in order
-				cls = append(cls, &class{st: make([]hopState, ne)})
+				cls = append(cls, &class{st: make([]W, ne)})
 			}
 			c := cls[k]
 			if try(c) {
@@ -539,18 +605,20 @@ func hopPlan(f *Fabric, ly *Layers, tr *Trees, maxVLs, maxSLs int) (*plan.VLPlan
 	nvl := 1
 	for s := int32(0); s < int32(f.N); s++ {
 		for in := 0; in <= f.np[s]; in++ {
-			rep := uint8(in)
-			if len(srcIn[s]) > 0 && slices.Contains(srcIn[s], uint8(in)) {
-				rep = srcIn[s][0]
+			if hx.in[f.Chan(s, uint8(in))] < 0 {
+				continue
 			}
 			for out := 1; out <= f.np[s]; out++ {
-				e := hop(s, rep, uint8(out))
+				if f.peerSw[f.Chan(s, uint8(out))] < 0 {
+					continue
+				}
+				e := hop(s, uint8(in), uint8(out))
 				var row [16]uint8
 				any := false
 				for k, c := range cls {
-					if x := c.st[e].vl; x > 1 {
-						row[k] = x - 1
-						nvl = max(nvl, int(x))
+					if x := vlOf(c.st[e]); x > 0 {
+						row[k] = uint8(x)
+						nvl = max(nvl, x+1)
 						any = true
 					}
 				}

@@ -3,6 +3,8 @@ package vl_test
 import (
 	"context"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ibsm/ibsm/plugins/lib/vl"
@@ -220,5 +222,62 @@ func TestHopPlanFewSLs(t *testing.T) {
 	}
 	if !sawSplit {
 		t.Error("no squeeze reached the per-source fallback")
+	}
+}
+
+// TestHopPlanWords: HopPlan keeps a class's state in 32-bit words when
+// every switch has at most 27 switch-to-switch ports and in 64-bit words
+// up to 59; both give the same plan, a fabric with more switch ports
+// than the narrow word holds is planned deadlock-free on the wide one, and
+// one with more than the wide word holds is refused by name.
+func TestHopPlanWords(t *testing.T) {
+	cases := []struct {
+		name            string
+		rrg             gen.RRG
+		compare, refuse bool
+	}{
+		{"rrg32x6 narrow and wide", gen.RRG{Switches: 32, NetPorts: 6, CAsPerSwitch: 2, Seed: 2}, true, false},
+		{"rrg40x30 wide", gen.RRG{Switches: 40, NetPorts: 30, CAsPerSwitch: 1, Seed: 1}, false, false},
+		{"rrg64x60 refused", gen.RRG{Switches: 64, NetPorts: 60, CAsPerSwitch: 1, Seed: 1}, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			topo, err := gen.Topology(c.rrg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fabric(t, topo, vltest.MinHop(t, topo))
+			tr, err := f.BuildTrees()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ly, err := vl.ACRO(context.Background(), f, tr, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, st, err := vl.HopPlan(f, ly, tr, 8)
+			if c.refuse {
+				if err == nil || !strings.Contains(err.Error(), "60 switch-to-switch ports") {
+					t.Fatalf("err = %v, want a refusal naming the 60 switch-to-switch ports", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := vl.Check(f, v); err != nil {
+				t.Fatalf("%+v: %v", st, err)
+			}
+			if !c.compare {
+				return
+			}
+			w, _, err := vl.HopPlanWide(f, ly, tr, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(v, w) {
+				t.Errorf("the narrow and the wide state words give different plans")
+			}
+		})
 	}
 }
