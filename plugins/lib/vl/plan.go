@@ -268,16 +268,20 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 		b := f.chanBase[s]
 		return hx.base[s] + int32(hx.in[b+int32(out)]-1)*hx.stride[s] + int32(hx.in[b+int32(in)])
 	}
-	// For hop h: out the channel it leaves on, port its in-index, in the
-	// channel arriving through it (-1 from a source port), up the hop
-	// (upstream switch, in-index 0, out-port toward h) so that up + port
-	// is a hop feeding h, edge its dependency id. One record per hop: a
-	// hop's fields are read together, millions of times.
+	// For hop h: up the hop (upstream switch, in-index 0, out-port toward
+	// h), so that up + i is the hop feeding h from in-index i there; capv
+	// the VLs its out-channel carries; okm bit y set when ACRO's layer y
+	// orders h's in-channel before its out-channel (a same-VL dependency
+	// it admits). One 8-byte record per hop: these are read together,
+	// millions of times. edge[h] is h's dependency id, for the VLs above
+	// ACRO's layers only (-1 from a source port).
 	type hopInfo struct {
-		out, in, up, edge int32
-		port              uint8
+		up   int32
+		okm  uint16
+		capv uint8
 	}
 	hops := make([]hopInfo, ne)
+	edge := make([]int32, ne)
 	for s := int32(0); s < int32(f.N); s++ {
 		for in := 0; in <= f.np[s]; in++ {
 			ic := f.Chan(s, uint8(in))
@@ -291,14 +295,19 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 				if f.peerSw[oc] < 0 {
 					continue
 				}
-				h := &hops[hop(s, uint8(in), uint8(out))]
-				h.out = oc
-				h.port = uint8(ii)
-				h.in, h.edge = -1, -1 // source ports share the hop
+				e := hop(s, uint8(in), uint8(out))
+				h := &hops[e]
+				h.capv = f.capv[oc]
+				edge[e] = -1 // source ports share the hop
 				if ii > 0 {
-					h.edge = f.Edge(s, uint8(in), uint8(out))
-					h.in = f.Chan(us, f.peerPort[ic])
-					h.up = hx.base[us] + int32(hx.in[h.in]-1)*hx.stride[us]
+					edge[e] = f.Edge(s, uint8(in), uint8(out))
+					from := f.Chan(us, f.peerPort[ic])
+					h.up = hx.base[us] + int32(hx.in[from]-1)*hx.stride[us]
+					for y := range pos {
+						if pos[y][from] < pos[y][oc] {
+							h.okm |= 1 << y
+						}
+					}
 				}
 			}
 		}
@@ -312,7 +321,7 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 		}
 	}
 	budget := maxVLs
-	capOf := func(e int32) int { return min(f.Cap(hops[e].out), budget) }
+	capOf := func(e int32) int { return min(int(hops[e].capv), budget) }
 	// ok reports whether a hop on VL x may feed hop e (on VL y): the VL
 	// drops, or stays and the dependency follows layer y's order — ACRO's
 	// for its layers, for VLs above them a dynamic topological order
@@ -329,15 +338,14 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 			return x > y
 		}
 		if y < len(pos) {
-			h := &hops[e]
-			return pos[y][h.in] < pos[y][h.out]
+			return hops[e].okm>>y&1 != 0
 		}
 		l := dyn[y]
 		if l == nil {
 			l = f.NewLayer()
 			dyn[y] = l
 		}
-		de := hops[e].edge
+		de := edge[e]
 		if l.Cnt[de] > 0 {
 			return true
 		}
@@ -394,14 +402,14 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 		}
 		return true
 	}
-	// use records that hop e of class c feeds next (next < 0: delivery)
-	// and settles e's VL against next's current one. Recording first
-	// means any later raise of next re-checks e.
-	use := func(c *class, e int32, next int32) bool {
+	// use records that hop e of class c feeds next (next < 0: delivery;
+	// bit is e's in-index bit) and settles e's VL against next's current
+	// one. Recording first means any later raise of next re-checks e.
+	use := func(c *class, e, next int32, bit W) bool {
 		y, want := -1, 0
 		if next >= 0 {
 			ns := &c.st[next]
-			if bit := W(1) << hops[e].port; *ns&bit == 0 {
+			if *ns&bit == 0 {
 				save(c, next)
 				*ns |= bit
 			}
@@ -422,14 +430,19 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 		}
 		return -1
 	}
-	// transit is the hop at s that takes d's traffic from child u on.
-	transit := func(s, u int32, out uint8, d int) int32 {
+	// transit is the hop at s that takes d's traffic from child u on, and
+	// its in-index bit (a source hop's is 1: in-index 0).
+	transit := func(s, u int32, out uint8, d int) (int32, W) {
 		_, uo := tr.Next(d, u)
-		return hop(s, f.peerPort[f.Chan(u, uo)], out)
+		in := f.peerPort[f.Chan(u, uo)]
+		return hop(s, in, out), W(1) << hx.in[f.Chan(s, in)]
 	}
 	// seq lists destination d's hops, each with the hop it feeds, root
 	// outwards: built once per destination, walked by every class tried.
-	type step struct{ e, next int32 }
+	type step struct {
+		e, next int32
+		bit     W
+	}
 	var seq []step
 	steps := func(d int) {
 		seq = seq[:0]
@@ -442,10 +455,11 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 			}
 			nx := next(s, p, out, d)
 			if len(srcIn[s]) > 0 {
-				seq = append(seq, step{hop(s, srcIn[s][0], out), nx})
+				seq = append(seq, step{hop(s, srcIn[s][0], out), nx, 1})
 			}
 			for _, u := range tr.Kids(d, s) {
-				seq = append(seq, step{transit(s, u, out, d), nx})
+				e, bit := transit(s, u, out, d)
+				seq = append(seq, step{e, nx, bit})
 			}
 		}
 	}
@@ -454,7 +468,7 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 		log = log[:0]
 		depLog = depLog[:0]
 		for _, st := range seq {
-			if !use(c, st.e, st.next) {
+			if !use(c, st.e, st.next, st.bit) {
 				return false
 			}
 		}
@@ -478,13 +492,11 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 		for i := len(path) - 1; i >= 0; i-- {
 			s := path[i]
 			p, out := tr.Next(d, s)
-			var e int32
+			e, bit := hop(s, srcIn[s][0], out), W(1) // the caller checked u has sources
 			if i > 0 {
-				e = transit(s, path[i-1], out, d)
-			} else {
-				e = hop(s, srcIn[s][0], out) // the caller checked u has sources
+				e, bit = transit(s, path[i-1], out, d)
 			}
-			if !use(c, e, next(s, p, out, d)) {
+			if !use(c, e, next(s, p, out, d), bit) {
 				return false
 			}
 		}
@@ -601,33 +613,45 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 			}
 		}
 	}
-	// Default: every SL on VL 0 (CA links, deliveries, unused hops).
+	// Default: every SL on VL 0 (CA links, deliveries, unused hops). A
+	// hop's row is gathered class by class (each class's state read in
+	// order), then every in-port of the hop gets an entry; the entries
+	// are counted first so the table is allocated once.
 	nvl := 1
-	for s := int32(0); s < int32(f.N); s++ {
-		for in := 0; in <= f.np[s]; in++ {
-			if hx.in[f.Chan(s, uint8(in))] < 0 {
-				continue
+	rows := make([][16]uint8, ne)
+	raised := make([]bool, ne)
+	for k, c := range cls {
+		for e, w := range c.st {
+			if x := vlOf(w); x > 0 {
+				rows[e][k] = uint8(x)
+				raised[e] = true
+				nvl = max(nvl, x+1)
 			}
-			for out := 1; out <= f.np[s]; out++ {
-				if f.peerSw[f.Chan(s, uint8(out))] < 0 {
+		}
+	}
+	entries := func(add func(s int32, in, out uint8, e int32)) {
+		for s := int32(0); s < int32(f.N); s++ {
+			for in := 0; in <= f.np[s]; in++ {
+				if hx.in[f.Chan(s, uint8(in))] < 0 {
 					continue
 				}
-				e := hop(s, uint8(in), uint8(out))
-				var row [16]uint8
-				any := false
-				for k, c := range cls {
-					if x := vlOf(c.st[e]); x > 0 {
-						row[k] = uint8(x)
-						nvl = max(nvl, x+1)
-						any = true
+				for out := 1; out <= f.np[s]; out++ {
+					if f.peerSw[f.Chan(s, uint8(out))] < 0 {
+						continue
 					}
-				}
-				if any {
-					v.SL2VL = append(v.SL2VL, plan.SL2VLEntry{Node: sws[s], In: uint8(in), Out: uint8(out), VL: row})
+					if e := hop(s, uint8(in), uint8(out)); raised[e] {
+						add(s, uint8(in), uint8(out), e)
+					}
 				}
 			}
 		}
 	}
+	n := 0
+	entries(func(int32, uint8, uint8, int32) { n++ })
+	v.SL2VL = make([]plan.SL2VLEntry, 0, n)
+	entries(func(s int32, in, out uint8, e int32) {
+		v.SL2VL = append(v.SL2VL, plan.SL2VLEntry{Node: sws[s], In: in, Out: out, VL: rows[e]})
+	})
 	v.VLs = nvl
 	return v, Stats{Layers: nvl, SLs: len(cls), Overrides: len(v.Overrides), Tables: len(v.SL2VL)}, nil
 }
