@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(notdir $(wildcard plugins/[a-z]*))
 EXAMPLE ?= conf/examples/ft2-648.hcl
 
-.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare experiments-growth clean
+.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare experiments-growth experiments-race14 clean
 
 all: build
 
@@ -131,6 +131,13 @@ GROWTH_OUT ?= /tmp/ibsm-growth
 experiments-growth: build
 	$(GO) run ./integration/experiments/growth -bin $(BIN) -out $(GROWTH_OUT) $(GROWTH_FLAGS)
 	/usr/bin/python3 integration/experiments/growth/plot.py $(GROWTH_OUT)/results.json integration/experiments/growth/growth.png
+
+# Issue 14's table: ibsm next to OpenSM 3.3.23 on ibsim, same run, every
+# acceptance fabric (about 1.5 h on 2 vCPUs, most of it OpenSM on the
+# 10,000-CA graph); RACE14_FLAGS as in its README, e.g. '-fabrics hyperx -runs 1'.
+RACE14_FLAGS ?= -runs 3
+experiments-race14: build
+	$(GO) run ./integration/experiments/race14 -bin $(BIN) $(RACE14_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -84,6 +84,9 @@ func TestParseOpenSMLog(t *testing.T) {
 		{"fallback engine named", strings.Replace(osmLog, "updn tables", "minhop tables", 1), OpenSMPhases{
 			Discovery: us(4317971), Routing: us(36617900), Distribution: us(9576116), SubnetUp: us(50511987), Engine: "minhop",
 		}, ""},
+		{"VERBOSE build line", strings.Replace(osmLog, "Nov 21 01:55:51 912740", "Nov 21 01:55:50 912740 [BEE426C0] 0x04 -> osm_ucast_mgr_process: building routing with 'updn' routing algorithm...\nNov 21 01:55:51 912740", 1), OpenSMPhases{
+			Discovery: us(4317971), Routing: us(36617900), Build: us(1000000), Distribution: us(9576116), SubnetUp: us(50511987), Engine: "updn",
+		}, ""},
 		{"across New Year", `Dec 31 23:59:59 900000 [1] 0x80 -> Entering DISCOVERING state
 Dec 31 23:59:59 950000 [1] 0x80 -> Entering MASTER state
 Jan  1 00:00:00 050000 [1] 0x02 -> osm_ucast_mgr_process: updn tables configured on all switches
@@ -208,5 +211,36 @@ func TestRunKillsGroupOnCancel(t *testing.T) {
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Fatalf("Run took %s after cancel", time.Since(start))
+	}
+}
+
+func TestRouteCPUWatchMarks(t *testing.T) {
+	const (
+		master = "x 0x80 -> Entering MASTER state\n"
+		build  = "x 0x04 -> osm_ucast_mgr_process: building routing with 'nue' routing algorithm...\n"
+		tables = "x 0x02 -> osm_ucast_mgr_process: nue tables configured on all switches\n"
+	)
+	tests := []struct {
+		name  string
+		polls []string // one poll's lines each; poll i sees CPU i seconds
+		want  time.Duration
+		seen  int
+	}{
+		{"INFO log, one mark per poll", []string{master, "y\n", tables}, 2 * time.Second, 2},
+		{"VERBOSE log: the build line restarts", []string{master, build, "y\n", tables}, 2 * time.Second, 2},
+		{"both marks in one poll", []string{"y\n", master + tables}, 0, 2},
+		{"no end mark", []string{master, build}, 0, 1},
+		{"end before start is ignored", []string{tables, master}, 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &routeCPUWatch{}
+			for i, p := range tc.polls {
+				w.scan([]byte(p), time.Duration(i)*time.Second)
+			}
+			if w.seen != tc.seen || (w.seen == 2 && w.end-w.start != tc.want) {
+				t.Fatalf("seen %d, route CPU %v; want %d, %v", w.seen, w.end-w.start, tc.seen, tc.want)
+			}
+		})
 	}
 }

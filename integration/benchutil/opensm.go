@@ -2,6 +2,7 @@ package benchutil
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -60,6 +61,28 @@ func OpenSMTools() (ibsim, opensm, preload string, err error) {
 type OpenSMRun struct {
 	Result *Result
 	Phases OpenSMPhases
+	// RouteCPU is OpenSM's user+sys CPU time between the log's routing
+	// marks (see OpenSMOptions.CPUEvery); 0 when not sampled.
+	RouteCPU time.Duration
+	// Log is the path of OpenSM's log.
+	Log string
+}
+
+// OpenSMOptions configure RunOpenSMWith.
+type OpenSMOptions struct {
+	// Engine is -R (routing engines, comma-separated fallbacks allowed).
+	Engine string
+	// Args follow -R Engine: -Q, --nue_max_num_vls N, --torus_config F ...
+	Args []string
+	// LogLevel is -D (default 0x03: ERROR|INFO; 0x07 adds VERBOSE, whose
+	// "building routing with" line starts Phases.Build).
+	LogLevel string
+	// CPUEvery > 0 watches the log while OpenSM runs and samples its CPU
+	// time when the routing starts ("building routing with" when logged,
+	// else "Entering MASTER state") and when the tables are configured,
+	// giving RouteCPU to within one interval of CPU. It adds -d 2: OpenSM
+	// buffers its log, and a mark read late would count later work.
+	CPUEvery time.Duration
 }
 
 // RunOpenSM brings the fabric behind sim up once with `opensm -o` and the
@@ -69,8 +92,21 @@ type OpenSMRun struct {
 // in the OpenSM reference notes, with log level ERROR|INFO only (no routing
 // dumps, which would add file writing to the measured time).
 func RunOpenSM(ctx context.Context, opensmPath, preload string, sim *IBSim, engine, dir string) (*OpenSMRun, error) {
+	return RunOpenSMWith(ctx, opensmPath, preload, sim, dir, OpenSMOptions{Engine: engine})
+}
+
+// RunOpenSMWith is RunOpenSM with engine options and CPU sampling.
+func RunOpenSMWith(ctx context.Context, opensmPath, preload string, sim *IBSim, dir string, o OpenSMOptions) (*OpenSMRun, error) {
+	if o.LogLevel == "" {
+		o.LogLevel = "0x03"
+	}
 	logPath := filepath.Join(dir, "osm.log")
-	cmd := exec.Command(opensmPath, "-o", "-D", "0x03", "-f", logPath, "--dump_files_dir", dir, "-s", "0", "-R", engine)
+	args := []string{"-o", "-D", o.LogLevel, "-f", logPath, "--dump_files_dir", dir, "-s", "0", "-R", o.Engine}
+	if o.CPUEvery > 0 {
+		args = append(args, "-d", "2")
+	}
+	args = append(args, o.Args...)
+	cmd := exec.Command(opensmPath, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"LD_PRELOAD="+preload,
@@ -78,7 +114,17 @@ func RunOpenSM(ctx context.Context, opensmPath, preload string, sim *IBSim, engi
 		"OSM_CACHE_DIR="+dir,
 		"OSM_TMP_DIR="+dir,
 	)
-	res, err := Run(ctx, cmd, RunOptions{})
+	var w *routeCPUWatch
+	var ro RunOptions
+	if o.CPUEvery > 0 {
+		w = &routeCPUWatch{log: logPath, every: o.CPUEvery, done: make(chan struct{}), stopped: make(chan struct{})}
+		ro.Started = func(pid int) { go w.run(pid) }
+	}
+	res, err := Run(ctx, cmd, ro)
+	var routeCPU time.Duration
+	if w != nil {
+		routeCPU = w.stop()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +140,77 @@ func RunOpenSM(ctx context.Context, opensmPath, preload string, sim *IBSim, engi
 	if res.ExitCode != 0 {
 		return nil, fmt.Errorf("opensm exited %d after SUBNET UP; see %s", res.ExitCode, logPath)
 	}
-	return &OpenSMRun{Result: res, Phases: ph}, nil
+	return &OpenSMRun{Result: res, Phases: ph, RouteCPU: routeCPU, Log: logPath}, nil
+}
+
+// routeCPUWatch follows a growing OpenSM log and samples the process's CPU
+// time when the routing marks appear.
+type routeCPUWatch struct {
+	log           string
+	every         time.Duration
+	done, stopped chan struct{}
+	start, end    time.Duration
+	seen          int // marks seen: 0, 1 (start) or 2 (end)
+}
+
+func (w *routeCPUWatch) run(pid int) {
+	defer close(w.stopped)
+	var off int64
+	var pending []byte
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for w.seen < 2 {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+		}
+		f, err := os.Open(w.log)
+		if err != nil {
+			continue
+		}
+		buf, _ := io.ReadAll(io.NewSectionReader(f, off, 1<<40))
+		f.Close()
+		off += int64(len(buf))
+		pending = append(pending, buf...)
+		cut := bytes.LastIndexByte(pending, '\n') + 1
+		if cut == 0 {
+			continue
+		}
+		cpu, _, _, err := ProcessCPU(pid)
+		if err != nil {
+			return // exited
+		}
+		w.scan(pending[:cut], cpu)
+		pending = append(pending[:0], pending[cut:]...)
+	}
+}
+
+// scan moves the watch along the marks in lines (whole log lines read by
+// one poll, when the process had used cpu).
+func (w *routeCPUWatch) scan(lines []byte, cpu time.Duration) {
+	for _, l := range bytes.Split(lines, []byte("\n")) {
+		switch {
+		case w.seen >= 2:
+			return
+		case bytes.Contains(l, []byte("tables configured on all switches")) && w.seen == 1:
+			w.end, w.seen = cpu, 2
+		// A VERBOSE log has both start marks; the later one counts.
+		case bytes.Contains(l, []byte("Entering MASTER state")), bytes.Contains(l, []byte("building routing with")):
+			w.start, w.seen = cpu, 1
+		}
+	}
+}
+
+// stop ends the watch and returns the routing CPU time (0 if either mark
+// was missed).
+func (w *routeCPUWatch) stop() time.Duration {
+	close(w.done)
+	<-w.stopped
+	if w.seen < 2 {
+		return 0
+	}
+	return w.end - w.start
 }
 
 // OpenSMPhases are the times between OpenSM's state and progress log lines.
@@ -110,6 +226,9 @@ type OpenSMPhases struct {
 	Distribution time.Duration
 	// SubnetUp: DISCOVERING to SUBNET UP.
 	SubnetUp time.Duration
+	// Build: "building routing with" (a VERBOSE line, -D 0x07) to the
+	// tables configured, the notes' route_s; 0 when not logged.
+	Build time.Duration
 	// Engine is the engine named in the "tables configured" line; OpenSM
 	// names the engine that actually ran, so a silent fallback shows here.
 	Engine string
@@ -122,7 +241,7 @@ var reOSMTables = regexp.MustCompile(`osm_ucast_mgr_process: (\S+) tables config
 // 0xLL -> msg") up to the first SUBNET UP.
 func ParseOpenSMLog(r io.Reader) (OpenSMPhases, error) {
 	var ph OpenSMPhases
-	var disc, master, tables, up time.Time
+	var disc, master, build, tables, up time.Time
 	var prev time.Time
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -150,6 +269,8 @@ func ParseOpenSMLog(r io.Reader) (OpenSMPhases, error) {
 			disc = t
 		case master.IsZero() && strings.Contains(msg, "Entering MASTER state"):
 			master = t
+		case tables.IsZero() && strings.Contains(msg, "building routing with"):
+			build = t
 		case tables.IsZero() && reOSMTables.MatchString(msg):
 			tables = t
 			ph.Engine = reOSMTables.FindStringSubmatch(msg)[1]
@@ -173,6 +294,9 @@ func ParseOpenSMLog(r io.Reader) (OpenSMPhases, error) {
 	}
 	ph.Discovery = master.Sub(disc)
 	ph.Routing = tables.Sub(master)
+	if !build.IsZero() {
+		ph.Build = tables.Sub(build)
+	}
 	ph.Distribution = up.Sub(tables)
 	ph.SubnetUp = up.Sub(disc)
 	return ph, nil

@@ -36,12 +36,19 @@ type Result struct {
 	// sampling interval may be missing.
 	DescendantHWMKiB map[string]int64
 	ExitCode         int
+	// UserCPU and SysCPU are wait4's CPU times of the process and of the
+	// descendants it reaped: what load on a shared machine inflates less
+	// than Wall.
+	UserCPU, SysCPU time.Duration
 }
 
 // RunOptions tunes Run.
 type RunOptions struct {
 	// SampleEvery > 0 samples descendants' VmHWM at this interval.
 	SampleEvery time.Duration
+	// Started, if set, is called with the pid once the process runs (to
+	// watch it while it works).
+	Started func(pid int)
 }
 
 // Run starts cmd in its own process group, waits for it and measures it.
@@ -60,6 +67,9 @@ func Run(ctx context.Context, cmd *exec.Cmd, opts RunOptions) (*Result, error) {
 		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
 	pid := cmd.Process.Pid
+	if opts.Started != nil {
+		opts.Started(pid)
+	}
 
 	stopSampling := make(chan struct{})
 	var wg sync.WaitGroup
@@ -103,6 +113,8 @@ func Run(ctx context.Context, cmd *exec.Cmd, opts RunOptions) (*Result, error) {
 		res.ExitCode = st.ExitCode()
 		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
 			res.MaxRSSKiB = ru.Maxrss
+			res.UserCPU = time.Duration(ru.Utime.Nano())
+			res.SysCPU = time.Duration(ru.Stime.Nano())
 		}
 	}
 	var exitErr *exec.ExitError
@@ -197,4 +209,51 @@ func Median(xs []float64) float64 {
 		return s[m]
 	}
 	return (s[m-1] + s[m]) / 2
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on every
+// Linux architecture Go supports).
+const clockTicks = 100
+
+// ProcessCPU is the user+sys CPU time a live process has used so far, from
+// /proc/<pid>/stat; ppid is its parent and exe its executable's base name.
+func ProcessCPU(pid int) (cpu time.Duration, ppid int, exe string, err error) {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, "", err
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: state ppid ... utime (14th field) stime (15th).
+	i := bytes.LastIndexByte(st, ')')
+	if i < 0 {
+		return 0, 0, "", fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(st[i+1:]))
+	if len(f) < 13 {
+		return 0, 0, "", fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	stt, _ := strconv.ParseInt(f[12], 10, 64)
+	if l, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
+		exe = filepath.Base(l)
+	}
+	return time.Duration(ut+stt) * time.Second / clockTicks, ppid, exe, nil
+}
+
+// ChildrenCPU sums ProcessCPU over the live children of pid by executable
+// base name (a plugin host's plugins, say).
+func ChildrenCPU(pid int) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cpu, ppid, exe, err := ProcessCPU(c); err == nil && ppid == pid {
+			out[exe] += cpu
+		}
+	}
+	return out
 }
