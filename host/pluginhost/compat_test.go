@@ -16,6 +16,7 @@ func member(role, name string, caps ...string) Member {
 }
 
 func TestPipelineCheck(t *testing.T) {
+	t.Parallel()
 	planes := member("routing.engine", "updn", "lmc")
 	paths := member("routing.engine", "sw", "paths")
 	unknown := member("routing.engine", "old-paths")
@@ -63,6 +64,7 @@ func TestPipelineCheck(t *testing.T) {
 // TestLaunchReportsSDKVersionAndProtocol: what the lock records comes from
 // the running binary.
 func TestLaunchReportsSDKVersionAndProtocol(t *testing.T) {
+	t.Parallel()
 	p := launch(t, newManager(t), Config{})
 	if got := p.Info().SDKVersion; got != sdk.SDKVersion {
 		t.Errorf("SDK version %q, want %q", got, sdk.SDKVersion)
@@ -73,6 +75,7 @@ func TestLaunchReportsSDKVersionAndProtocol(t *testing.T) {
 }
 
 func TestPinSourceNamedOnMismatch(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(testPlugin)
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,18 @@
 package pluginhost
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-plugin"
 	"github.com/ibsm/ibsm/sdk"
 )
 
@@ -36,10 +39,15 @@ func timed(t *testing.T, what string, bound time.Duration, f func()) time.Durati
 	return d
 }
 
-// childPIDs lists this process's children (plugins), zombies included.
-func childPIDs() []int {
+// childPIDs lists this process's children that are m's plugins: go-plugin
+// gives each a socket directory inside m's (PLUGIN_UNIX_SOCKET_DIR), which
+// tells them apart from the plugins of tests running in parallel. A zombie
+// has no environment left to tell; it counts for every manager, so one
+// that is never reaped fails whichever test looks.
+func childPIDs(m *Manager) []int {
 	var out []int
 	self := strconv.Itoa(os.Getpid())
+	mine := []byte(plugin.EnvUnixSocketDir + "=" + m.socketDir + "/")
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -52,20 +60,24 @@ func childPIDs() []int {
 		}
 		s := string(b)
 		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[1] == self {
+		if len(f) < 2 || f[1] != self {
+			continue
+		}
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if f[0] == "Z" || bytes.Contains(env, mine) {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-// noChildren fails the test unless every child process is gone (reaped)
-// within 5 s.
-func noChildren(t *testing.T) {
+// noChildren fails the test unless every plugin process of m is gone
+// (reaped) within 5 s.
+func noChildren(t *testing.T, m *Manager) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		left := childPIDs()
+		left := childPIDs(m)
 		if len(left) == 0 {
 			return
 		}
@@ -108,19 +120,25 @@ func routeOK(t *testing.T, p *Plugin) {
 // (a) A plugin stopped before its handshake line: Launch fails within
 // StartTimeout, the process is killed, and the next launch works.
 func TestStoppedAtLaunch(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	marker := filepath.Join(t.TempDir(), "stop")
 	os.WriteFile(marker, nil, 0o600)
-	cfg := Config{Name: "test", Kind: sdk.KindRouting, Path: testPlugin, StartTimeout: time.Second,
+	cfg := Config{Name: "test", Kind: sdk.KindRouting, Path: testPlugin, StartTimeout: 2 * time.Second,
 		Env: []string{"TESTPLUGIN_STOP_AT_START=" + marker}}
 	var err error
 	timed(t, "Launch of a plugin stopped before its handshake", cfg.StartTimeout+slack, func() {
 		_, err = m.Launch(context.Background(), cfg)
 	})
-	if err == nil || !strings.Contains(err.Error(), "did not start within 1s") || !strings.Contains(err.Error(), "killed") {
+	if err == nil || !strings.Contains(err.Error(), "did not start within 2s") || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("error = %v", err)
 	}
-	noChildren(t)
+	noChildren(t, m)
+	// The same plugin again, free to start (a plugin killed before it got
+	// to remove the marker would leave it for this one): with the default
+	// timeout, as plugins starting in parallel tests can take a second.
+	os.Remove(marker)
+	cfg.StartTimeout = 0
 	p, err := m.Launch(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("second launch: %v", err)
@@ -129,16 +147,23 @@ func TestStoppedAtLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	routeOK(t, p)
+	if !slices.Contains(childPIDs(m), p.PID()) {
+		t.Fatalf("plugin pid %d not among the manager's children %v", p.PID(), childPIDs(m))
+	}
 	timed(t, "Manager.Close", slack, func() { m.Close() })
-	noChildren(t)
+	noChildren(t, m)
 }
 
 // (a) The restart of a dead plugin stops before its handshake: the call
-// fails within StartTimeout and the next call restarts it again.
+// fails within StartTimeout and the next call restarts it again. The
+// timeout also bounds the two launches that are not stopped, so it leaves
+// room for plugins starting in parallel tests on a loaded machine.
 func TestStoppedAtRestart(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	marker := filepath.Join(t.TempDir(), "stop")
-	p := launch(t, m, Config{StartTimeout: time.Second, Env: []string{"TESTPLUGIN_STOP_AT_START=" + marker}})
+	const start = 3 * time.Second
+	p := launch(t, m, Config{StartTimeout: start, Env: []string{"TESTPLUGIN_STOP_AT_START=" + marker}})
 	if err := p.Configure(modeCfg("normal", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +174,14 @@ func TestStoppedAtRestart(t *testing.T) {
 		t.Fatalf("pid %d survived SIGKILL", pid)
 	}
 	var err error
-	timed(t, "Route while the restart is stopped", time.Second+slack, func() {
+	timed(t, "Route while the restart is stopped", start+slack, func() {
 		_, err = p.Route(context.Background(), sdk.RouteRequest{Topo: ring(t)})
 	})
-	if err == nil || !strings.Contains(err.Error(), "restarting") || !strings.Contains(err.Error(), "did not start within 1s") {
+	if err == nil || !strings.Contains(err.Error(), "restarting") || !strings.Contains(err.Error(), "did not start within 3s") {
 		t.Fatalf("error = %v", err)
 	}
-	noChildren(t)
+	noChildren(t, m)
+	os.Remove(marker) // in case the restart was killed before it got there
 	routeOK(t, p)
 	if p.Restarts() != 1 || p.Calls() != 2 {
 		t.Fatalf("restarts %d calls %d, want 1 and 2", p.Restarts(), p.Calls())
@@ -165,6 +191,7 @@ func TestStoppedAtRestart(t *testing.T) {
 // A launch that hangs does not hold the spawner thread: another plugin
 // launches meanwhile, and a caller that gives up gets its answer at once.
 func TestHungLaunchBlocksNothing(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	marker := filepath.Join(t.TempDir(), "stop")
 	os.WriteFile(marker, nil, 0o600)
@@ -200,12 +227,13 @@ func TestHungLaunchBlocksNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "caller gave up") {
 		t.Fatalf("error = %v", err)
 	}
-	noChildren(t)
+	noChildren(t, m)
 }
 
 // (b) A plugin stopped in the middle of a call is killed at the call
 // deadline; the next call runs on a new process.
 func TestStoppedMidCall(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	p := launch(t, m, Config{CallTimeout: time.Second})
 	if err := p.Configure(modeCfg("stop", "")); err != nil {
@@ -234,6 +262,7 @@ func TestStoppedMidCall(t *testing.T) {
 // (c) A plugin stopped while idle: the next call times out and kills it,
 // the one after restarts it; Close of a stopped plugin is prompt.
 func TestStoppedIdle(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	p := launch(t, m, Config{CallTimeout: time.Second})
 	if err := p.Configure(modeCfg("normal", "")); err != nil {
@@ -266,11 +295,12 @@ func TestStoppedIdle(t *testing.T) {
 	if !processGone(pid) {
 		t.Fatalf("stopped plugin pid %d survived Close", pid)
 	}
-	noChildren(t)
+	noChildren(t, m)
 }
 
 // Manager.Close with every plugin stopped, one of them mid-call.
 func TestManagerCloseStoppedPlugins(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	var pids []int
 	for _, name := range []string{"a", "b", "c"} {
@@ -305,7 +335,7 @@ func TestManagerCloseStoppedPlugins(t *testing.T) {
 	case <-time.After(slack):
 		t.Fatal("the Route in flight did not return after Close")
 	}
-	noChildren(t)
+	noChildren(t, m)
 	if _, err := os.Stat(m.socketDir); !os.IsNotExist(err) {
 		t.Fatalf("socket dir %s left behind", m.socketDir)
 	}
@@ -315,6 +345,7 @@ func TestManagerCloseStoppedPlugins(t *testing.T) {
 // at once; one that closes its stdio later keeps working and closes
 // promptly.
 func TestClosedStdio(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	var err error
 	timed(t, "Launch of a plugin that closed its stdout", slack, func() {
@@ -324,7 +355,7 @@ func TestClosedStdio(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "start failed") {
 		t.Fatalf("error = %v", err)
 	}
-	noChildren(t)
+	noChildren(t, m)
 
 	p := launch(t, m, Config{CallTimeout: 5 * time.Second})
 	if err := p.Configure(modeCfg("close_stdio", "")); err != nil {
@@ -337,5 +368,5 @@ func TestClosedStdio(t *testing.T) {
 		t.Fatalf("pid %d (was %d), restarts %d", p.PID(), pid, p.Restarts())
 	}
 	timed(t, "Plugin.Close of a plugin without stdio", stopGrace+slack, func() { p.Close() })
-	noChildren(t)
+	noChildren(t, m)
 }

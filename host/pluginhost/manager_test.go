@@ -25,20 +25,54 @@ import (
 var testPlugin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pluginhost-test")
+	bin, cleanup, err := buildPlugin("testplugin", "./testdata/testplugin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	testPlugin = filepath.Join(dir, "testplugin")
-	out, err := exec.Command("go", "build", "-o", testPlugin, "./testdata/testplugin").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building test plugin: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	testPlugin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
+}
+
+// buildPlugin builds the plugin package pkg as name and returns its path.
+// The binary lives in the user's cache directory, one per checkout, so that
+// go build finds it up to date and does not link it again (2-3 s of CPU per
+// run); a file lock keeps two test processes from writing it at once.
+// Without a cache directory it goes to a temporary one, which cleanup
+// removes.
+func buildPlugin(name, pkg string) (bin string, cleanup func(), err error) {
+	cleanup = func() {}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", cleanup, err
+	}
+	dir, err := os.UserCacheDir()
+	if err == nil {
+		sum := sha256.Sum256([]byte(wd))
+		dir = filepath.Join(dir, "ibsm-test", hex.EncodeToString(sum[:8]))
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		if dir, err = os.MkdirTemp("", "pluginhost-test"); err != nil {
+			return "", cleanup, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", cleanup, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", cleanup, fmt.Errorf("locking %s: %w", lock.Name(), err)
+	}
+	bin = filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		return "", cleanup, fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+	}
+	return bin, cleanup, nil
 }
 
 func newManager(t *testing.T) *Manager {
@@ -99,6 +133,7 @@ func processGone(pid int) bool {
 }
 
 func TestLaunchConfigureRoute(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	p := launch(t, m, Config{})
 	if info := p.Info(); info.Name != "testplugin" || info.Kind != sdk.KindRouting {
@@ -135,6 +170,7 @@ func TestLaunchConfigureRoute(t *testing.T) {
 }
 
 func TestPluginErrorsAreReported(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ mode, want string }{
 		{"error", "plugin test: Route: rpc error: code = Unknown desc = route: engine refuses: no roots found"},
 		{"short_plane", "destination endpoint 0 plane 0 has 3 entries, want one per switch (4)"},
@@ -159,6 +195,7 @@ func TestPluginErrorsAreReported(t *testing.T) {
 }
 
 func TestRestartAfterCrash(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	p := launch(t, m, Config{})
 	marker := filepath.Join(t.TempDir(), "crashed")
@@ -180,6 +217,7 @@ func TestRestartAfterCrash(t *testing.T) {
 }
 
 func TestCrashingPluginIsReported(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	p := launch(t, m, Config{})
 	if err := p.Configure(modeCfg("crash", "")); err != nil {
@@ -196,6 +234,7 @@ func TestCrashingPluginIsReported(t *testing.T) {
 }
 
 func TestHungPluginIsKilled(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	p := launch(t, m, Config{CallTimeout: 300 * time.Millisecond})
 	if err := p.Configure(modeCfg("hang", "")); err != nil {
@@ -224,6 +263,7 @@ func TestHungPluginIsKilled(t *testing.T) {
 }
 
 func TestCallerCancellationDoesNotKill(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	p := launch(t, m, Config{})
 	if err := p.Configure(modeCfg("hang", "")); err != nil {
@@ -242,6 +282,7 @@ func TestCallerCancellationDoesNotKill(t *testing.T) {
 }
 
 func TestSHA256Pin(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(testPlugin)
 	if err != nil {
 		t.Fatal(err)
@@ -275,6 +316,7 @@ func TestSHA256Pin(t *testing.T) {
 }
 
 func TestKindMismatch(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	_, err := m.Launch(context.Background(), Config{Name: "wrong", Kind: sdk.KindLIDAssign, Path: testPlugin})
 	want := `is a "routing_engine" plugin (testplugin 0.0.1), but it is configured as "lid_assigner"`
@@ -284,6 +326,7 @@ func TestKindMismatch(t *testing.T) {
 }
 
 func TestCloseLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	var pids []int
 	for i := 0; i < 3; i++ {
@@ -304,6 +347,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 }
 
 func TestSocketDirTooLong(t *testing.T) {
+	t.Parallel()
 	_, err := New(Options{SocketDir: filepath.Join(t.TempDir(), strings.Repeat("d", 90))})
 	if err == nil || !strings.Contains(err.Error(), "unix socket paths are limited to 108 bytes") {
 		t.Fatalf("error = %v", err)
@@ -311,6 +355,7 @@ func TestSocketDirTooLong(t *testing.T) {
 }
 
 func TestServeRefusesInconsistentKind(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	_, err := m.Launch(context.Background(), Config{Name: "liar", Kind: sdk.KindLIDAssign, Path: testPlugin,
 		Env: []string{"TESTPLUGIN_CLAIM_KIND=lid_assigner"}, StartTimeout: 5 * time.Second})
@@ -322,6 +367,7 @@ func TestServeRefusesInconsistentKind(t *testing.T) {
 // TestTestPluginConforms runs the vendor conformance kit against the test
 // plugin binary: the kit's own launcher must interoperate with Serve.
 func TestTestPluginConforms(t *testing.T) {
+	t.Parallel()
 	sdktest.RunRoutingEngine(t, testPlugin, sdktest.Options{})
 }
 

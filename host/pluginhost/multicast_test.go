@@ -2,8 +2,6 @@ package pluginhost
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/ibsm/ibsm/sdk"
@@ -17,9 +15,11 @@ func TestMulticastRouterPlugin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the mcast-spanning binary (make test runs it)")
 	}
-	bin := filepath.Join(t.TempDir(), "mcast-spanning")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../plugins/mcast-spanning").CombinedOutput(); err != nil {
-		t.Fatalf("building mcast-spanning: %v\n%s", err, out)
+	t.Parallel()
+	bin, cleanup, err := buildPlugin("mcast-spanning", "../../plugins/mcast-spanning")
+	t.Cleanup(cleanup)
+	if err != nil {
+		t.Fatal(err)
 	}
 	m := newManager(t)
 	p, err := m.Launch(context.Background(), Config{Name: "mcast-spanning", Kind: sdk.KindMulticast, Path: bin})
