@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -100,12 +101,12 @@ func NewReadOnlyCache(dir string) *Cache {
 }
 
 // fileMagic starts every cache file; the payload's xxhash follows it.
-// Version 3 stores forwarding trees raw (codec.go); oldMagic started
-// version 2's all-gob files.
-const (
-	fileMagic = "ibsm-cache-v3\n"
-	oldMagic  = "ibsm-cache-v2\n"
-)
+// Version 4 stores forwarding trees and SL2VL entries raw (codec.go);
+// oldMagics started the files of earlier versions (2: all gob, 3: trees
+// raw, SL2VL entries in the gob).
+const fileMagic = "ibsm-cache-v4\n"
+
+var oldMagics = []string{"ibsm-cache-v2\n", "ibsm-cache-v3\n"}
 
 func (c *Cache) path(stage string, k Key) string {
 	return filepath.Join(c.dir, fmt.Sprintf("%s-%s.gob", stage, k))
@@ -145,7 +146,7 @@ func Get[T any](c *Cache, stage string, k Key) (*T, bool) {
 		os.Remove(p)
 		// A file an older ibsm wrote in its own format is stale, not
 		// corrupt: it is recomputed without alarming the operator.
-		if !bytes.HasPrefix(data, []byte(oldMagic)) {
+		if !slices.ContainsFunc(oldMagics, func(m string) bool { return bytes.HasPrefix(data, []byte(m)) }) {
 			c.problem("corrupt", fmt.Sprintf("%s is corrupt (checksum or format); removed, the stage is recomputed", p))
 		}
 		return nil, false

@@ -12,14 +12,18 @@ import (
 )
 
 // A cache file's payload is a gob of the result with its forwarding trees
-// taken out, followed by the trees as raw bytes. The trees are nearly all
-// of a large plan (CAs × switches bytes: 19 MB on a 3-level fat tree of
-// 36-port switches); gob spent 0.7 s of CPU growing and copying its buffer
-// for them, raw they stream from the result into the file, and a read
-// hands out slices of the file's bytes instead of decoding them.
+// or SL2VL entries taken out, followed by those as raw bytes. The trees
+// are nearly all of a large plan (CAs × switches bytes: 19 MB on a 3-level
+// fat tree of 36-port switches); gob spent 0.7 s of CPU growing and
+// copying its buffer for them, raw they stream from the result into the
+// file, and a read hands out slices of the file's bytes instead of
+// decoding them. A VL plan's SL2VL entries are nearly all of it (gob
+// spent 80 ms of the routing phase's critical path on the 90,000 entries
+// of sssp + acro on a 512-switch random graph, one uint per VL).
 //
-//	payload := uvarint(len(gob)) gob [trees]
+//	payload := uvarint(len(gob)) gob [trees | sl2vl]
 //	trees   := 0 (nil) | 1 uvarint(dests) { uvarint(planes) { uvarint(len+1) bytes } }
+//	sl2vl   := 0 (nil) | 1 uvarint(entries) { uint32le(node) in out vl[16] }
 //
 // A plane's length is stored plus one so that a nil plane stays nil.
 
@@ -35,6 +39,17 @@ func treesOf(v any) (rest any, trees []plan.DestPlanes, has bool) {
 		c := *x
 		c.Planes = nil
 		return &c, x.Planes, true
+	}
+	return v, nil, false
+}
+
+// sl2vlOf returns what of v gob encodes and, for a VL plan, its SL2VL
+// entries (has reports whether v is a VL plan).
+func sl2vlOf(v any) (rest any, e []plan.SL2VLEntry, has bool) {
+	if x, ok := v.(*plan.VLPlan); ok {
+		c := *x
+		c.SL2VL = nil
+		return &c, x.SL2VL, true
 	}
 	return v, nil, false
 }
@@ -56,16 +71,20 @@ type payload struct {
 	head  []byte
 	trees []plan.DestPlanes
 	has   bool
+	sl2vl []plan.SL2VLEntry
+	isVL  bool
 }
 
-// newPayload gob-encodes what of v is not forwarding trees.
+// newPayload gob-encodes what of v is not forwarding trees or SL2VL
+// entries.
 func newPayload(v any) (*payload, error) {
 	rest, trees, has := treesOf(v)
+	rest, sl2vl, isVL := sl2vlOf(rest)
 	var g bytes.Buffer
 	if err := gob.NewEncoder(&g).Encode(rest); err != nil {
 		return nil, err
 	}
-	return &payload{head: g.Bytes(), trees: trees, has: has}, nil
+	return &payload{head: g.Bytes(), trees: trees, has: has, sl2vl: sl2vl, isVL: isVL}, nil
 }
 
 // writeTo writes the payload to w; it may be called more than once (the
@@ -80,7 +99,58 @@ func (p *payload) writeTo(w io.Writer) error {
 	if p.has {
 		writeTrees(bw, p.trees)
 	}
+	if p.isVL {
+		writeSL2VL(bw, p.sl2vl)
+	}
 	return bw.Flush()
+}
+
+// sl2vlSize is the bytes of one raw SL2VL entry.
+const sl2vlSize = 4 + 2 + 16
+
+func writeSL2VL(buf *bufio.Writer, es []plan.SL2VLEntry) {
+	if es == nil {
+		buf.WriteByte(0)
+		return
+	}
+	buf.WriteByte(1)
+	buf.Write(binary.AppendUvarint(nil, uint64(len(es))))
+	var b [sl2vlSize]byte
+	for _, e := range es {
+		binary.LittleEndian.PutUint32(b[:], uint32(e.Node))
+		b[4], b[5] = e.In, e.Out
+		copy(b[6:], e.VL[:])
+		buf.Write(b[:])
+	}
+}
+
+func readSL2VL(p []byte) ([]plan.SL2VLEntry, error) {
+	if len(p) == 0 {
+		return nil, errShort
+	}
+	flag := p[0]
+	p = p[1:]
+	if flag == 0 {
+		if len(p) != 0 {
+			return nil, errors.New("trailing bytes after the result")
+		}
+		return nil, nil
+	}
+	n, k := binary.Uvarint(p)
+	if flag != 1 || k <= 0 || n > uint64(len(p)-k)/sl2vlSize {
+		return nil, errShort
+	}
+	p = p[k:]
+	es := make([]plan.SL2VLEntry, n)
+	for i := range es {
+		b := p[i*sl2vlSize : (i+1)*sl2vlSize]
+		es[i] = plan.SL2VLEntry{Node: int32(binary.LittleEndian.Uint32(b)), In: b[4], Out: b[5]}
+		copy(es[i].VL[:], b[6:])
+	}
+	if len(p) != int(n)*sl2vlSize {
+		return nil, errors.New("trailing bytes after the result")
+	}
+	return es, nil
 }
 
 func writeTrees(buf *bufio.Writer, trees []plan.DestPlanes) {
@@ -119,6 +189,14 @@ func decodePayload(payload []byte, v any) error {
 		return err
 	}
 	payload = payload[n:]
+	if x, ok := v.(*plan.VLPlan); ok {
+		es, err := readSL2VL(payload)
+		if err != nil {
+			return err
+		}
+		x.SL2VL = es
+		return nil
+	}
 	if _, _, has := treesOf(v); !has {
 		if len(payload) != 0 {
 			return errors.New("trailing bytes after the result")

@@ -33,6 +33,8 @@ func TestCacheRoundTrip(t *testing.T) {
 		{"lids", &plan.LIDPlan{Ports: []plan.PortLID{{Base: 1}, {Base: 4, LMC: 2}}, Rule: plan.DLIDSpread, Overrides: []plan.DLIDOverride{{Src: 1, Dst: 0, Offset: 3}}}},
 		{"lids with planes", &plan.LIDPlan{Ports: []plan.PortLID{{Base: 1}}, Planes: planes}},
 		{"vls", &plan.VLPlan{SLByDLID: []uint8{0, 1, 2}, Default: [16]uint8{1}, SL2VL: []plan.SL2VLEntry{{Node: 2, In: 1, Out: 3, VL: [16]uint8{0, 1}}}, VLs: 2}},
+		{"vls without SL2VL tables", &plan.VLPlan{VLs: 1}},
+		{"vls with an empty SL2VL list", &plan.VLPlan{SL2VL: []plan.SL2VLEntry{}, VLs: 1}},
 		{"verdict", &verdict{OK: true, Warnings: []string{"w"}}},
 	}
 	for _, tc := range cases {
@@ -94,19 +96,30 @@ func get(t *testing.T, c *Cache, like any) any {
 // so only the format can tell) is a miss reported as corrupt.
 func TestCacheTruncatedIsAMiss(t *testing.T) {
 	r := &plan.Routes{Planes: []plan.DestPlanes{{Planes: []plan.Plane{{1, 2, 3}, {4, 5}}}, {Planes: []plan.Plane{{6}}}}}
+	vls := &plan.VLPlan{SLByDLID: []uint8{0, 1}, SL2VL: []plan.SL2VLEntry{{Node: 1, In: 2, Out: 3, VL: [16]uint8{1}}, {Node: 4, VL: [16]uint8{15: 2}}}, VLs: 3}
+	for _, c := range []struct {
+		v     any
+		empty func() any
+	}{{r, func() any { return new(plan.Routes) }}, {vls, func() any { return new(plan.VLPlan) }}} {
+		var buf bytes.Buffer
+		if err := writePayload(&buf, c.v); err != nil {
+			t.Fatal(err)
+		}
+		full := buf.Bytes()
+		for cut := 0; cut < len(full); cut++ {
+			if err := decodePayload(full[:cut], c.empty()); err == nil {
+				t.Fatalf("%T payload cut at %d of %d decoded", c.v, cut, len(full))
+			}
+		}
+		if err := decodePayload(append(append([]byte(nil), full...), 0), c.empty()); err == nil {
+			t.Fatalf("%T: trailing byte accepted", c.v)
+		}
+	}
 	var buf bytes.Buffer
 	if err := writePayload(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	full := buf.Bytes()
-	for cut := 0; cut < len(full); cut++ {
-		if err := decodePayload(full[:cut], new(plan.Routes)); err == nil {
-			t.Fatalf("payload cut at %d of %d decoded", cut, len(full))
-		}
-	}
-	if err := decodePayload(append(append([]byte(nil), full...), 0), new(plan.Routes)); err == nil {
-		t.Fatal("trailing byte accepted")
-	}
 	dir := t.TempDir()
 	c := NewCache(dir)
 	Put(c, "routing", 1, r)
@@ -137,29 +150,31 @@ func writeChecked(t *testing.T, path string, payload []byte) {
 	}
 }
 
-// TestOldFormatIsQuietMiss: a file the previous (all-gob) format wrote is
-// recomputed and removed without a corruption warning.
+// TestOldFormatIsQuietMiss: a file an earlier format wrote (a gob after
+// its magic) is recomputed and removed without a corruption warning.
 func TestOldFormatIsQuietMiss(t *testing.T) {
-	dir := t.TempDir()
-	c := NewCache(dir)
-	var buf bytes.Buffer
-	buf.WriteString(oldMagic)
-	buf.Write(make([]byte, 8))
-	if err := gob.NewEncoder(&buf).Encode(&plan.Routes{Planes: []plan.DestPlanes{{Planes: []plan.Plane{{1}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	path := c.path("routing", 1)
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := Get[plan.Routes](c, "routing", 1); ok {
-		t.Fatal("old-format file was a hit")
-	}
-	if p := c.Problems(); len(p) != 0 {
-		t.Errorf("old-format file reported: %q", p)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("old-format file kept: %v", err)
+	for _, magic := range oldMagics {
+		dir := t.TempDir()
+		c := NewCache(dir)
+		var buf bytes.Buffer
+		buf.WriteString(magic)
+		buf.Write(make([]byte, 8))
+		if err := gob.NewEncoder(&buf).Encode(&plan.VLPlan{SL2VL: []plan.SL2VLEntry{{Node: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		path := c.path("vls", 1)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := Get[plan.VLPlan](c, "vls", 1); ok {
+			t.Fatalf("%q file was a hit", magic)
+		}
+		if p := c.Problems(); len(p) != 0 {
+			t.Errorf("%q file reported: %q", magic, p)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("%q file kept: %v", magic, err)
+		}
 	}
 }
 
