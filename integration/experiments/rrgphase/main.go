@@ -16,6 +16,8 @@
 //
 // -bisections N also scores each seed's plan (eBB over N random
 // bisections, seed 1, as `ibsm verify --bisections N`); it is not timed.
+// -cpuprofile FILE writes a CPU profile of the host's side of each routing
+// phase (this process) to FILE.<seed>-<run>; `go tool pprof` merges them.
 package main
 
 import (
@@ -28,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +58,7 @@ type options struct {
 	bin, work, engine, lid, vl, seeds string
 	switches, ports, cas, runs        int
 	bisections                        int
+	cpuProfile                        string
 }
 
 func run(args []string, out, logw io.Writer) error {
@@ -72,6 +76,7 @@ func run(args []string, out, logw io.Writer) error {
 	fs.IntVar(&o.cas, "cas", 4, "CAs per switch")
 	fs.IntVar(&o.runs, "runs", 3, "cold runs per seed")
 	fs.IntVar(&o.bisections, "bisections", 0, "score each seed's plan with this many random bisections (0: no eBB)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the host's side; the plugins are not in it) during each routing phase to `FILE`.<seed>-<run>")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -296,10 +301,16 @@ func measureRun(o options, bin, work, name, net string, i int, score bool, sr *s
 	defer a.Close()
 	r.load[0] = loadavg()
 	mark := &phaseMark{}
+	if o.cpuProfile != "" {
+		mark.profile = fmt.Sprintf("%s.%s-%d", o.cpuProfile, strings.TrimPrefix(name, fmt.Sprintf("rrg%d-%d-%d-seed", o.switches, o.ports, o.cas)), i)
+	}
 	a.SM.SetProgress(mark)
 	_, _, res, err := a.SM.Plan(ctx)
 	end := time.Now()
 	after := sample()
+	if perr := mark.stopProfile(); perr != nil && err == nil {
+		err = perr
+	}
 	r.load[1] = loadavg()
 	if err != nil {
 		return r, err
@@ -349,23 +360,54 @@ type cpuSample struct {
 	plugin map[string]float64
 }
 
-// phaseMark notes the time and samples CPU when the routing phase starts.
+// phaseMark notes the time and samples CPU when the routing phase starts,
+// and starts the CPU profile there when profile names a file.
 type phaseMark struct {
-	mu    sync.Mutex
-	at    cpuSample
-	began time.Time
-	set   bool
+	mu      sync.Mutex
+	at      cpuSample
+	began   time.Time
+	set     bool
+	profile string
+	prof    *os.File
+	profErr error
 }
 
 func (m *phaseMark) Phase(name, _ string) {
 	if name != "routing" {
 		return
 	}
+	m.mu.Lock()
+	if m.profile != "" && m.prof == nil {
+		m.prof, m.profErr = os.Create(m.profile)
+		if m.profErr == nil {
+			if m.profErr = pprof.StartCPUProfile(m.prof); m.profErr != nil {
+				m.prof.Close()
+				m.prof = nil
+			}
+		}
+	}
+	m.mu.Unlock()
 	began := time.Now()
 	s := sample()
 	m.mu.Lock()
 	m.at, m.began, m.set = s, began, true
 	m.mu.Unlock()
+}
+
+// stopProfile ends the phase's CPU profile, if one was started.
+func (m *phaseMark) stopProfile() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.prof == nil {
+		return m.profErr
+	}
+	pprof.StopCPUProfile()
+	err := m.prof.Close()
+	m.prof = nil
+	if err != nil {
+		return err
+	}
+	return m.profErr
 }
 
 func (m *phaseMark) Count(string, int64, int64) {}
