@@ -69,7 +69,7 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 	e.log.Info("routed", "destinations", len(planes), "lmc", req.LMC, "vls", budget, "trees", rep.Trees, "reroute_passes", e.cfg.Reroute,
 		"trees_with_escape_paths", rep.Escaped, "escape_entries", rep.EscapedSwitches,
 		"escaped_trees_by_layer", rep.EscapedByLayer, "trees_by_layer", rep.TreesByLayer,
-		"minimal_ca_pairs", minimal, "turn_searches", rep.Searches, "turns_refused_at_bound", rep.Refused, "took", time.Since(start).Round(time.Millisecond).String())
+		"balanced_escape_tree", rep.BalancedEscape, "minimal_ca_pairs", minimal, "turn_searches", rep.Searches, "turns_refused_at_bound", rep.Refused, "took", time.Since(start).Round(time.Millisecond).String())
 	if rep.Detached > 0 || rep.Unreached > 0 {
 		e.log.Warn("some destinations are not reachable from every switch (split fabric or detached ports); those entries are left unrouted",
 			"detached_endpoints", rep.Detached, "unreached_entries", rep.Unreached)

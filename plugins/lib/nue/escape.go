@@ -21,11 +21,19 @@ type escape struct {
 	out [][]int32
 	// roots are the tree roots, one per component.
 	roots []int32
+	// kids[s] counts s's children, balanced says how parents were chosen.
+	kids     []int32
+	balanced bool
 }
 
 // newEscape builds the forest; root, if >= 0, roots its component's tree.
-func newEscape(n *net, root int32) *escape {
-	e := &escape{out: make([][]int32, n.N)}
+// A switch's parent is its lowest channel toward the root, or, balanced,
+// the candidate with the fewest children so far (lowest channel at a
+// tie): on a random graph the first way piles the switches of a level
+// under the first few of the level above, whose links toward the root then
+// carry most of the traffic that must cross it.
+func newEscape(n *net, root int32, balanced bool) *escape {
+	e := &escape{out: make([][]int32, n.N), kids: make([]int32, n.N), balanced: balanced}
 	seen := make([]bool, n.N)
 	dist := make([]int32, n.N)
 	for s := range dist {
@@ -95,14 +103,19 @@ func newEscape(n *net, root int32) *escape {
 // distances) and returns q.
 func (e *escape) grow(n *net, q []int32, dist []int32) []int32 {
 	for _, x := range q[1:] {
-		// The tree link: the lowest channel toward a switch one hop closer.
+		// The tree link: a channel toward a switch one hop closer.
+		up := int32(-1)
 		for c := n.Off[x]; c < n.Off[x+1]; c++ {
-			if y := n.Peer[c]; dist[y] == dist[x]-1 {
-				e.out[x] = append(e.out[x], c)
-				e.out[y] = append(e.out[y], n.Rev[c])
-				break
+			if y := n.Peer[c]; dist[y] == dist[x]-1 && (up < 0 || e.kids[y] < e.kids[n.Peer[up]]) {
+				up = c
+				if !e.balanced {
+					break
+				}
 			}
 		}
+		e.kids[n.Peer[up]]++
+		e.out[x] = append(e.out[x], up)
+		e.out[n.Peer[up]] = append(e.out[n.Peer[up]], n.Rev[up])
 	}
 	return q
 }

@@ -13,7 +13,8 @@
 // layer's trees go nearest its escape root first, and a second pass can
 // rip each tree up and search it again with all the others in place.
 // Every layer's CDG starts with the dependencies of a spanning tree's
-// routes (the escape paths); where the search gets stuck, the stuck switches
+// routes (the escape paths; with one layer, two BFS trees are routed and the
+// one giving the lower sum of squared channel loads is kept); where the search gets stuck, the stuck switches
 // (and the switches their tree paths cross) follow the spanning tree, whose
 // turns are always in the CDG. Routes are thus deadlock-free by
 // construction for any topology and any budget, 1 VL included, and layer k

@@ -33,6 +33,9 @@ type Report struct {
 	// is in another component.
 	Detached  int
 	Unreached int64
+	// BalancedEscape says the balanced escape tree was kept (one layer:
+	// both are tried).
+	BalancedEscape bool
 	// Inserts counts turn insertions, Searches those against the layer's
 	// order (a bounded search), Visited the channels they visited, Refused
 	// the turns refused because a search hit its bound.
@@ -88,7 +91,7 @@ type Options struct {
 	// under weights that know little of the load to come.
 	Reroute int
 	// SearchLimit bounds the channels one turn's cycle search visits
-	// (0: searchLimit); a turn beyond it is refused.
+	// (0: searchLimit(budget)); a turn beyond it is refused.
 	SearchLimit int
 	// TurnPenalty, in percent of the mean channel weight, lengthens a
 	// channel whose turn is not in the layer yet (0: defaultTurnPenalty,
@@ -100,13 +103,15 @@ type Options struct {
 	HopCost int
 }
 
-// defaultHopCost: one hop costs the mean channel weight. The weights alone
-// (sssp's) let a tree detour as soon as a longer path is a little less
-// loaded, and on top of the detours the layers force, that lowers the
-// effective bisection bandwidth: with it the dragonfly a=8 p=4 h=4 at 8
-// VLs goes from 90.5 % to 98.1 % minimal paths and eBB 0.448 to 0.463, the
-// 512-switch 12-regular random graph at 4 VLs from 0.437 to 0.445.
-const defaultHopCost = 100
+// defaultHopCost: one hop costs twice the mean channel weight. The
+// weights alone (sssp's) let a tree detour as soon as a longer path is a
+// little less loaded, and on top of the detours the layers force, that
+// lowers the effective bisection bandwidth: with one mean weight per hop
+// the dragonfly a=8 p=4 h=4 at 8 VLs goes from 90.5 % to 98.1 % minimal
+// paths and eBB 0.448 to 0.463; two take the 512-switch 12-regular random
+// graph at 1 VL (seeds 1, 2) from 0.426 / 0.424 to 0.427 / 0.426 and cost
+// the 8x8x8 torus at 1 VL 0.228 -> 0.220 (four: 0.427 / 0.426 and 0.211).
+const defaultHopCost = 200
 
 // defaultTurnPenalty: a turn the layer does not hold yet costs half the
 // mean channel weight, so trees reuse the dependencies already placed
@@ -205,128 +210,58 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 			items[lay.Layer[e]] = append(items[lay.Layer[e]], item{[]int32{int32(e)}, 0})
 		}
 	}
-	srch := make([]*searcher, budget)
-	dest := make([]bool, n.N)
-	for l := range srch {
-		// The layer's escape tree grows from its region's seed (from a
-		// central switch with one layer), and it is seeded with the
-		// turns toward the layer's destination switches only.
-		root := int32(-1)
-		if l < len(lay.seeds) {
-			root = lay.seeds[l]
-		}
-		esc := newEscape(n, root)
-		for s := range dest {
-			dest[s] = false
-		}
-		for e, h := range n.Home {
-			if h >= 0 && int(lay.Layer[e]) == l {
-				dest[h] = true
-			}
-		}
-		ly := newLayer(n, esc.order(n))
-		if opt.SearchLimit > 0 {
-			ly.limit = opt.SearchLimit
-		}
-		if err := esc.seed(n, ly, dest); err != nil {
+	// With one layer the escape tree shapes the whole routing, and the
+	// BFS tree that suits a fabric differs: parents taken by lowest port
+	// follow a HyperX's dimensions (12x8 at 1 VL: eBB 0.632 against
+	// 0.620), parents spread over the candidates (balanced) keep a random
+	// graph's root region from funnelling (512-switch 12-regular: 0.423 ->
+	// 0.428). Both are routed once, in parallel, and the one whose channel
+	// loads have the lower sum of squares (longer and less balanced routes
+	// load more) goes on to the second pass; that picks the better eBB on
+	// the torus, Kautz, dragonfly, HyperX and random graphs measured.
+	kinds := []bool{false}
+	if budget == 1 {
+		kinds = append(kinds, true)
+	}
+	runs := make([]*run, len(kinds))
+	for i, balanced := range kinds {
+		rn, err := newRun(n, lay, budget, cas, out, balanced, cmp.Or(opt.SearchLimit, searchLimit(budget)))
+		if err != nil {
 			return nil, nil, nil, err
 		}
-		srch[l] = newSearcher(n, esc, ly, cas)
+		runs[i] = rn
+	}
+	for l, s := range runs[0].srch {
 		// Trees nearest the layer's root go first (plane by plane, in
 		// rank order at equal distance): the turns of the central trees
 		// are placed while the layer is empty, and the outer trees, whose
 		// routes mostly cross the centre, find them there to reuse. With
 		// a second pass this gains 1-2 % eBB on random graphs at 1-4 VLs.
-		hops := esc.hops(n, esc.roots[0])
+		// (Every candidate tree is a BFS tree from the same root: the
+		// same hops.)
+		hops := s.esc.hops(n, s.esc.roots[0])
 		slices.SortStableFunc(items[l], func(a, b item) int {
 			return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(hops[n.Home[a.group[0]]], hops[n.Home[b.group[0]]]))
 		})
 	}
-	weight := make([]int64, n.Channels())
-	for c := range weight {
-		weight[c] = 1
+	cfg := passConfig{items: items, workers: max(1, min(runtime.GOMAXPROCS(0), budget)), keep: opt.Reroute > 0,
+		hopCost: orDefault(opt.HopCost, defaultHopCost), turnPenalty: orDefault(opt.TurnPenalty, defaultTurnPenalty)}
+	if _, err := route.Each(ctx, len(runs), 0, func(_, i int) error { return runs[i].pass(ctx, n, cfg, 0) }); err != nil {
+		return nil, nil, nil, err
 	}
-	total := int64(len(weight)) // sum of weight
-	workers := max(1, min(runtime.GOMAXPROCS(0), budget))
-	hopCost, turnPenalty := orDefault(opt.HopCost, defaultHopCost), orDefault(opt.TurnPenalty, defaultTurnPenalty)
-	// placed[l][r] is what item r of layer l put in: its turns and loads.
-	type placement struct {
-		turns []int32
-		loads []delta
+	rn := runs[0]
+	for _, c := range runs[1:] {
+		if c.spread() < rn.spread() {
+			rn = c
+		}
 	}
-	placed := make([][]placement, budget)
-	for l := range placed {
-		placed[l] = make([]placement, len(items[l]))
-	}
-	passes := 1 + max(0, opt.Reroute)
-	for pass, r := 0, 0; ; r++ {
-		if err := ctx.Err(); err != nil {
+	rep.BalancedEscape = rn.balanced
+	for pass := 1; pass <= opt.Reroute; pass++ {
+		if err := rn.pass(ctx, n, cfg, pass); err != nil {
 			return nil, nil, nil, err
 		}
-		active := false
-		for l := range items {
-			active = active || r < len(items[l])
-		}
-		if !active {
-			if pass++; pass == passes {
-				break
-			}
-			r = 0
-			for _, s := range srch {
-				s.rep = Report{}
-			}
-		}
-		if pass > 0 {
-			// Rip the tree up: its turns and loads leave the layer and the
-			// weights before it is searched again.
-			for l, s := range srch {
-				if r < len(items[l]) {
-					p := &placed[l][r]
-					for _, t := range p.turns {
-						s.l.remove(t)
-					}
-					for _, d := range p.loads {
-						weight[d.c] -= d.n
-						total -= d.n
-					}
-				}
-			}
-		}
-		// Layers are independent within a round: weights change only
-		// between rounds, so the result does not depend on the workers.
-		pen := total * int64(turnPenalty) / int64(100*max(1, len(weight)))
-		hop := total * int64(hopCost) / int64(100*max(1, len(weight)))
-		for _, s := range srch {
-			s.pen, s.hop = pen, hop
-		}
-		_, _ = route.Each(ctx, budget, workers, func(_, l int) error {
-			if r < len(items[l]) {
-				it := items[l][r]
-				pl := srch[l].tree(it.group, weight)
-				if passes > 1 {
-					p := &placed[l][r]
-					p.turns = append(p.turns[:0], srch[l].added...)
-					p.loads = append(p.loads[:0], srch[l].delta...)
-				}
-				h := n.Home[it.group[0]]
-				for i, e := range it.group {
-					if i > 0 {
-						pl = append(plan.Plane(nil), pl...)
-					}
-					pl[h] = n.HomePort[e]
-					out[e].Planes[it.k] = pl
-				}
-			}
-			return nil
-		})
-		for _, s := range srch {
-			for _, d := range s.delta {
-				weight[d.c] += d.n
-				total += d.n
-			}
-			s.delta = s.delta[:0]
-		}
 	}
+	out, srch := rn.out, rn.srch
 	// A switch with CAs shares its first CA's plane 0: the same tree, so
 	// no dependency its layer does not hold already.
 	for e, h := range n.Home {
@@ -351,6 +286,152 @@ func Route(ctx context.Context, t *topology.Topology, opt Options) ([]plan.DestP
 		rep.Refused += s.l.refused
 	}
 	return out, lay.Layer, rep, nil
+}
+
+// run is one routing of every layer's trees: its searchers (layers and
+// escape trees), channel weights, placements and planes.
+type run struct {
+	srch     []*searcher
+	balanced bool
+	weight   []int64
+	total    int64 // sum of weight
+	// placed[l][r] is what item r of layer l put in: its turns and loads.
+	placed [][]placement
+	out    []plan.DestPlanes
+}
+
+type placement struct {
+	turns []int32
+	loads []delta
+}
+
+// newRun builds each layer's escape tree (balanced or not), seeds the
+// layer with its turns toward the layer's destinations, and copies the
+// planes' skeleton from out.
+func newRun(n *net, lay *layout, budget int, cas [][]int32, out []plan.DestPlanes, balanced bool, limit int) (*run, error) {
+	rn := &run{srch: make([]*searcher, budget), balanced: balanced, weight: make([]int64, n.Channels()),
+		placed: make([][]placement, budget), out: make([]plan.DestPlanes, len(out))}
+	for e := range out {
+		rn.out[e].Planes = slices.Clone(out[e].Planes)
+	}
+	for c := range rn.weight {
+		rn.weight[c] = 1
+	}
+	rn.total = int64(len(rn.weight))
+	dest := make([]bool, n.N)
+	for l := range rn.srch {
+		// The layer's escape tree grows from its region's seed (from a
+		// central switch with one layer), and it is seeded with the
+		// turns toward the layer's destination switches only.
+		root := int32(-1)
+		if l < len(lay.seeds) {
+			root = lay.seeds[l]
+		}
+		esc := newEscape(n, root, balanced)
+		for s := range dest {
+			dest[s] = false
+		}
+		for e, h := range n.Home {
+			if h >= 0 && int(lay.Layer[e]) == l {
+				dest[h] = true
+			}
+		}
+		ly := newLayer(n, esc.order(n), limit)
+		if err := esc.seed(n, ly, dest); err != nil {
+			return nil, err
+		}
+		rn.srch[l] = newSearcher(n, esc, ly, cas)
+	}
+	return rn, nil
+}
+
+// passConfig is what every pass of every run shares.
+type passConfig struct {
+	items                [][]item
+	workers              int
+	keep                 bool // record placements for later passes
+	hopCost, turnPenalty int
+}
+
+// pass routes every layer's trees once, a round of one tree per layer at
+// a time; after the first pass each tree is ripped up (its turns and loads
+// leave the layer and the weights) before it is searched again.
+func (rn *run) pass(ctx context.Context, n *net, cfg passConfig, pass int) error {
+	rounds := 0
+	for l, it := range cfg.items {
+		rounds = max(rounds, len(it))
+		if rn.placed[l] == nil {
+			rn.placed[l] = make([]placement, len(it))
+		}
+	}
+	for _, s := range rn.srch {
+		s.rep = Report{}
+	}
+	weight := rn.weight
+	for r := 0; r < rounds; r++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if pass > 0 {
+			for l, s := range rn.srch {
+				if r < len(cfg.items[l]) {
+					p := &rn.placed[l][r]
+					for _, t := range p.turns {
+						s.l.remove(t)
+					}
+					for _, d := range p.loads {
+						weight[d.c] -= d.n
+						rn.total -= d.n
+					}
+				}
+			}
+		}
+		// Layers are independent within a round: weights change only
+		// between rounds, so the result does not depend on the workers.
+		pen := rn.total * int64(cfg.turnPenalty) / int64(100*max(1, len(weight)))
+		hop := rn.total * int64(cfg.hopCost) / int64(100*max(1, len(weight)))
+		for _, s := range rn.srch {
+			s.pen, s.hop = pen, hop
+		}
+		_, _ = route.Each(ctx, len(rn.srch), cfg.workers, func(_, l int) error {
+			if r < len(cfg.items[l]) {
+				it := cfg.items[l][r]
+				pl := rn.srch[l].tree(it.group, weight)
+				if cfg.keep {
+					p := &rn.placed[l][r]
+					p.turns = append(p.turns[:0], rn.srch[l].added...)
+					p.loads = append(p.loads[:0], rn.srch[l].delta...)
+				}
+				h := n.Home[it.group[0]]
+				for i, e := range it.group {
+					if i > 0 {
+						pl = append(plan.Plane(nil), pl...)
+					}
+					pl[h] = n.HomePort[e]
+					rn.out[e].Planes[it.k] = pl
+				}
+			}
+			return nil
+		})
+		for _, s := range rn.srch {
+			for _, d := range s.delta {
+				weight[d.c] += d.n
+				rn.total += d.n
+			}
+			s.delta = s.delta[:0]
+		}
+	}
+	return nil
+}
+
+// spread is the sum of the squared channel weights: it grows with the
+// routes' length and with their imbalance.
+func (rn *run) spread() float64 {
+	var sq float64
+	for _, w := range rn.weight {
+		sq += float64(w) * float64(w)
+	}
+	return sq
 }
 
 func noRoute(n int) plan.Plane {

@@ -87,7 +87,7 @@ func TestScale(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr, cr := time.Since(t0), testfab.CPUTime()-c0
-		t.Logf("inserts %d, searches %d, visited %d, refused %d; escaped trees by layer %v of %v", rep.Inserts, rep.Searches, rep.Visited, rep.Refused, rep.EscapedByLayer, rep.TreesByLayer)
+		t.Logf("inserts %d, searches %d, visited %d, refused %d; escaped trees by layer %v of %v; balanced escape tree %v", rep.Inserts, rep.Searches, rep.Visited, rep.Refused, rep.EscapedByLayer, rep.TreesByLayer, rep.BalancedEscape)
 		real, err := testfab.Realize(c.topo, &plan.Routes{Planes: planes}, 0)
 		if err != nil {
 			t.Fatal(err)
