@@ -202,6 +202,9 @@ func TestGarbageRejected(t *testing.T) {
 		}, want: "offset 1 >= 2^LMC=1"},
 		{name: "SL out of range", vls: func() *plan.VLPlan { return &plan.VLPlan{SLByDLID: []uint8{0, 16}} }, want: "SL 16 for DLID 1"},
 		{name: "VL out of range", vls: func() *plan.VLPlan { return &plan.VLPlan{Default: [16]uint8{3: 16}} }, want: "maps SL 3 to VL 16"},
+		{name: "SL2VL entry VL out of range", vls: func() *plan.VLPlan {
+			return &plan.VLPlan{SL2VL: []plan.SL2VLEntry{{Node: 0}, {Node: 0, VL: [16]uint8{5: 16}}}}
+		}, want: "SL2VL entry 1 maps SL 5 to VL 16"},
 		{name: "SL2VL port", vls: func() *plan.VLPlan { return &plan.VLPlan{SL2VL: []plan.SL2VLEntry{{Node: 0, In: 200}}} }, want: "ports 200 -> 0"},
 		{name: "too many VLs", vls: func() *plan.VLPlan { return &plan.VLPlan{VLs: 16} }, want: "uses 16 data VLs"},
 	}

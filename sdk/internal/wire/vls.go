@@ -80,8 +80,8 @@ func RecvVLPlan(recv Recv, t *topology.Topology) (*plan.VLPlan, error) {
 	if len(h.SlByDlid) > 0 {
 		v.SLByDLID = h.SlByDlid
 	}
-	if err := copyVLs(&v.Default, h.DefaultSl2Vl, "default SL2VL"); err != nil {
-		return nil, err
+	if sl, vl := copyVLs(&v.Default, h.DefaultSl2Vl); sl >= 0 {
+		return nil, badVL("default SL2VL", sl, vl)
 	}
 	neps := int32(len(t.Endpoints()))
 	if h.NumOverrides > maxPaths || h.NumSl2Vl > maxPaths {
@@ -106,6 +106,9 @@ func RecvVLPlan(recv Recv, t *topology.Topology) (*plan.VLPlan, error) {
 			v.Overrides = append(v.Overrides, plan.SLOverride{Src: b.Src[k], DLID: uint16(b.Dlid[k]), SL: b.Sl[k]})
 		}
 	}
+	// The declared count sizes the table up to a bound, so a plugin's
+	// header alone cannot make the host allocate much.
+	v.SL2VL = make([]plan.SL2VLEntry, 0, min(h.NumSl2Vl, 1<<20))
 	for uint32(len(v.SL2VL)) < h.NumSl2Vl {
 		c, err := next(recv, fmt.Sprintf("sl2vl (have %d of %d)", len(v.SL2VL), h.NumSl2Vl))
 		if err != nil {
@@ -130,8 +133,8 @@ func RecvVLPlan(recv Recv, t *topology.Topology) (*plan.VLPlan, error) {
 				return nil, fmt.Errorf("VL plan: SL2VL entry %d: ports %d -> %d on node 0x%016x with %d ports", i, b.In[k], b.Out[k], t.Nodes[node].GUID, np)
 			}
 			e := plan.SL2VLEntry{Node: node, In: b.In[k], Out: b.Out[k]}
-			if err := copyVLs(&e.VL, b.Vl[16*k:16*k+16], fmt.Sprintf("SL2VL entry %d", i)); err != nil {
-				return nil, err
+			if sl, vl := copyVLs(&e.VL, b.Vl[16*k:16*k+16]); sl >= 0 {
+				return nil, badVL(fmt.Sprintf("SL2VL entry %d", i), sl, vl)
 			}
 			v.SL2VL = append(v.SL2VL, e)
 		}
@@ -139,12 +142,19 @@ func RecvVLPlan(recv Recv, t *topology.Topology) (*plan.VLPlan, error) {
 	return v, nil
 }
 
-func copyVLs(dst *[16]uint8, src []byte, what string) error {
+// copyVLs copies an SL2VL table; sl is the first SL mapped beyond VL 15
+// and vl its VL, or sl -1. The caller names the table only on failure:
+// a plan has tens of thousands of tables.
+func copyVLs(dst *[16]uint8, src []byte) (sl int, vl byte) {
 	for sl, vl := range src {
 		if vl > 15 {
-			return fmt.Errorf("VL plan: %s maps SL %d to VL %d, want 0..15", what, sl, vl)
+			return sl, vl
 		}
 		dst[sl] = vl
 	}
-	return nil
+	return -1, 0
+}
+
+func badVL(what string, sl int, vl byte) error {
+	return fmt.Errorf("VL plan: %s maps SL %d to VL %d, want 0..15", what, sl, vl)
 }
