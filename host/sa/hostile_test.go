@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/transport"
@@ -110,13 +111,18 @@ func TestWrongSMKey(t *testing.T) {
 }
 
 // gate is a transport whose Send blocks until released, so requests pile
-// up in the agent's queues.
+// up in the agent's queues; entered tells that a Send is blocked.
 type gate struct {
 	fakeTransport
-	open chan struct{}
+	open    chan struct{}
+	entered chan struct{}
 }
 
 func (g *gate) Send(p transport.Packet) error {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
 	<-g.open
 	return g.fakeTransport.Send(p)
 }
@@ -125,7 +131,7 @@ func (g *gate) Send(p transport.Packet) error {
 // in a bounded number of lines; a second source that keeps within its rate
 // loses nothing and is answered ahead of the flooder's backlog.
 func TestFlood(t *testing.T) {
-	g := &gate{open: make(chan struct{})}
+	g := &gate{open: make(chan struct{}), entered: make(chan struct{}, 1)}
 	buf := &syncBuffer{}
 	a := New(tinySubnet(t), g, Options{SARate: 500}, hclog.New(&hclog.LoggerOptions{Output: buf, Level: hclog.Info}))
 	req := func(tid uint64) []byte {
@@ -137,6 +143,15 @@ func TestFlood(t *testing.T) {
 	for i := 0; i < flood; i++ {
 		if !a.Handle(context.Background(), transport.Packet{DLID: 2, SLID: 9, QP: 1, MAD: req(uint64(i))}) {
 			t.Fatal("SA request not taken")
+		}
+		if i == 0 {
+			// The worker holds the first in Send before the rest queue
+			// (on a loaded machine it could otherwise start late).
+			select {
+			case <-g.entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the SA worker never took the first request")
+			}
 		}
 	}
 	// The legitimate client asks while the flooder's queue is full.

@@ -47,6 +47,8 @@ func informBytes(t *testing.T, ii smp.InformInfo) []byte {
 }
 
 func TestInformInfo(t *testing.T) {
+	// Waits on timeouts: overlaps the package's other waiting tests.
+	t.Parallel()
 	rt := &reportTransport{done: make(chan struct{})}
 	a := New(tinySubnet(t), rt, Options{RMPP: true}, nil)
 	ft := &rt.fakeTransport
@@ -157,6 +159,8 @@ func TestSubscriptionWants(t *testing.T) {
 // reportAttempts copies, then the report is dropped and logged; multicast
 // group notices (66/67) reach their subscribers.
 func TestReportDropped(t *testing.T) {
+	// Waits on timeouts: overlaps the package's other waiting tests.
+	t.Parallel()
 	rt := &reportTransport{done: make(chan struct{}), failFirst: 1 << 30}
 	var logs syncBuffer
 	a := New(tinySubnet(t), rt, Options{RMPP: true}, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn}))

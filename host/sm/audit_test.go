@@ -57,6 +57,7 @@ func ft3(t *testing.T) *netfile.File {
 // Set, and no light sweep calls for a re-route; each light sweep reads
 // exactly min(budget, items) more than one without the audit.
 func TestAuditRepairsLFTBlock(t *testing.T) {
+	t.Parallel()
 	f := ft3(t)
 	ctx := context.Background()
 	var off uint64 // Gets of a light sweep without the audit
@@ -143,6 +144,7 @@ func TestAuditRepairsLFTBlock(t *testing.T) {
 // to 0 (reset) is handed to an incremental sweep, which re-programs it
 // whole.
 func TestAuditSwitchLID(t *testing.T) {
+	t.Parallel()
 	f := ft3(t)
 	ctx := context.Background()
 	tests := []struct {
@@ -155,6 +157,7 @@ func TestAuditSwitchLID(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			fab, tr := attach(t, f)
 			s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8}, nil)
 			_, err := s.HeavySweep(ctx)
@@ -202,6 +205,7 @@ func TestAuditSwitchLID(t *testing.T) {
 // TestAuditInRun: the sweep loop's own light sweeps repair a block without
 // any sweep report (no re-route).
 func TestAuditInRun(t *testing.T) {
+	t.Parallel()
 	f := ft3(t)
 	fab, tr := attach(t, f)
 	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100),
@@ -220,6 +224,9 @@ func TestAuditInRun(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	<-reps
 	a := s.Applied()
+	if a == nil {
+		t.Fatal("the first sweep applied no plan")
+	}
 	victim := a.Topo.Nodes[a.Topo.Switches()[0]].GUID
 	overwriteBlock(t, switchAgent(t, fab, victim), 1, a.Result.Realized.LFT[0])
 	deadline := time.Now().Add(20 * time.Second)

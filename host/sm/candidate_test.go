@@ -11,6 +11,7 @@ import (
 )
 
 func TestUnmetCriteria(t *testing.T) {
+	t.Parallel()
 	all := []conf.Criterion{conf.RequireDeadlockFree, conf.RequireAllPairs, conf.RequireMaxLoadLEActive, conf.RequireNoWorseHops}
 	good := func() *rollout.Metrics {
 		return &rollout.Metrics{DeadlockFree: true, CAPairs: analysis.PairStats{Reachable: 6, Total: 6},
@@ -40,6 +41,7 @@ func TestUnmetCriteria(t *testing.T) {
 }
 
 func TestStageSwitches(t *testing.T) {
+	t.Parallel()
 	steps := []rollout.Step{
 		{Stage: "a", Switches: []int32{1}, Last: true},
 		{Stage: "b", Switches: []int32{2}},

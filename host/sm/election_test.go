@@ -205,6 +205,18 @@ func watch(t *testing.T, peers ...*peer) (stop func() (samples int)) {
 	}
 }
 
+// elections lets one election test run at a time. They run in parallel
+// with the package's other tests (which mostly wait on MAD timeouts), but
+// not with each other: several SMs polling every 40 ms with 20 ms MAD
+// timeouts, times a few tests, starve each other on two cores until a
+// standby misses its polls and takes over from a live master.
+var elections sync.Mutex
+
+func oneElection(t *testing.T) {
+	elections.Lock()
+	t.Cleanup(elections.Unlock)
+}
+
 // waitFor polls cond until it holds or within passes.
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
@@ -286,6 +298,8 @@ func lidOf(p *peer) uint16 {
 // sends no LFT block (it reads the tables back) and points every port at
 // itself.
 func TestElectionStandbyAndFailover(t *testing.T) {
+	t.Parallel()
+	oneElection(t)
 	f := fatTree(t)
 	fab, err := sim.New(f, sim.Options{})
 	must(t, err)
@@ -346,6 +360,8 @@ func TestElectionStandbyAndFailover(t *testing.T) {
 // subnet by HANDOVER when the master honors priorities, and stands by when
 // it does not.
 func TestElectionHandover(t *testing.T) {
+	t.Parallel()
+	oneElection(t)
 	for _, honor := range []bool{true, false} {
 		t.Run(fmt.Sprintf("honor=%v", honor), func(t *testing.T) {
 			f := fatTree(t)
@@ -394,6 +410,8 @@ func TestElectionHandover(t *testing.T) {
 // TestElectionEqualPriority: with equal priorities the lower port GUID
 // wins, whichever starts first.
 func TestElectionEqualPriority(t *testing.T) {
+	t.Parallel()
+	oneElection(t)
 	f := fatTree(t)
 	hosts := cas(f)
 	for _, lowFirst := range []bool{true, false} {
@@ -432,6 +450,8 @@ func TestElectionEqualPriority(t *testing.T) {
 // other: the first master keeps the subnet whatever the priorities, the
 // other stands by and still takes over when the master dies.
 func TestElectionSMKeys(t *testing.T) {
+	t.Parallel()
+	oneElection(t)
 	f := fatTree(t)
 	fab, err := sim.New(f, sim.Options{})
 	must(t, err)
@@ -460,6 +480,8 @@ func TestElectionSMKeys(t *testing.T) {
 // killed and restarted as a standby, five times: a standby is master again
 // each time, never two at once, every LID stays and no LFT block is sent.
 func TestElectionRotation(t *testing.T) {
+	t.Parallel()
+	oneElection(t)
 	f := fatTree(t)
 	fab, err := sim.New(f, sim.Options{})
 	must(t, err)
@@ -538,6 +560,7 @@ func restartPeer(t *testing.T, fab *sim.Fabric, old *peer, node *netfile.Node, e
 // TestSMInfoSets: what each control code does in each state, the SM_Key
 // check, and OpenSM's HANDOVER with SM_Key 0.
 func TestSMInfoSets(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	fab, err := sim.New(f, sim.Options{})
 	must(t, err)
@@ -627,6 +650,8 @@ func TestSMInfoSets(t *testing.T) {
 // SM renumbered ports since it was last master) takes the LIDs the fabric
 // holds when it takes over; at a plain start its guid2lid wins.
 func TestTakeoverAdoptsFabricLIDs(t *testing.T) {
+	t.Parallel()
+	oneElection(t)
 	f := fatTree(t)
 	fab, err := sim.New(f, sim.Options{})
 	must(t, err)
@@ -673,6 +698,8 @@ func TestTakeoverAdoptsFabricLIDs(t *testing.T) {
 // SM_Keys no handover is possible: the worse stands by at once and the
 // better keeps the subnet.
 func TestElectionMerge(t *testing.T) {
+	t.Parallel()
+	oneElection(t)
 	for _, tc := range []struct {
 		name         string
 		keyA, keyB   uint64

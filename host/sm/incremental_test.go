@@ -77,6 +77,7 @@ func lastCA(f *netfile.File) netfile.Link {
 }
 
 func TestIncrementalSweepMatchesHeavy(t *testing.T) {
+	t.Parallel()
 	type fault struct {
 		name string
 		do   func(fab *sim.Fabric, f *netfile.File) error
@@ -132,6 +133,7 @@ func TestIncrementalSweepMatchesHeavy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f, err := tc.gen.Generate()
 			must(t, err)
 			fab, tr := attach(t, f)
@@ -168,6 +170,7 @@ func TestIncrementalSweepMatchesHeavy(t *testing.T) {
 // any switch; the light sweep's CA check finds it and one PortInfo Set
 // repairs it.
 func TestLightSweepCatchesCAChange(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	fab, tr := attach(t, f)
 	tests := []struct {
@@ -321,6 +324,7 @@ func (l *logSink) waitFor(want string, d time.Duration) bool {
 }
 
 func TestRunTraps(t *testing.T) {
+	t.Parallel()
 	r0 := startTrapRig(t, sm.Options{TrapCoalesce: 30 * time.Millisecond, TrapMinInterval: 300 * time.Millisecond}, true, 16)
 	f, fab, tr, s, sink, reps := r0.f, r0.fab, r0.tr, r0.s, r0.sink, r0.reps
 	next := func(what string) *sm.Report {

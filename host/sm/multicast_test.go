@@ -64,6 +64,7 @@ func caPorts(topo *topology.Topology) ([]sim.Delivery, []uint64) {
 }
 
 func TestMulticastJoinLeaveProgramsMFTs(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	fab, tr := attach(t, f)
 	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 1), sm.Options{}, nil)
@@ -146,6 +147,7 @@ func TestMulticastJoinLeaveProgramsMFTs(t *testing.T) {
 // A router proposing loops is refused: the MFTs in force stay, the error
 // is counted.
 func TestMulticastLoopingTreeRejected(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	fab, tr := attach(t, f)
 	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 1), sm.Options{}, nil)

@@ -10,6 +10,7 @@ import (
 // TestEndpointChanges: a CA that appears is "in", one that goes is "out";
 // the switch (port 0, the node GUID) stays.
 func TestEndpointChanges(t *testing.T) {
+	t.Parallel()
 	build := func(cas ...uint64) *topology.Topology {
 		b := topology.NewBuilder()
 		up := topology.Port{State: topology.StateActive, VLCap: 1}

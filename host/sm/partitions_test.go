@@ -24,6 +24,7 @@ import (
 // re-routing; a partition that does not fit a port's table is a sweep
 // warning, not a failure.
 func TestPartitionSweeps(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	fab, tr := attach(t, f)
 	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 1), sm.Options{}, nil)

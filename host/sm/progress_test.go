@@ -36,6 +36,7 @@ func (r *recorder) Count(unit string, done, total int64) {
 // discovery found and the LFT blocks programmed, all of them by the end;
 // an unchanged fabric's sweep programs nothing; Plan stops after routing.
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	_, tr := attach(t, f)
 	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8}, nil)

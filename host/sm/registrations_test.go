@@ -15,6 +15,7 @@ import (
 // all; only a CA port whose MasterSMLID names another SM is asked to
 // re-register. Without KeepRegistrations every CA port is.
 func TestKeepRegistrations(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	fab, tr := attach(t, f)
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 // TestBadMKeyTrap: trap 256 (a port refused an SMP with a wrong M_Key) is
 // reported with who was refused and what was asked, and makes no sweep.
 func TestBadMKeyTrap(t *testing.T) {
+	t.Parallel()
 	r := startTrapRig(t, sm.Options{TrapCoalesce: 30 * time.Millisecond}, false, 16)
 	sw := switchLinks(r.f)[0].B
 	smLID, swLID := r.smLID(), r.lidOf(sw.GUID)

@@ -197,6 +197,7 @@ func interSwitchLink(t *testing.T, f *netfile.File) netfile.Link {
 }
 
 func TestSweeps(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	fab, tr := attach(t, f)
 	eng := &updn{base: base{"updn"}}
@@ -268,6 +269,7 @@ func TestSweeps(t *testing.T) {
 }
 
 func TestFailedPipelineKeepsTables(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	fab, tr := attach(t, f)
 	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{}, nil)
@@ -312,6 +314,7 @@ func TestFailedPipelineKeepsTables(t *testing.T) {
 }
 
 func TestLIDFileReused(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	dir := t.TempDir()
 	lidFile := filepath.Join(dir, "guid2lid")
@@ -390,6 +393,7 @@ func TestLIDFileReused(t *testing.T) {
 // takeover) keeps the LIDs the fabric's ports already hold, except where
 // two ports claim the same LID: those get new ones.
 func TestFabricLIDsKept(t *testing.T) {
+	t.Parallel()
 	f := fatTree(t)
 	fab, tr := attach(t, f)
 	ctx := context.Background()
@@ -456,6 +460,7 @@ func TestFabricLIDsKept(t *testing.T) {
 // the HCA was removed) ends Run with its error instead of leaving an SM
 // that sweeps nothing.
 func TestRunEndsWithItsTransport(t *testing.T) {
+	t.Parallel()
 	_, tr := attach(t, fatTree(t))
 	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{SweepInterval: time.Hour}, nil)
 	up := make(chan struct{}, 1)

@@ -16,6 +16,7 @@ import (
 // of traps from one source is cut to the per-source rate, counted in a
 // bounded log, while the traps that pass still coalesce into few sweeps.
 func TestHostileTraps(t *testing.T) {
+	t.Parallel()
 	r := startTrapRig(t, sm.Options{TrapCoalesce: 30 * time.Millisecond, TrapMinInterval: 300 * time.Millisecond}, false, 1024)
 	f, fab, sink, reps, stop := r.f, r.fab, r.sink, r.reps, r.stop
 	smLID := r.smLID()
