@@ -372,11 +372,10 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 					return nil, &LimitError{Algo: "acro", Needed: i + 1, Available: f.Cap(c),
 						Why: fmt.Sprintf("channel %s toward DLID %d is settled in layer %d but its link carries %d VLs", f.ChanName(c), f.DLIDs[d], i, f.Cap(c))}
 				}
+				// s's children toward d are unsettled (a node settles
+				// after its parent): their channels lose their weight.
 				for _, k := range tr.Kids(d, s) {
 					x := int(k)*nd + d
-					if marked[x] {
-						continue
-					}
 					_, kp := tr.Next(d, k)
 					kc := f.Chan(k, kp)
 					if h.pos[kc] >= 0 {

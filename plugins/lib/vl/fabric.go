@@ -257,8 +257,15 @@ func (f *Fabric) BuildTrees() (*Trees, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// Each destination's offsets, children and order are windows of three
+	// tables allocated once; fill is a worker's scratch.
+	n := f.N
+	offs, kids, orders := make([]int32, nd*(n+1)), make([]int32, nd*n), make([]int32, nd*n)
 	err := route.ForEach(context.Background(), nd, func() func(int32) error {
-		return func(d int32) error { return f.buildTree(tr, int(d)) }
+		fill := make([]int32, n)
+		return func(d int32) error {
+			return f.buildTree(tr, int(d), offs[int(d)*(n+1):(int(d)+1)*(n+1)], kids[int(d)*n:(int(d)+1)*n], orders[int(d)*n:(int(d)+1)*n], fill)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -266,9 +273,9 @@ func (f *Fabric) BuildTrees() (*Trees, error) {
 	return tr, nil
 }
 
-// buildTree fills destination d's part of tr from its next hops.
-func (f *Fabric) buildTree(tr *Trees, d int) error {
-	off := make([]int32, f.N+1)
+// buildTree fills destination d's part of tr from its next hops: off, kid
+// and order are its windows (N+1, N and N long, zero), fill is scratch.
+func (f *Fabric) buildTree(tr *Trees, d int, off, kid, order, fill []int32) error {
 	parent := tr.parent[d*f.N : (d+1)*f.N]
 	port := tr.port[d*f.N : (d+1)*f.N]
 	routed := 0
@@ -283,8 +290,8 @@ func (f *Fabric) buildTree(tr *Trees, d int) error {
 	for s := 0; s < f.N; s++ {
 		off[s+1] += off[s]
 	}
-	kid := make([]int32, off[f.N])
-	fill := append([]int32(nil), off[:f.N]...)
+	kid = kid[:off[f.N]:off[f.N]]
+	copy(fill, off[:f.N])
 	for s := int32(0); s < int32(f.N); s++ {
 		if t := parent[s]; t >= 0 {
 			kid[fill[t]] = s
@@ -292,7 +299,7 @@ func (f *Fabric) buildTree(tr *Trees, d int) error {
 		}
 	}
 	// BFS from the roots (switches that deliver locally).
-	order := make([]int32, 0, routed)
+	order = order[:0:routed]
 	for s := int32(0); s < int32(f.N); s++ {
 		if parent[s] < 0 && port[s] != plan.NoPort {
 			order = append(order, s)
