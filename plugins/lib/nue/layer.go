@@ -35,9 +35,17 @@ type layer struct {
 	bwd        []int32
 	pos        []int32
 	limit      int
+	// cyclic[t] == cleared+1 when turn t was found to close a cycle and
+	// no turn has left the layer since: a cycle only grows more paths as
+	// turns are added, so the turn is refused without a search (trees
+	// try the same refused turns again and again). cleared counts the
+	// turns that left the layer.
+	cyclic  []uint32
+	cleared uint32
 	// refused counts turns refused because the search hit the limit;
-	// calls, searches and visited what insert did, for logs.
-	refused, calls, searches, visited int64
+	// calls, searches and visited what insert did, known the turns
+	// refused as known cycles, for logs.
+	refused, calls, searches, visited, known int64
 }
 
 // searchLimit bounds a turn's search (channels visited) in a layer of
@@ -55,7 +63,7 @@ func searchLimit(budget int) int { return max(256, 2048/max(1, budget)) }
 func newLayer(n *net, ord []int32, limit int) *layer {
 	nc := n.Channels()
 	words := (n.maxDeg + 63) / 64
-	return &layer{n: n, cnt: make([]int32, n.turns), ord: slices.Clone(ord), mark: make([]uint32, nc), limit: limit,
+	return &layer{n: n, cnt: make([]int32, n.turns), cyclic: make([]uint32, n.turns), ord: slices.Clone(ord), mark: make([]uint32, nc), limit: limit,
 		succ: make([]uint64, nc*int(words)), pred: make([]uint64, nc*int(words)), words: words}
 }
 
@@ -90,6 +98,10 @@ func (l *layer) insert(in, out int32) bool {
 		l.set(in, out, true)
 		return true
 	}
+	if l.cyclic[t] == l.cleared+1 {
+		l.known++
+		return false
+	}
 	lb, ub := l.ord[out], l.ord[in]
 	l.searches++
 	defer func() { l.visited += int64(len(l.fwd) + len(l.bwd)) }()
@@ -111,6 +123,7 @@ func (l *layer) insert(in, out int32) bool {
 			for m := l.succ[c*l.words+w]; m != 0; m &= m - 1 {
 				nx := base + 64*w + int32(bits.TrailingZeros64(m))
 				if nx == in {
+					l.cyclic[t] = l.cleared + 1
 					return false
 				}
 				if l.mark[nx] != l.epoch && l.ord[nx] < ub {
@@ -174,5 +187,6 @@ func (l *layer) remove(t int32) {
 	if l.cnt[t]--; l.cnt[t] == 0 {
 		in, out := l.n.turnChans(t)
 		l.set(in, out, false)
+		l.cleared++
 	}
 }
