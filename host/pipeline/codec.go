@@ -124,20 +124,31 @@ func writeSL2VL(buf *bufio.Writer, es []plan.SL2VLEntry) {
 	}
 }
 
-func readSL2VL(p []byte) ([]plan.SL2VLEntry, error) {
+// rawPart reads the byte before a raw part: 0 for a nil part, which must
+// end the payload, 1 for a part that follows.
+func rawPart(p []byte) (rest []byte, present bool, err error) {
 	if len(p) == 0 {
-		return nil, errShort
+		return nil, false, errShort
 	}
-	flag := p[0]
-	p = p[1:]
-	if flag == 0 {
-		if len(p) != 0 {
-			return nil, errors.New("trailing bytes after the result")
+	switch p[0] {
+	case 0:
+		if len(p) != 1 {
+			return nil, false, errors.New("trailing bytes after the result")
 		}
-		return nil, nil
+		return nil, false, nil
+	case 1:
+		return p[1:], true, nil
+	}
+	return nil, false, errShort
+}
+
+func readSL2VL(p []byte) ([]plan.SL2VLEntry, error) {
+	p, present, err := rawPart(p)
+	if !present {
+		return nil, err
 	}
 	n, k := binary.Uvarint(p)
-	if flag != 1 || k <= 0 || n > uint64(len(p)-k)/sl2vlSize {
+	if k <= 0 || n > uint64(len(p)-k)/sl2vlSize {
 		return nil, errShort
 	}
 	p = p[k:]
@@ -220,21 +231,14 @@ func readTrees(p []byte) ([]plan.DestPlanes, error) {
 		p = p[k:]
 		return x, nil
 	}
-	if len(p) == 0 {
-		return nil, errShort
-	}
-	flag := p[0]
-	p = p[1:]
-	if flag == 0 {
-		if len(p) != 0 {
-			return nil, errors.New("trailing bytes after the result")
-		}
-		return nil, nil
+	p, present, err := rawPart(p)
+	if !present {
+		return nil, err
 	}
 	dests, err := uv()
 	// Every destination takes at least one byte: a count beyond what is
 	// left is corruption, not a reason to allocate.
-	if err != nil || flag != 1 || dests > uint64(len(p)) {
+	if err != nil || dests > uint64(len(p)) {
 		return nil, errShort
 	}
 	trees := make([]plan.DestPlanes, dests)
