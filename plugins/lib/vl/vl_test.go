@@ -15,6 +15,17 @@ import (
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
+// fabricTrees is fabric and its destination trees.
+func fabricTrees(t testing.TB, topo *topology.Topology, r *plan.Routes) (*vl.Fabric, *vl.Trees) {
+	t.Helper()
+	f := fabric(t, topo, r)
+	tr, err := f.BuildTrees()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, tr
+}
+
 // fabric indexes r's tables on topo with sequential LIDs.
 func fabric(t testing.TB, topo *topology.Topology, r *plan.Routes) *vl.Fabric {
 	t.Helper()
@@ -62,11 +73,7 @@ func TestAlgorithms(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := fabric(t, topo, vltest.MinHop(t, topo))
-		tr, err := f.BuildTrees()
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, tr := fabricTrees(t, topo, vltest.MinHop(t, topo))
 		if err := vl.Check(f, &plan.VLPlan{}); (err != nil) != fb.cyclic {
 			t.Fatalf("%s: one-VL check = %v, want cyclic %v", fb.name, err, fb.cyclic)
 		}
@@ -110,11 +117,7 @@ func TestLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fabric(t, topo, vltest.MinHop(t, topo))
-	tr, err := f.BuildTrees()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, tr := fabricTrees(t, topo, vltest.MinHop(t, topo))
 	for _, a := range algos {
 		_, err := a.run(context.Background(), f, tr, 1)
 		var le *vl.LimitError
@@ -140,11 +143,7 @@ func TestACROVersusLASH(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := fabric(t, topo, r)
-		tr, err := f.BuildTrees()
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, tr := fabricTrees(t, topo, r)
 		a, err := vl.ACRO(context.Background(), f, tr, 64)
 		if err != nil {
 			t.Fatal(err)
@@ -185,11 +184,7 @@ func TestHopPlanFewSLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fabric(t, topo, r)
-	tr, err := f.BuildTrees()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, tr := fabricTrees(t, topo, r)
 	ly, err := vl.ACRO(context.Background(), f, tr, 8)
 	if err != nil {
 		t.Fatal(err)
@@ -246,11 +241,7 @@ func TestHopPlanWords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := fabric(t, topo, vltest.MinHop(t, topo))
-			tr, err := f.BuildTrees()
-			if err != nil {
-				t.Fatal(err)
-			}
+			f, tr := fabricTrees(t, topo, vltest.MinHop(t, topo))
 			ly, err := vl.ACRO(context.Background(), f, tr, 8)
 			if err != nil {
 				t.Fatal(err)
