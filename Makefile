@@ -69,10 +69,13 @@ sdk-example:
 # The fast loop: every test but the end-to-end scenarios in integration/,
 # in -short mode: tests that build plugin binaries or work at full scale
 # (the largest fabrics, files and group counts) skip themselves; make test
-# runs them all, without -short.
+# runs them all, without -short. One go test for both modules (the sdk's
+# packages through the main module's replace, so with its dependency
+# versions; make sdk-test runs them in their own module): one pool of
+# -p 8 jobs, so the links go on while test binaries wait on timeouts, and
+# -parallel 8 so a package's waiting tests (t.Parallel) overlap.
 unit:
-	$(GO) test -count=1 -short $$($(GO) list ./... | grep -v '/integration')
-	cd sdk && $(GO) test -count=1 -short ./...
+	$(GO) test -count=1 -short -p 8 -parallel 8 $$($(GO) list ./... | grep -v '/integration') github.com/ibsm/ibsm/sdk/...
 
 deps:
 	@./integration/setup.sh
