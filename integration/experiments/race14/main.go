@@ -310,9 +310,9 @@ func (s *osmSeries) row(f fabric) string {
 	case s.c.vls == 1 && s.q != nil:
 		dl = s.q.deadlockFree + " (CA traffic, 1 VL)"
 	}
-	var w, c, b []float64
+	var w, b []float64
 	for _, r := range s.runs {
-		w, c, b = append(w, r.route), append(c, r.routeCPU), append(b, r.build)
+		w, b = append(w, r.route), append(b, r.build)
 	}
 	wall, cpu := s.medians()
 	times := fmt.Sprintf("%.2f (%s)", wall, list(w))
