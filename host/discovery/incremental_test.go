@@ -240,7 +240,7 @@ func TestUpdateUntrusted(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var bh *blackhole
-			r := attach(t, f, 0, 0, transport.Options{Timeout: 20 * time.Millisecond, Retries: transport.NoRetries},
+			r := attach(t, f, 0, 0, transport.Options{Timeout: 300 * time.Millisecond, Retries: transport.NoRetries},
 				func(c transport.Conn) transport.Conn { bh = &blackhole{Conn: c, prefix: []uint8{0xFF}}; return bh })
 			model, _ := r.discover(t, 4)
 			if tc.blackhole != nil {
