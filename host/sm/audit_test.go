@@ -227,9 +227,18 @@ func TestAuditInRun(t *testing.T) {
 	if a == nil {
 		t.Fatal("the first sweep applied no plan")
 	}
+	// Overwrite only once the audit has gone round once: on a loaded
+	// machine a retried Set of the first sweep can still be in flight
+	// and would mend the block before the audit sees it.
+	deadline := time.Now().Add(20 * time.Second)
+	for s.AuditStats().Rotations == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no audit rotation within 20s; audit %+v", s.AuditStats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	victim := a.Topo.Nodes[a.Topo.Switches()[0]].GUID
 	overwriteBlock(t, switchAgent(t, fab, victim), 1, a.Result.Realized.LFT[0])
-	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if l, _ := fab.LFT(victim); bytes.Equal(l, a.Result.Realized.LFT[0]) {
 			break
