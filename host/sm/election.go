@@ -411,6 +411,31 @@ func (s *SM) newSMs(ctx context.Context) bool {
 	return found != 0
 }
 
+// requeryUnanswered asks once more the SMs whose SMInfo did not come back:
+// an SM that is not master yet would otherwise take one lost or late
+// answer for an SM that is gone and become a second master (until the
+// next discovery hands over). A dead SM port costs one more timeout.
+func (s *SM) requeryUnanswered(ctx context.Context, rs []remoteSM) {
+	var again []int
+	for i := range rs {
+		if !rs[i].ok {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	sub := make([]remoteSM, len(again))
+	for j, i := range again {
+		sub[j] = rs[i]
+	}
+	s.querySMs(ctx, sub)
+	for j, i := range again {
+		rs[i] = sub[j]
+	}
+	s.Log.Debug("asked again the SMs whose SMInfo did not answer", "asked", len(again))
+}
+
 // querySMs reads the SMInfo of each remote SM (concurrently; one that does
 // not answer is left !ok).
 func (s *SM) querySMs(ctx context.Context, rs []remoteSM) {
@@ -455,6 +480,9 @@ func (s *SM) arbitrate(ctx context.Context, fab *discovery.Fabric) bool {
 	s.elect.extra = nil // this discovery sees every SM port
 	s.elect.mu.Unlock()
 	s.querySMs(ctx, rs)
+	if s.State() != smp.SMStateMaster {
+		s.requeryUnanswered(ctx, rs)
+	}
 	own := ownPortGUID(fab)
 	e := s.elect
 	e.mu.Lock()
