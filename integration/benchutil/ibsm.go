@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -71,40 +70,6 @@ func BuildPlugins(goTool, repoRoot, dir string, plugins []string) error {
 		}
 	}
 	return nil
-}
-
-// WriteConfig writes an HCL config that brings up netFile on the embedded
-// simulator with one routing engine and no fallback (a rejected plan must
-// show as a rejection, not as another engine's numbers). MAD and plugin
-// settings are those of conf/examples/ft2-648.hcl.
-func WriteConfig(path, netFile, stateDir, binDir, engine string) error {
-	fabric := fmt.Sprintf("fabric {\n  transport = \"sim\"\n  topology  = %q\n}\n\n", netFile)
-	return writeConfig(path, fabric, "120s", stateDir, binDir, engine)
-}
-
-// WriteIBSimConfig writes the config WriteConfig writes, attached instead
-// to the ibsim behind sockname at ibsim's default port (where OpenSM's
-// umad2sim attaches too). Plugins get 300s: the race runs the largest
-// fabrics, on loaded machines.
-func WriteIBSimConfig(path, sockname, stateDir, binDir, engine string) error {
-	fabric := fmt.Sprintf("fabric {\n  transport = \"ibsim\"\n  socket    = %q\n}\n\n", sockname)
-	return writeConfig(path, fabric, "300s", stateDir, binDir, engine)
-}
-
-// writeConfig writes fabric, then the sm, plugin and routing blocks both
-// benchmarks share: one engine, sequential LIDs, single VL, no fallback.
-func writeConfig(path, fabric, pluginTimeout, stateDir, binDir, engine string) error {
-	var b strings.Builder
-	b.WriteString(fabric)
-	fmt.Fprintf(&b, "sm {\n  sweep_interval = \"10s\"\n  lmc            = 0\n  state_dir      = %q\n"+
-		"  mad_window     = 16\n  mad_timeout    = \"200ms\"\n  mad_retries    = 3\n  plugin_timeout = %q\n  priority       = 15\n}\n\n", stateDir, pluginTimeout)
-	for _, p := range []struct{ kind, name string }{
-		{"routing_engine", engine}, {"lid_assigner", "sequential"}, {"vl_assigner", "single"},
-	} {
-		fmt.Fprintf(&b, "plugin %q %q {\n  path = %q\n}\n\n", p.kind, p.name, filepath.Join(binDir, "ibsm-plugin-"+p.name))
-	}
-	fmt.Fprintf(&b, "routing {\n  engine       = %q\n  lid_assigner = \"sequential\"\n  vl_assigner  = \"single\"\n}\n", engine)
-	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // Summary is what `ibsm run --once` prints at SUBNET UP.

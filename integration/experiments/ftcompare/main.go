@@ -35,10 +35,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/conf"
-	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/topogen"
+	"github.com/ibsm/ibsm/integration/benchutil"
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -160,32 +158,6 @@ func writeTopo(path string, args []string) (string, error) {
 	return removed, os.WriteFile(path, b.Bytes(), 0o644)
 }
 
-const config = `fabric {
-  transport = "sim"
-  topology  = %q
-}
-sm {
-  lmc            = 0
-  state_dir      = %q
-  plugin_timeout = "1800s"
-}
-plugin "routing_engine" %q {
-  path = %q
-}
-plugin "lid_assigner" "sequential" {
-  path = %q
-}
-plugin "vl_assigner" "single" {
-  path = %q
-}
-routing {
-  engine           = %q
-  lid_assigner     = "sequential"
-  vl_assigner      = "single"
-  switch_to_switch = %q
-}
-`
-
 // row is one engine's result on one fabric.
 type row struct {
 	routing  time.Duration
@@ -251,17 +223,9 @@ func measure(plugins, work, name, net, eng string, aopt analysis.Options) row {
 	if eng == "ftree" {
 		policy = "best_effort"
 	}
-	pl := func(p string) string { return filepath.Join(plugins, "ibsm-plugin-"+p) }
-	src := fmt.Appendf(nil, config, net, state, eng, pl(eng), pl("sequential"), pl("single"), eng, policy)
-	if err := os.WriteFile(cfgPath, src, 0o644); err != nil {
-		return row{err: err}
-	}
-	cfg, diags := conf.Load(cfgPath)
-	if diags.HasErrors() {
-		return row{err: fmt.Errorf("%s", conf.FormatDiagnostics(diags))}
-	}
+	cfg := benchutil.Config{Topology: net, StateDir: state, BinDir: plugins, Engine: eng, PluginTimeout: "1800s", SwitchToSwitch: policy}
 	ctx := context.Background()
-	a, err := app.New(ctx, cfg, hclog.New(&hclog.LoggerOptions{Name: "ftcompare", Level: hclog.Error, Output: os.Stderr}))
+	a, err := cfg.Start(ctx, cfgPath, "ftcompare")
 	if err != nil {
 		return row{err: err}
 	}

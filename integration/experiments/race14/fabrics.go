@@ -33,7 +33,7 @@ type fabric struct {
 // ibsmCfg is one ibsm pipeline: engine + sequential + vl.
 type ibsmCfg struct {
 	label, engine, vl string
-	engineCfg, vlCfg  string // HCL attributes of the plugins' config blocks
+	engineCfg, vlCfg  []string // attribute lines of the plugins' config blocks
 	budget            int
 	vs                string // key of the OpenSM row the time ratio is against
 }
@@ -48,10 +48,10 @@ type osmCfg struct {
 	vls int
 }
 
-func nue(vls int, extra string) ibsmCfg {
-	c := fmt.Sprintf("vls = %d%s", vls, extra)
+func nue(vls int, extra ...string) ibsmCfg {
+	c := append([]string{fmt.Sprintf("vls = %d", vls)}, extra...)
 	return ibsmCfg{label: fmt.Sprintf("`nue` + `nue-vl` (vls %d)", vls), engine: "nue", vl: "nue-vl",
-		engineCfg: c, vlCfg: fmt.Sprintf("vls = %d", vls), budget: vls, vs: fmt.Sprintf("nue%d", vls)}
+		engineCfg: c, vlCfg: []string{fmt.Sprintf("vls = %d", vls)}, budget: vls, vs: fmt.Sprintf("nue%d", vls)}
 }
 
 func osmNue(vls int) osmCfg {
@@ -65,7 +65,7 @@ func osmNue(vls int) osmCfg {
 var (
 	torusVL = func(vls int) ibsmCfg {
 		return ibsmCfg{label: fmt.Sprintf("`torus` + `torus-vl` (max_vls %d)", vls), engine: "torus", vl: "torus-vl",
-			vlCfg: fmt.Sprintf("max_vls = %d", vls), budget: vls, vs: "torus-2QoS"}
+			vlCfg: []string{fmt.Sprintf("max_vls = %d", vls)}, budget: vls, vs: "torus-2QoS"}
 	}
 	ssspAcro   = ibsmCfg{label: "`sssp` + `acro`", engine: "sssp", vl: "acro", budget: 8, vs: "dfsssp"}
 	updnSingle = ibsmCfg{label: "`updn` + `single`", engine: "updn", vl: "single", budget: 1, vs: "updn"}
@@ -81,11 +81,11 @@ var (
 // fabrics are the issue-14 acceptance fabrics, small first.
 func fabrics() []fabric {
 	torus := []string{"torus", "--dims", "8x8x8", "--cas", "2"}
-	faulty := []ibsmCfg{torusVL(8), nue(8, "")}
+	faulty := []ibsmCfg{torusVL(8), nue(8)}
 	faultyOSM := []osmCfg{osmTorus, osmNue(8)}
 	std := func(name, label string, topo ...string) fabric {
 		return fabric{name: name, label: label, topo: topo,
-			ibsm:   []ibsmCfg{nue(8, ""), nue(1, ""), ssspAcro, updnSingle},
+			ibsm:   []ibsmCfg{nue(8), nue(1), ssspAcro, updnSingle},
 			opensm: []osmCfg{osmNue(8), osmNue(1), osmDFSSSP, osmUpdn}}
 	}
 	return []fabric{
@@ -93,7 +93,7 @@ func fabrics() []fabric {
 		std("dragonfly", "dragonfly a=8 p=4 h=4", "dragonfly", "--a", "8", "--p", "4", "--h", "4"),
 		std("kautz", "Kautz K(4,3), 4 CAs", "kautz", "--degree", "4", "--diameter", "3", "--cas", "4"),
 		{name: "torus", label: "torus 8×8×8, 2 CAs", topo: torus, torus: []int{8, 8, 8}, ssspRef: true,
-			ibsm:   []ibsmCfg{torusVL(8), torusVL(2), nue(8, ""), nue(2, ""), nue(1, ""), updnSingle, ssspAcro},
+			ibsm:   []ibsmCfg{torusVL(8), torusVL(2), nue(8), nue(2), nue(1), updnSingle, ssspAcro},
 			opensm: []osmCfg{osmTorus, osmNue(8), osmNue(2), osmNue(1), osmDFSSSP, osmUpdn, osmMinhop, osmDOR, osmSSSP}},
 		{name: "torus-link", label: "torus, 1 link removed", topo: append(append([]string(nil), torus...), "--remove-links", "0.00066", "--seed", "1"),
 			torus: []int{8, 8, 8}, ibsm: faulty, opensm: faultyOSM},
@@ -101,10 +101,10 @@ func fabrics() []fabric {
 			torus: []int{8, 8, 8}, ibsm: faulty, opensm: faultyOSM},
 		{name: "rrg512", label: "rrg 512×12, 4 CAs, seed 1", topo: []string{"rrg", "--switches", "512", "--ports", "12", "--cas", "4", "--seed", "1"},
 			ssspRef: true,
-			ibsm:    []ibsmCfg{nue(1, ""), nue(2, ""), nue(4, ""), ssspAcro},
+			ibsm:    []ibsmCfg{nue(1), nue(2), nue(4), ssspAcro},
 			opensm:  []osmCfg{osmNue(1), osmNue(2), osmNue(4), osmDFSSSP, osmUpdn}},
 		{name: "rrg1000", label: "rrg 1000×16, 10 CAs, seed 7", topo: []string{"rrg", "--switches", "1000", "--ports", "16", "--cas", "10", "--seed", "7"},
-			ibsm:   []ibsmCfg{nue(8, "\n    trees_per_switch = 1\n    reroute = 0"), ssspAcro},
+			ibsm:   []ibsmCfg{nue(8, "trees_per_switch = 1", "reroute = 0"), ssspAcro},
 			opensm: []osmCfg{osmNue(8), osmDFSSSP}},
 	}
 }

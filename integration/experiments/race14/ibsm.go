@@ -5,14 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/conf"
-	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/integration/benchutil"
 	"github.com/ibsm/ibsm/plugins/lib/sssp"
 	"github.com/ibsm/ibsm/sdk/analysis"
@@ -45,38 +38,6 @@ type quality struct {
 	caPairsReachable float64
 }
 
-const config = `fabric {
-  transport = "sim"
-  topology  = %q
-}
-sm {
-  lmc            = 0
-  state_dir      = %q
-  plugin_timeout = "30m"
-}
-plugin "routing_engine" %q {
-  path = %q
-%s}
-plugin "lid_assigner" "sequential" {
-  path = %q
-}
-plugin "vl_assigner" %q {
-  path = %q
-%s}
-routing {
-  engine       = %q
-  lid_assigner = "sequential"
-  vl_assigner  = %q
-}
-`
-
-func cfgBlock(attrs string) string {
-	if attrs == "" {
-		return ""
-	}
-	return "  config {\n    " + attrs + "\n  }\n"
-}
-
 // measureIBSM plans net once with c and a fresh state directory; with
 // score it also analyses the plan as `ibsm verify` does.
 func measureIBSM(ctx context.Context, bin, work, net string, c ibsmCfg, analyse bool) (ibsmRun, *quality, error) {
@@ -86,39 +47,22 @@ func measureIBSM(ctx context.Context, bin, work, net string, c ibsmCfg, analyse 
 		return r, nil, err
 	}
 	defer os.RemoveAll(state)
-	pl := func(p string) string { return filepath.Join(bin, "ibsm-plugin-"+p) }
-	src := fmt.Sprintf(config, net, state, c.engine, pl(c.engine), cfgBlock(c.engineCfg), pl("sequential"),
-		c.vl, pl(c.vl), cfgBlock(c.vlCfg), c.engine, c.vl)
-	cfgPath := filepath.Join(state, "ibsm.hcl")
-	if err := os.WriteFile(cfgPath, []byte(src), 0o644); err != nil {
-		return r, nil, err
-	}
-	cfg, diags := conf.Load(cfgPath)
-	if diags.HasErrors() {
-		return r, nil, fmt.Errorf("%s", conf.FormatDiagnostics(diags))
-	}
-	a, err := app.New(ctx, cfg, hclog.New(&hclog.LoggerOptions{Name: "race14", Level: hclog.Error, Output: os.Stderr}))
+	cfg := benchutil.Config{Topology: net, StateDir: state, BinDir: bin, Engine: c.engine, VLAssigner: c.vl,
+		EngineConfig: c.engineCfg, VLConfig: c.vlCfg, PluginTimeout: "30m"}
+	a, err := cfg.Start(ctx, filepath.Join(state, "ibsm.hcl"), "race14")
 	if err != nil {
 		return r, nil, err
 	}
 	defer a.Close()
-	r.load = loadavg()
-	mark := &phaseMark{}
-	a.SM.SetProgress(mark)
-	_, _, res, err := a.SM.Plan(ctx)
-	end := time.Now()
-	after := cpuNow()
+	r.load = benchutil.LoadAvg()
+	_, res, phase, err := benchutil.PlanTimed(ctx, a, "")
 	if err != nil {
 		return r, nil, err
 	}
-	before, began, ok := mark.get()
-	if !ok {
-		return r, nil, fmt.Errorf("the SM never announced its routing phase")
-	}
-	r.cpu = (after - before).Seconds()
+	r.cpu = (phase.After.Total() - phase.Before.Total()).Seconds()
 	tm := res.Timings
 	r.route, r.lids, r.vls, r.verify = tm.Routing.Seconds(), tm.LIDs.Seconds(), tm.VLs.Seconds(), tm.Verify.Seconds()
-	r.phase = end.Sub(began).Seconds()
+	r.phase = phase.Wall().Seconds()
 	r.planKey = fmt.Sprintf("%x", res.Key)
 	if !analyse {
 		return r, nil, nil
@@ -173,58 +117,4 @@ func ssspAlone(ctx context.Context, topo *topology.Topology) (*quality, error) {
 		return nil, err
 	}
 	return score(rz, nil)
-}
-
-// phaseMark notes the time and the CPU used so far when the routing phase
-// starts.
-type phaseMark struct {
-	mu    sync.Mutex
-	cpu   time.Duration
-	began time.Time
-	set   bool
-}
-
-func (m *phaseMark) Phase(name, _ string) {
-	if name != "routing" {
-		return
-	}
-	began := time.Now()
-	c := cpuNow()
-	m.mu.Lock()
-	m.cpu, m.began, m.set = c, began, true
-	m.mu.Unlock()
-}
-
-func (m *phaseMark) Count(string, int64, int64) {}
-
-func (m *phaseMark) get() (time.Duration, time.Time, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cpu, m.began, m.set
-}
-
-// cpuNow is the user+sys CPU time of this process (the host) and of its
-// live children (the plugins) so far.
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	var t time.Duration
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		t = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	for exe, c := range benchutil.ChildrenCPU(os.Getpid()) {
-		if strings.HasPrefix(exe, "ibsm-plugin-") {
-			t += c
-		}
-	}
-	return t
-}
-
-func loadavg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	var l float64
-	fmt.Sscanf(string(b), "%g", &l)
-	return l
 }

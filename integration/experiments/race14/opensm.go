@@ -68,7 +68,7 @@ func measureOpenSM(ctx context.Context, t *tools, work, net, torusConf string, n
 	if c.engine == "torus-2QoS" {
 		args = append(slices.Clone(args), "--torus_config", torusConf)
 	}
-	r.load = loadavg()
+	r.load = benchutil.LoadAvg()
 	o, err := benchutil.RunOpenSMWith(ctx, t.opensm, t.preload, sim, dir,
 		benchutil.OpenSMOptions{Engine: c.engine, Args: args, LogLevel: logLevel, CPUEvery: 20 * time.Millisecond})
 	if err != nil {

@@ -30,18 +30,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/conf"
-	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/topogen"
+	"github.com/ibsm/ibsm/integration/benchutil"
 	"github.com/ibsm/ibsm/sdk/analysis"
 )
 
@@ -121,7 +114,7 @@ func run(args []string, out, logw io.Writer) error {
 		cpuMed = append(cpuMed, s.median(runResult.cpuTotal))
 	}
 	fmt.Fprintf(out, "\nOver %d seeds: routing phase median of the per-seed medians **%.3f s** (per-seed best: median %.3f s); CPU (host + plugins, user+sys) median %.2f s\n",
-		len(seeds), median(phaseMed), median(phaseBest), median(cpuMed))
+		len(seeds), benchutil.Median(phaseMed), benchutil.Median(phaseBest), benchutil.Median(cpuMed))
 	return nil
 }
 
@@ -174,7 +167,7 @@ func (s *seedResult) median(f func(runResult) float64) float64 {
 	for i, r := range s.runs {
 		v[i] = f(r)
 	}
-	return median(v)
+	return benchutil.Median(v)
 }
 
 func (s *seedResult) best(f func(runResult) float64) float64 {
@@ -214,43 +207,6 @@ func (s *seedResult) row(o options) string {
 		s.runs[0].vlsUsed, s.runs[0].sls, same, ebb, lo, hi)
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-const config = `fabric {
-  transport = "sim"
-  topology  = %q
-}
-sm {
-  lmc            = 0
-  state_dir      = %q
-  plugin_timeout = "600s"
-}
-plugin "routing_engine" %q {
-  path = %q
-}
-plugin "lid_assigner" %q {
-  path = %q
-}
-plugin "vl_assigner" %q {
-  path = %q
-}
-routing {
-  engine       = %q
-  lid_assigner = %q
-  vl_assigner  = %q
-}
-`
-
 func measureSeed(o options, bin, work string, seed int64) (*seedResult, error) {
 	var topo bytes.Buffer
 	targs := []string{"rrg", "--switches", strconv.Itoa(o.switches), "--ports", strconv.Itoa(o.ports),
@@ -283,51 +239,33 @@ func measureRun(o options, bin, work, name, net string, i int, score bool, sr *s
 		return r, err
 	}
 	defer os.RemoveAll(state)
-	pl := func(p string) string { return filepath.Join(bin, "ibsm-plugin-"+p) }
-	cfgPath := filepath.Join(work, name+".hcl")
-	src := fmt.Appendf(nil, config, net, state, o.engine, pl(o.engine), o.lid, pl(o.lid), o.vl, pl(o.vl), o.engine, o.lid, o.vl)
-	if err := os.WriteFile(cfgPath, src, 0o644); err != nil {
-		return r, err
-	}
-	cfg, diags := conf.Load(cfgPath)
-	if diags.HasErrors() {
-		return r, fmt.Errorf("%s", conf.FormatDiagnostics(diags))
-	}
+	cfg := benchutil.Config{Topology: net, StateDir: state, BinDir: bin, Engine: o.engine, LIDAssigner: o.lid, VLAssigner: o.vl,
+		PluginTimeout: "600s"}
 	ctx := context.Background()
-	a, err := app.New(ctx, cfg, hclog.New(&hclog.LoggerOptions{Name: "rrgphase", Level: hclog.Error, Output: os.Stderr}))
+	a, err := cfg.Start(ctx, filepath.Join(work, name+".hcl"), "rrgphase")
 	if err != nil {
 		return r, err
 	}
 	defer a.Close()
-	r.load[0] = loadavg()
-	mark := &phaseMark{}
+	r.load[0] = benchutil.LoadAvg()
+	profile := ""
 	if o.cpuProfile != "" {
-		mark.profile = fmt.Sprintf("%s.%s-%d", o.cpuProfile, strings.TrimPrefix(name, fmt.Sprintf("rrg%d-%d-%d-seed", o.switches, o.ports, o.cas)), i)
+		profile = fmt.Sprintf("%s.%s-%d", o.cpuProfile, strings.TrimPrefix(name, fmt.Sprintf("rrg%d-%d-%d-seed", o.switches, o.ports, o.cas)), i)
 	}
-	a.SM.SetProgress(mark)
-	_, _, res, err := a.SM.Plan(ctx)
-	end := time.Now()
-	after := sample()
-	if perr := mark.stopProfile(); perr != nil && err == nil {
-		err = perr
-	}
-	r.load[1] = loadavg()
+	_, res, phase, err := benchutil.PlanTimed(ctx, a, profile)
+	r.load[1] = benchutil.LoadAvg()
 	if err != nil {
 		return r, err
 	}
-	before, began, ok := mark.get()
-	if !ok {
-		return r, fmt.Errorf("the SM never announced its routing phase")
-	}
-	r.cpu[0] = after.host - before.host
+	r.cpu[0] = (phase.After.Self - phase.Before.Self).Seconds()
 	for k, p := range []string{o.engine, o.lid, o.vl} {
-		r.cpu[k+1] = after.plugin["ibsm-plugin-"+p] - before.plugin["ibsm-plugin-"+p]
+		r.cpu[k+1] = (phase.After.Plugin(p) - phase.Before.Plugin(p)).Seconds()
 	}
 	tm := res.Timings
 	r.route, r.lids, r.vls, r.verify = tm.Routing.Seconds(), tm.LIDs.Seconds(), tm.VLs.Seconds(), tm.Verify.Seconds()
 	// The phase as `ibsm run --once` reports it: the stages plus what the
 	// host does between them (realising the tables before the VL call).
-	r.phase = end.Sub(began).Seconds()
+	r.phase = phase.Wall().Seconds()
 	r.planKey = fmt.Sprintf("%x", res.Key)
 	r.vlsUsed = res.VLs.VLs
 	sls := map[uint8]bool{}
@@ -351,129 +289,4 @@ func measureRun(o options, bin, work, name, net string, i int, score bool, sr *s
 		sr.ebb = rep.EBB.EBB
 	}
 	return r, nil
-}
-
-// cpuSample is the CPU seconds (user+sys) so far of this process and of
-// each child process by executable name.
-type cpuSample struct {
-	host   float64
-	plugin map[string]float64
-}
-
-// phaseMark notes the time and samples CPU when the routing phase starts,
-// and starts the CPU profile there when profile names a file.
-type phaseMark struct {
-	mu      sync.Mutex
-	at      cpuSample
-	began   time.Time
-	set     bool
-	profile string
-	prof    *os.File
-	profErr error
-}
-
-func (m *phaseMark) Phase(name, _ string) {
-	if name != "routing" {
-		return
-	}
-	m.mu.Lock()
-	if m.profile != "" && m.prof == nil {
-		m.prof, m.profErr = os.Create(m.profile)
-		if m.profErr == nil {
-			if m.profErr = pprof.StartCPUProfile(m.prof); m.profErr != nil {
-				m.prof.Close()
-				m.prof = nil
-			}
-		}
-	}
-	m.mu.Unlock()
-	began := time.Now()
-	s := sample()
-	m.mu.Lock()
-	m.at, m.began, m.set = s, began, true
-	m.mu.Unlock()
-}
-
-// stopProfile ends the phase's CPU profile, if one was started.
-func (m *phaseMark) stopProfile() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.prof == nil {
-		return m.profErr
-	}
-	pprof.StopCPUProfile()
-	err := m.prof.Close()
-	m.prof = nil
-	if err != nil {
-		return err
-	}
-	return m.profErr
-}
-
-func (m *phaseMark) Count(string, int64, int64) {}
-
-func (m *phaseMark) get() (cpuSample, time.Time, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.at, m.began, m.set
-}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on every
-// Linux architecture Go supports).
-const clockTicks = 100
-
-func sample() cpuSample {
-	s := cpuSample{plugin: map[string]float64{}}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.host = tv(ru.Utime) + tv(ru.Stime)
-	}
-	self := os.Getpid()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// The fields after the command name, which is in parentheses and
-		// may hold spaces: state ppid ... utime (14th field) stime (15th).
-		i := bytes.LastIndexByte(st, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(st[i+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
-			continue
-		}
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err != nil {
-			continue
-		}
-		ut, _ := strconv.ParseFloat(f[11], 64)
-		stt, _ := strconv.ParseFloat(f[12], 64)
-		s.plugin[filepath.Base(exe)] += (ut + stt) / clockTicks
-	}
-	return s
-}
-
-func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-
-func loadavg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return -1
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }
