@@ -23,7 +23,9 @@ import (
 // minimal share and eBB (seed 1, 100 bisections, as `ibsm verify`; the
 // numbers for BENCHMARKS.md come through the host). IBSM_NUE_NET names a
 // topology file (`ibsm topo` output) and IBSM_NUE_VLS a comma-separated list of budgets (default 8) in place
-// of the built-in cases; IBSM_NUE_SSSP=1 adds sssp's eBB for reference.
+// of the built-in cases; IBSM_NUE_SSSP=1 adds sssp's eBB for reference. IBSM_NUE_TREES, _LIMIT,
+// _PEN, _HOP and _REROUTE set Options.Trees, SearchLimit, TurnPenalty,
+// HopCost and Reroute (unset: the engine's defaults).
 func TestScale(t *testing.T) {
 	if os.Getenv("IBSM_NUE_SCALE") != "1" {
 		t.Skip("set IBSM_NUE_SCALE=1")
@@ -32,7 +34,8 @@ func TestScale(t *testing.T) {
 	limit, _ := strconv.Atoi(os.Getenv("IBSM_NUE_LIMIT"))
 	pen, _ := strconv.Atoi(os.Getenv("IBSM_NUE_PEN"))
 	hop, _ := strconv.Atoi(os.Getenv("IBSM_NUE_HOP"))
-	reroute, _ := strconv.Atoi(os.Getenv("IBSM_NUE_REROUTE"))
+	// Unset, the engine's default (one second pass), so the numbers are the plugin's.
+	reroute, _ := strconv.Atoi(cmp.Or(os.Getenv("IBSM_NUE_REROUTE"), "1"))
 	type scaleCase struct {
 		name   string
 		topo   *topology.Topology
