@@ -1,15 +1,12 @@
 package benchutil
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/conf"
-	"github.com/ibsm/ibsm/host/app"
 )
 
 // Config is the ibsm config of one benchmark or experiment run: one
@@ -109,10 +106,9 @@ func (c Config) Write(path string) error {
 	return os.WriteFile(path, []byte(c.HCL()), 0o644)
 }
 
-// Start writes c to path, loads it as ibsm does and starts the host on
-// it (plugins launched, fabric not yet discovered). The host logs errors
-// only, to stderr, under name. Close the App when done.
-func (c Config) Start(ctx context.Context, path, name string) (*app.App, error) {
+// Load writes c to path and loads it as ibsm does (host/app.New starts
+// the host on what it returns).
+func (c Config) Load(path string) (*conf.Config, error) {
 	if err := c.Write(path); err != nil {
 		return nil, err
 	}
@@ -120,7 +116,7 @@ func (c Config) Start(ctx context.Context, path, name string) (*app.App, error) 
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%s", conf.FormatDiagnostics(diags))
 	}
-	return app.New(ctx, cfg, hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Error, Output: os.Stderr}))
+	return cfg, nil
 }
 
 // WriteConfig writes an HCL config that brings up netFile on the embedded

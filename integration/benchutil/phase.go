@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ibsm/ibsm/host/app"
+	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -60,15 +60,15 @@ type RoutingPhase struct {
 // Wall is the phase's wall time.
 func (p RoutingPhase) Wall() time.Duration { return p.Ended.Sub(p.Began) }
 
-// PlanTimed plans a's fabric once (discovery, then the pipeline, as `ibsm
+// PlanTimed plans s's fabric once (discovery, then the pipeline, as `ibsm
 // run --once` plans it) and times its routing phase. With profile set it
 // writes a CPU profile of this process (the host's side; the plugins are
 // not in it) over the phase to that file. topo is set when discovery
 // worked, even if planning then failed.
-func PlanTimed(ctx context.Context, a *app.App, profile string) (*topology.Topology, *pipeline.Result, RoutingPhase, error) {
+func PlanTimed(ctx context.Context, s *sm.SM, profile string) (*topology.Topology, *pipeline.Result, RoutingPhase, error) {
 	m := &phaseMark{profile: profile}
-	a.SM.SetProgress(m)
-	_, topo, res, err := a.SM.Plan(ctx)
+	s.SetProgress(m)
+	_, topo, res, err := s.Plan(ctx)
 	var p RoutingPhase
 	p.Ended = time.Now()
 	p.After = SampleCPU()

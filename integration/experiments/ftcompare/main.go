@@ -35,6 +35,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/integration/benchutil"
 	"github.com/ibsm/ibsm/sdk"
@@ -225,7 +227,11 @@ func measure(plugins, work, name, net, eng string, aopt analysis.Options) row {
 	}
 	cfg := benchutil.Config{Topology: net, StateDir: state, BinDir: plugins, Engine: eng, PluginTimeout: "1800s", SwitchToSwitch: policy}
 	ctx := context.Background()
-	a, err := cfg.Start(ctx, cfgPath, "ftcompare")
+	loaded, err := cfg.Load(cfgPath)
+	if err != nil {
+		return row{err: err}
+	}
+	a, err := app.New(ctx, loaded, hclog.New(&hclog.LoggerOptions{Name: "ftcompare", Level: hclog.Error, Output: os.Stderr}))
 	if err != nil {
 		return row{err: err}
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/integration/benchutil"
 	"github.com/ibsm/ibsm/plugins/lib/sssp"
 	"github.com/ibsm/ibsm/sdk/analysis"
@@ -49,13 +51,17 @@ func measureIBSM(ctx context.Context, bin, work, net string, c ibsmCfg, analyse 
 	defer os.RemoveAll(state)
 	cfg := benchutil.Config{Topology: net, StateDir: state, BinDir: bin, Engine: c.engine, VLAssigner: c.vl,
 		EngineConfig: c.engineCfg, VLConfig: c.vlCfg, PluginTimeout: "30m"}
-	a, err := cfg.Start(ctx, filepath.Join(state, "ibsm.hcl"), "race14")
+	loaded, err := cfg.Load(filepath.Join(state, "ibsm.hcl"))
+	if err != nil {
+		return r, nil, err
+	}
+	a, err := app.New(ctx, loaded, hclog.New(&hclog.LoggerOptions{Name: "race14", Level: hclog.Error, Output: os.Stderr}))
 	if err != nil {
 		return r, nil, err
 	}
 	defer a.Close()
 	r.load = benchutil.LoadAvg()
-	_, res, phase, err := benchutil.PlanTimed(ctx, a, "")
+	_, res, phase, err := benchutil.PlanTimed(ctx, a.SM, "")
 	if err != nil {
 		return r, nil, err
 	}

@@ -33,6 +33,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/integration/benchutil"
 	"github.com/ibsm/ibsm/sdk/analysis"
@@ -242,7 +244,11 @@ func measureRun(o options, bin, work, name, net string, i int, score bool, sr *s
 	cfg := benchutil.Config{Topology: net, StateDir: state, BinDir: bin, Engine: o.engine, LIDAssigner: o.lid, VLAssigner: o.vl,
 		PluginTimeout: "600s"}
 	ctx := context.Background()
-	a, err := cfg.Start(ctx, filepath.Join(work, name+".hcl"), "rrgphase")
+	loaded, err := cfg.Load(filepath.Join(work, name+".hcl"))
+	if err != nil {
+		return r, err
+	}
+	a, err := app.New(ctx, loaded, hclog.New(&hclog.LoggerOptions{Name: "rrgphase", Level: hclog.Error, Output: os.Stderr}))
 	if err != nil {
 		return r, err
 	}
@@ -252,7 +258,7 @@ func measureRun(o options, bin, work, name, net string, i int, score bool, sr *s
 	if o.cpuProfile != "" {
 		profile = fmt.Sprintf("%s.%s-%d", o.cpuProfile, strings.TrimPrefix(name, fmt.Sprintf("rrg%d-%d-%d-seed", o.switches, o.ports, o.cas)), i)
 	}
-	_, res, phase, err := benchutil.PlanTimed(ctx, a, profile)
+	_, res, phase, err := benchutil.PlanTimed(ctx, a.SM, profile)
 	r.load[1] = benchutil.LoadAvg()
 	if err != nil {
 		return r, err
