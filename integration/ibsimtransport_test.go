@@ -15,7 +15,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -42,27 +41,11 @@ const (
 // startSmallSim runs ibsim on small.net under a socket name of its own.
 func startSmallSim(t testing.TB) *benchutil.IBSim {
 	t.Helper()
-	bin, err := exec.LookPath("ibsim")
-	if err != nil {
-		t.Skip("ibsim not installed (Debian package ibsim-utils; run integration/setup.sh as root)")
-	}
 	net, err := filepath.Abs("../transport/ibsim/testdata/small.net")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	sim, err := benchutil.StartIBSimWith(ctx, benchutil.IBSimOptions{Path: bin, NetFile: net, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("ibsim log tail:\n%s", readTail(sim.LogPath, 2000))
-		}
-		sim.Stop()
-	})
-	return sim
+	return benchutil.StartIBSimTest(t, benchutil.IBSimOptions{NetFile: net})
 }
 
 func dialSmall(t testing.TB, sim *benchutil.IBSim, o ibsim.Options) *ibsim.Conn {

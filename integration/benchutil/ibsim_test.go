@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,24 +28,13 @@ Ca	1 "h2"
 
 func startConsoleSim(t *testing.T, noConsole bool) *IBSim {
 	t.Helper()
-	bin, err := exec.LookPath("ibsim")
-	if err != nil {
-		t.Skip("ibsim not installed (Debian package ibsim-utils; run integration/setup.sh as root)")
-	}
 	dir := t.TempDir()
 	net := filepath.Join(dir, "f.net")
 	if err := os.WriteFile(net, []byte(consoleNet), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := StartIBSimWith(ctx, IBSimOptions{Path: bin, NetFile: net, Dir: dir, NoConsole: noConsole,
+	return StartIBSimTest(t, IBSimOptions{NetFile: net, Dir: dir, NoConsole: noConsole,
 		SockName: fmt.Sprintf("ibsmbenchutil%d_%v", os.Getpid(), noConsole)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	return s
 }
 
 func TestIBSimConsole(t *testing.T) {

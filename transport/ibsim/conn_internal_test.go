@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -17,19 +16,11 @@ import (
 // out<k>; otherwise the kernel's max_dgram_qlen applies to ibsim's writes
 // to us and ibsim spins whenever 10 replies wait unread.
 func TestDataSocketConnected(t *testing.T) {
-	bin, err := exec.LookPath("ibsim")
-	if err != nil {
-		t.Skip("ibsim not installed (Debian package ibsim-utils; run integration/setup.sh as root)")
-	}
 	net, _ := filepath.Abs("testdata/small.net")
+	sim := benchutil.StartIBSimTest(t, benchutil.IBSimOptions{NetFile: net, NoConsole: true,
+		SockName: fmt.Sprintf("ibsmtransint%d", os.Getpid())})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sim, err := benchutil.StartIBSimWith(ctx, benchutil.IBSimOptions{Path: bin, NetFile: net, Dir: t.TempDir(), NoConsole: true,
-		SockName: fmt.Sprintf("ibsmtransint%d", os.Getpid())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Stop()
 	c, err := Dial(ctx, Options{SockName: sim.Sockname, Attach: "h2"})
 	if err != nil {
 		t.Fatal(err)

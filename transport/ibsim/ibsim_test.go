@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -38,36 +37,12 @@ var simSeq atomic.Int64
 
 func startSim(t testing.TB) *benchutil.IBSim {
 	t.Helper()
-	bin, err := exec.LookPath("ibsim")
-	if err != nil {
-		t.Skip("ibsim not installed (Debian package ibsim-utils; run integration/setup.sh as root)")
-	}
 	net, err := filepath.Abs("testdata/small.net")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	sim, err := benchutil.StartIBSimWith(ctx, benchutil.IBSimOptions{
-		Path: bin, NetFile: net, Dir: t.TempDir(),
-		SockName: fmt.Sprintf("ibsmtrans%d_%d", os.Getpid(), simSeq.Add(1)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(sim.LogPath)
-			t.Logf("ibsim log tail:\n%s", tail(string(b), 15))
-		}
-		sim.Stop()
-	})
-	return sim
-}
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(l[max(0, len(l)-n):], "\n")
+	return benchutil.StartIBSimTest(t, benchutil.IBSimOptions{NetFile: net,
+		SockName: fmt.Sprintf("ibsmtrans%d_%d", os.Getpid(), simSeq.Add(1))})
 }
 
 func dial(t *testing.T, sim *benchutil.IBSim, o ibsim.Options) *ibsim.Conn {
