@@ -43,14 +43,7 @@ func TestScale(t *testing.T) {
 	}
 	var cases []scaleCase
 	if file := os.Getenv("IBSM_NUE_NET"); file != "" {
-		nf, err := netfile.ParseFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		topo, err := nf.Topology()
-		if err != nil {
-			t.Fatal(err)
-		}
+		topo := readNet(t, file)
 		for _, v := range strings.Split(cmp.Or(os.Getenv("IBSM_NUE_VLS"), "8"), ",") {
 			b, err := strconv.Atoi(v)
 			if err != nil {
@@ -125,4 +118,18 @@ func TestScale(t *testing.T) {
 			c.name, tr, tv, a.Budget, a.FirstFit, v.VLs, rep.Escaped, rep.Trees, rep.EscapedSwitches,
 			100*float64(rep.MinimalPairs)/float64(max(rep.Pairs, 1)), an.EBB.EBB, an.DeadlockFree, an.Load)
 	}
+}
+
+// readNet reads a topology file (`ibsm topo` output).
+func readNet(t *testing.T, file string) *topology.Topology {
+	t.Helper()
+	nf, err := netfile.ParseFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := nf.Topology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
 }
