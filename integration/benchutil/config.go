@@ -135,3 +135,40 @@ func WriteIBSimConfig(path, sockname, stateDir, binDir, engine string) error {
 	return Config{Socket: sockname, StateDir: stateDir, BinDir: binDir, Engine: engine,
 		PluginTimeout: "300s", ExampleSM: true}.Write(path)
 }
+
+// PluginDir is bin as an absolute path, once it holds ibsm-plugin-<name>
+// for each name; otherwise the error names the missing plugin and says to
+// build it or pass flag (the program's option for another directory).
+func PluginDir(bin, flag string, names ...string) (string, error) {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range names {
+		if _, err := os.Stat(filepath.Join(abs, "ibsm-plugin-"+p)); err != nil {
+			return "", fmt.Errorf("plugin %s: %v; run 'make build' or pass %s", p, err, flag)
+		}
+	}
+	return abs, nil
+}
+
+// WorkDir is dir as an absolute path, created if missing, or when dir is
+// "" a new temporary directory named prefix*. done removes the temporary
+// directory and leaves a given one alone.
+func WorkDir(dir, prefix string) (path string, done func(), err error) {
+	done = func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", prefix); err != nil {
+			return "", nil, err
+		}
+		tmp := dir
+		done = func() { os.RemoveAll(tmp) }
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	if path, err = filepath.Abs(dir); err != nil {
+		done()
+		return "", nil, err
+	}
+	return path, done, nil
+}

@@ -1,7 +1,9 @@
 package benchutil
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +115,43 @@ routing {
 `
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestPluginDir: the directory comes back absolute when every plugin is
+// there; a missing one is named with what to do.
+func TestPluginDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ibsm-plugin-updn"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := PluginDir(dir, "-bin", "updn"); err != nil || got != dir {
+		t.Errorf("PluginDir(updn) = %q, %v; want %q", got, err, dir)
+	}
+	_, err := PluginDir(dir, "-bin", "updn", "nue")
+	if err == nil || !strings.Contains(err.Error(), "plugin nue") || !strings.Contains(err.Error(), "pass -bin") {
+		t.Errorf("PluginDir(updn, nue) error %v; want it to name nue and -bin", err)
+	}
+}
+
+// TestWorkDir: a given directory is created and kept, a temporary one
+// removed by done.
+func TestWorkDir(t *testing.T) {
+	given := filepath.Join(t.TempDir(), "a", "b")
+	got, done, err := WorkDir(given, "x-")
+	if err != nil || got != given {
+		t.Fatalf("WorkDir(%q) = %q, %v", given, got, err)
+	}
+	done()
+	if _, err := os.Stat(given); err != nil {
+		t.Errorf("given work directory after done: %v", err)
+	}
+	tmp, done, err := WorkDir("", "benchutil-workdir-")
+	if err != nil || !filepath.IsAbs(tmp) || !strings.HasPrefix(filepath.Base(tmp), "benchutil-workdir-") {
+		t.Fatalf("WorkDir(\"\") = %q, %v", tmp, err)
+	}
+	done()
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("temporary work directory after done: %v", err)
 	}
 }

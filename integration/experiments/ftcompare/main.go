@@ -88,14 +88,9 @@ func run(args []string, out, logw io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--shifts %w", err)
 	}
-	plugins, err := filepath.Abs(o.plugins)
+	plugins, err := benchutil.PluginDir(o.plugins, "--plugins", "sequential", "single")
 	if err != nil {
 		return err
-	}
-	for _, p := range []string{"sequential", "single"} {
-		if _, err := os.Stat(filepath.Join(plugins, "ibsm-plugin-"+p)); err != nil {
-			return fmt.Errorf("plugin %s: %v; run 'make plugins' or pass --plugins", p, err)
-		}
 	}
 	work := o.work
 	if work == "" {

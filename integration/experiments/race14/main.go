@@ -79,31 +79,19 @@ func run(args []string, stdout, logw io.Writer) error {
 		}
 		todo = append(todo, fabrics()[i])
 	}
-	bin, err := filepath.Abs(o.bin)
+	bin, err := benchutil.PluginDir(o.bin, "-bin", "nue", "nue-vl", "torus", "torus-vl", "sssp", "acro", "updn", "single", "sequential")
 	if err != nil {
 		return err
-	}
-	for _, p := range []string{"nue", "nue-vl", "torus", "torus-vl", "sssp", "acro", "updn", "single", "sequential"} {
-		if _, err := os.Stat(filepath.Join(bin, "ibsm-plugin-"+p)); err != nil {
-			return fmt.Errorf("plugin %s: %v; run 'make build' or pass -bin", p, err)
-		}
 	}
 	t, err := findTools()
 	if err != nil {
 		return err
 	}
-	work := o.work
-	if work == "" {
-		if work, err = os.MkdirTemp("", "race14-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(work)
-	} else if err := os.MkdirAll(work, 0o755); err != nil {
+	work, done, err := benchutil.WorkDir(o.work, "race14-")
+	if err != nil {
 		return err
 	}
-	if work, err = filepath.Abs(work); err != nil {
-		return err
-	}
+	defer done()
 	out := stdout
 	if o.out != "" {
 		f, err := os.OpenFile(o.out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)

@@ -82,24 +82,15 @@ func run(args []string, out, logw io.Writer) error {
 	if o.runs < 1 {
 		return fmt.Errorf("-runs %d: want at least 1", o.runs)
 	}
-	bin, err := filepath.Abs(o.bin)
+	bin, err := benchutil.PluginDir(o.bin, "-bin", o.engine, o.lid, o.vl)
 	if err != nil {
 		return err
 	}
-	for _, p := range []string{o.engine, o.lid, o.vl} {
-		if _, err := os.Stat(filepath.Join(bin, "ibsm-plugin-"+p)); err != nil {
-			return fmt.Errorf("plugin %s: %v; run 'make build' or pass -bin", p, err)
-		}
-	}
-	work := o.work
-	if work == "" {
-		if work, err = os.MkdirTemp("", "rrgphase-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(work)
-	} else if err := os.MkdirAll(work, 0o755); err != nil {
+	work, done, err := benchutil.WorkDir(o.work, "rrgphase-")
+	if err != nil {
 		return err
 	}
+	defer done()
 	fmt.Fprintf(out, "%s + %s + %s on `ibsm topo rrg --switches %d --ports %d --cas %d --seed N`, %d cold run(s) per seed, %d CPU(s)\n\n",
 		o.engine, o.lid, o.vl, o.switches, o.ports, o.cas, o.runs, runtime.NumCPU())
 	fmt.Fprintf(out, "| seed | routing phase median (best) | route | LIDs | VLs | verify | CPU s host / %s / %s / %s | VLs / SLs | same plan every run | eBB | load |\n", o.engine, o.lid, o.vl)
