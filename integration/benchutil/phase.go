@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/pipeline"
+	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
