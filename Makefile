@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(notdir $(wildcard plugins/[a-z]*))
 EXAMPLE ?= conf/examples/ft2-648.hcl
 
-.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare experiments-growth experiments-race14 clean
+.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare experiments-growth experiments-race14 experiments-rrgphase clean
 
 all: build
 
@@ -142,6 +142,12 @@ experiments-growth: build
 RACE14_FLAGS ?= -runs 3
 experiments-race14: build
 	$(GO) run ./integration/experiments/race14 -bin $(BIN) $(RACE14_FLAGS)
+
+# Issue 14's sssp + acro row: the host's routing phase over seeded random
+# 12-regular graphs (512 switches); RRGPHASE_FLAGS as in its README.
+RRGPHASE_FLAGS ?= -seeds 1-10 -runs 3
+experiments-rrgphase: build
+	$(GO) run ./integration/experiments/rrgphase -bin $(BIN) $(RRGPHASE_FLAGS)
 
 clean:
 	rm -rf $(BIN)
