@@ -238,14 +238,12 @@ func DFSSSP(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error)
 // layer once the channel after it is settled. Channels settled late for a
 // destination drop to a lower layer further along the path.
 //
-// The per-(switch, destination) marks are kept switch-major (index
+// The per-(switch, destination) state is kept switch-major (index
 // s*destinations + d): every tree node on channel c sits at c's switch and
 // its parent at c's far switch, so a channel's nodes, listed by ascending
-// destination, are read as two forward scans. Weights and the children's
-// records are kept per (channel, destination) pair in that same order, so
-// settling a channel scans them too. The fitness of each layer is summed
-// per channel in parallel (each channel alone, in that order, so the sums
-// and the plan do not depend on the workers).
+// destination, are read as two forward scans. The fitness of each layer is
+// summed per channel in parallel (each channel alone, in that order, so the
+// sums and the plan do not depend on the workers).
 func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 	out := newLayers(f)
 	out.PerHop = true
@@ -263,78 +261,49 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 	for c := 0; c < nc; c++ {
 		off[c+1] += off[c]
 	}
-	// Pair j of that CSR is (from[c], dests[j]); jx[d*N+s] is the pair of
-	// (s, d) (-1 where s has no out-channel toward d). kidOff[j] indexes
-	// the records of s's children in d's tree (their channel toward s and
-	// their weight): settling pair j updates exactly those, so a channel's
-	// settling reads its pairs and their records as forward scans instead
-	// of chasing each destination's tree.
-	n := f.N
 	dests := make([]int32, off[nc])
-	jx := make([]int32, nd*n)
-	kidOff := make([]int32, off[nc]+1)
 	fill := append([]int32(nil), off[:nc]...)
 	for d := 0; d < nd; d++ {
-		o := tr.Off[d]
-		for s := int32(0); s < int32(n); s++ {
-			jx[d*n+int(s)] = -1
+		for s := int32(0); s < int32(f.N); s++ {
 			if t, p := tr.Next(d, s); t >= 0 {
 				c := f.Chan(s, p)
-				j := fill[c]
-				dests[j] = int32(d)
-				jx[d*n+int(s)] = j
-				kidOff[j+1] = o[s+1] - o[s]
+				dests[fill[c]] = int32(d)
 				fill[c]++
 			}
 		}
 	}
-	for j := range dests {
-		kidOff[j+1] += kidOff[j]
-	}
-	kids := make([]kidRec, kidOff[len(dests)])
 	from := make([]int32, nc) // a channel's switch
 	for c := range from {
 		from[c], _ = f.ChanOf(int32(c))
 	}
-	// Weights, leaves first: w = 1 for a leaf, else N * sum of children;
-	// wj[j] is pair j's. Destinations are independent: 64 of them per work
-	// item, each tree's weights in a worker's scratch.
-	wj := make([]float64, len(dests))
-	marked := make([]bool, nd*n) // switch-major: s*nd + d
+	// Weights, leaves first: w = 1 for a leaf, else N * sum of children.
+	// Destinations are independent: 64 of them per work item, so a
+	// switch's entries a worker writes share cache lines.
+	w := make([]float64, nd*f.N)
+	marked := make([]bool, nd*f.N)
 	const dchunk = 64
 	unsettled := make([]int, (nd+dchunk-1)/dchunk)
 	if _, err := route.Each(ctx, len(unsettled), 0, func(_, b int) error {
-		w := make([]float64, n)
-		open := 0 // counted here: neighbouring workers' counts share a cache line
 		for d := b * dchunk; d < min(nd, (b+1)*dchunk); d++ {
 			for _, s := range tr.Order[d] {
-				ks := tr.Kids(d, s)
-				j := jx[d*n+int(s)]
-				if len(ks) == 0 {
-					w[s] = 1
+				kids := tr.Kids(d, s)
+				x := int(s)*nd + d
+				if len(kids) == 0 {
+					w[x] = 1
 				} else {
 					var sum float64
-					for _, k := range ks {
-						sum += w[k]
+					for _, k := range kids {
+						sum += w[int(k)*nd+d]
 					}
-					w[s] = float64(n) * sum
-					if j >= 0 {
-						rec := kids[kidOff[j]:kidOff[j+1]]
-						for i, k := range ks {
-							_, kp := tr.Next(d, k)
-							rec[i] = kidRec{c: f.Chan(k, kp), w: w[k]}
-						}
-					}
+					w[x] = float64(f.N) * sum
 				}
-				if j < 0 {
-					marked[int(s)*nd+d] = true // delivers: its channel is settled from the start
+				if t, _ := tr.Next(d, s); t < 0 {
+					marked[x] = true // delivers: its channel is settled from the start
 				} else {
-					wj[j] = w[s]
-					open++
+					unsettled[b]++
 				}
 			}
 		}
-		unsettled[b] = open
 		return nil
 	}); err != nil {
 		return nil, err
@@ -363,10 +332,11 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 				}
 				ms := marked[int(from[c])*nd : (int(from[c])+1)*nd]
 				mt := marked[int(f.peerSw[c])*nd : (int(f.peerSw[c])+1)*nd]
+				ws := w[int(from[c])*nd : (int(from[c])+1)*nd]
 				var sum float64
-				for j := off[c]; j < off[c+1]; j++ {
-					if d := dests[j]; !ms[d] && !mt[d] {
-						sum += wj[j]
+				for _, d := range dests[off[c]:off[c+1]] {
+					if !ms[d] && !mt[d] {
+						sum += ws[d]
 					}
 				}
 				F[c] = sum
@@ -389,8 +359,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 			s, t := from[c], f.peerSw[c]
 			ms := marked[int(s)*nd : (int(s)+1)*nd]
 			mt := marked[int(t)*nd : (int(t)+1)*nd]
-			for j := off[c]; j < off[c+1]; j++ {
-				d32 := dests[j]
+			for _, d32 := range dests[off[c]:off[c+1]] {
 				if ms[d32] || !mt[d32] {
 					continue
 				}
@@ -405,13 +374,16 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 				}
 				// s's children toward d are unsettled (a node settles
 				// after its parent): their channels lose their weight.
-				for _, k := range kids[kidOff[j]:kidOff[j+1]] {
-					if h.pos[k.c] >= 0 {
-						F[k.c] -= k.w
-						if F[k.c] < 0 || math.Abs(F[k.c]) < 1e-9*k.w {
-							F[k.c] = 0
+				for _, k := range tr.Kids(d, s) {
+					x := int(k)*nd + d
+					_, kp := tr.Next(d, k)
+					kc := f.Chan(k, kp)
+					if h.pos[kc] >= 0 {
+						F[kc] -= w[x]
+						if F[kc] < 0 || math.Abs(F[kc]) < 1e-9*w[x] {
+							F[kc] = 0
 						}
-						h.up(h.pos[k.c])
+						h.up(h.pos[kc])
 					}
 				}
 			}
@@ -419,13 +391,6 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 		out.Pop = append(out.Pop, pop)
 	}
 	return out, nil
-}
-
-// kidRec is a child in a destination's tree: its channel toward its
-// parent and its ACRO weight.
-type kidRec struct {
-	c int32
-	w float64
 }
 
 // heap is a min-heap of channel ids keyed by key[], with positions for
