@@ -215,18 +215,25 @@ type Trees struct {
 	// Order[d] lists the routed switches leaves-first (reverse BFS from
 	// the home switch).
 	Order [][]int32
-	// n is the number of switches; parent[d*n+s] and port[d*n+s] are
-	// Fabric.Next(s, d), kept flat because ACRO and its plan ask for them
-	// millions of times and the forwarding table costs four dependent loads.
-	n      int
-	parent []int32
-	port   []uint8
+	// n is the number of switches; port[d*n+s] is Fabric.Next(s, d)'s
+	// port, kept flat because ACRO and its plan ask for it millions of
+	// times and the forwarding table costs four dependent loads. The next
+	// switch is read off the fabric's small channel tables (chans, peer)
+	// rather than kept beside it: a fresh plugin process pays for every
+	// page it touches, and those tables stay in cache.
+	n     int
+	port  []uint8
+	chans cdg.Channels
+	peer  []int32
 }
 
 // Next is Fabric.Next(s, d) from the trees.
 func (tr *Trees) Next(d int, s int32) (int32, uint8) {
-	i := d*tr.n + int(s)
-	return tr.parent[i], tr.port[i]
+	p := tr.port[d*tr.n+int(s)]
+	if p == 0 || int32(p) >= tr.chans[s+1]-tr.chans[s] { // local, or plan.NoPort
+		return -1, p
+	}
+	return tr.peer[tr.chans[s]+int32(p)], p
 }
 
 // BuildTrees derives every destination's tree. Switches without a route
@@ -239,18 +246,13 @@ func (tr *Trees) Next(d int, s int32) (int32, uint8) {
 func (f *Fabric) BuildTrees() (*Trees, error) {
 	nd := len(f.DLIDs)
 	tr := &Trees{Off: make([][]int32, nd), Kid: make([][]int32, nd), Order: make([][]int32, nd),
-		n: f.N, parent: make([]int32, nd*f.N), port: make([]uint8, nd*f.N)}
+		n: f.N, port: make([]uint8, nd*f.N), chans: f.chanBase, peer: f.peerSw}
 	const block = 16
 	if _, err := route.Each(context.Background(), (f.N+block-1)/block, 0, func(_, b int) error {
 		lo, hi := b*block, min(f.N, (b+1)*block)
 		for d, lid := range f.DLIDs {
 			for s := lo; s < hi; s++ {
-				out := f.R.LFT[s][lid]
-				t := int32(-1)
-				if out != plan.NoPort && out != 0 {
-					t = f.G.PeerSwitch(int32(s), out)
-				}
-				tr.parent[d*f.N+s], tr.port[d*f.N+s] = t, out
+				tr.port[d*f.N+s] = f.R.LFT[s][lid]
 			}
 		}
 		return nil
@@ -276,11 +278,11 @@ func (f *Fabric) BuildTrees() (*Trees, error) {
 // buildTree fills destination d's part of tr from its next hops: off, kid
 // and order are its windows (N+1, N and N long, zero), fill is scratch.
 func (f *Fabric) buildTree(tr *Trees, d int, off, kid, order, fill []int32) error {
-	parent := tr.parent[d*f.N : (d+1)*f.N]
 	port := tr.port[d*f.N : (d+1)*f.N]
+	parent := func(s int32) int32 { t, _ := tr.Next(d, s); return t }
 	routed := 0
-	for s := range parent {
-		if t := parent[s]; t >= 0 {
+	for s := range int32(f.N) {
+		if t := parent(s); t >= 0 {
 			off[t+1]++
 		}
 		if port[s] != plan.NoPort {
@@ -293,7 +295,7 @@ func (f *Fabric) buildTree(tr *Trees, d int, off, kid, order, fill []int32) erro
 	kid = kid[:off[f.N]:off[f.N]]
 	copy(fill, off[:f.N])
 	for s := int32(0); s < int32(f.N); s++ {
-		if t := parent[s]; t >= 0 {
+		if t := parent(s); t >= 0 {
 			kid[fill[t]] = s
 			fill[t]++
 		}
@@ -301,7 +303,7 @@ func (f *Fabric) buildTree(tr *Trees, d int, off, kid, order, fill []int32) erro
 	// BFS from the roots (switches that deliver locally).
 	order = order[:0:routed]
 	for s := int32(0); s < int32(f.N); s++ {
-		if parent[s] < 0 && port[s] != plan.NoPort {
+		if parent(s) < 0 && port[s] != plan.NoPort {
 			order = append(order, s)
 		}
 	}
