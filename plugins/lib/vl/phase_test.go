@@ -12,12 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ibsm/ibsm/plugins/lib/sssp"
 	"github.com/ibsm/ibsm/plugins/lib/vl"
 	"github.com/ibsm/ibsm/sdk"
-	"github.com/ibsm/ibsm/sdk/plan"
-	"github.com/ibsm/ibsm/sdk/testfab"
-	"github.com/ibsm/ibsm/sdk/testfab/gen"
 )
 
 // TestACROSeeds runs the acro plugin's body (vl.Assign on realised tables,
@@ -45,18 +41,7 @@ func TestACROSeeds(t *testing.T) {
 	}
 	var total, totalCPU time.Duration
 	for seed := a; seed <= b; seed++ {
-		topo, err := gen.Topology(gen.RRG{Switches: 512, NetPorts: 12, CAsPerSwitch: 4, Seed: int64(seed)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		planes, _, err := sssp.Route(context.Background(), topo, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		real, err := plan.Realize(topo, &plan.Routes{Planes: planes}, testfab.SequentialLIDs(topo, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		real, _ := rrg512(t, int64(seed))
 		c0, t0 := cpuTime(t), time.Now()
 		v, err := vl.Assign(context.Background(), hclog.NewNullLogger(), "acro", sdk.VLRequest{Realized: real}, vl.ACRO)
 		d, c := time.Since(t0), cpuTime(t)-c0
