@@ -416,31 +416,22 @@ func (s *SM) newSMs(ctx context.Context) bool {
 // answer for an SM that is gone and become a second master (until the
 // next discovery hands over). A dead SM port costs one more timeout.
 func (s *SM) requeryUnanswered(ctx context.Context, rs []remoteSM) {
-	var again []int
-	for i := range rs {
-		if !rs[i].ok {
-			again = append(again, i)
-		}
+	if n := s.querySMs(ctx, rs); n > 0 {
+		s.Log.Debug("asked again the SMs whose SMInfo did not answer", "asked", n)
 	}
-	if len(again) == 0 {
-		return
-	}
-	sub := make([]remoteSM, len(again))
-	for j, i := range again {
-		sub[j] = rs[i]
-	}
-	s.querySMs(ctx, sub)
-	for j, i := range again {
-		rs[i] = sub[j]
-	}
-	s.Log.Debug("asked again the SMs whose SMInfo did not answer", "asked", len(again))
 }
 
-// querySMs reads the SMInfo of each remote SM (concurrently; one that does
-// not answer is left !ok).
-func (s *SM) querySMs(ctx context.Context, rs []remoteSM) {
+// querySMs reads the SMInfo of each remote SM that has not answered yet
+// (concurrently; one that does not answer is left !ok) and returns how
+// many it asked.
+func (s *SM) querySMs(ctx context.Context, rs []remoteSM) int {
 	var wg sync.WaitGroup
+	asked := 0
 	for i := range rs {
+		if rs[i].ok {
+			continue
+		}
+		asked++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -451,6 +442,7 @@ func (s *SM) querySMs(ctx context.Context, rs []remoteSM) {
 		}()
 	}
 	wg.Wait()
+	return asked
 }
 
 // arbitrate runs the election on a fresh discovery and reports whether
