@@ -95,7 +95,10 @@ type Attempt struct {
 
 // Result is a verified plan.
 type Result struct {
-	Engine   string
+	Engine string
+	// Routes are the engine's answer; planes-form routes keep only their
+	// shape (one empty DestPlanes per destination): Realized holds the
+	// same forwarding.
 	Routes   *plan.Routes
 	LIDs     *plan.LIDPlan
 	VLs      *plan.VLPlan
@@ -286,8 +289,22 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	for _, w := range res.Warnings {
 		r.log().Warn("plan accepted with a warning", "engine", e.Name, "policy", r.VerifyPolicy, "warning", w)
 	}
-	res.Routes, res.LIDs, res.VLs, res.Realized = routes, lids, vls, rz
+	res.Routes, res.LIDs, res.VLs, res.Realized = shapeOf(routes), lids, vls, rz
 	return res, nil
+}
+
+// shapeOf returns planes-form routes without their trees: one empty
+// DestPlanes per destination, as a routes-unread plugin receives them.
+// Once realised, the trees are the forwarding tables in another order
+// (172 MB at ft3-56, kept beside the tables through distribution); the
+// cache file holds them for the next sweep and nothing after the pipeline
+// reads them. Paths-form routes are kept whole: their paths are not in
+// the tables.
+func shapeOf(r *plan.Routes) *plan.Routes {
+	if !r.IsPlanes() {
+		return r
+	}
+	return &plan.Routes{Planes: make([]plan.DestPlanes, len(r.Planes))}
 }
 
 func (r *Runner) log() hclog.Logger {

@@ -480,3 +480,43 @@ func TestUnwritableCacheRoutesAnyway(t *testing.T) {
 		t.Errorf("want one warning per distinct problem, got %d:\n%s", n, f.log)
 	}
 }
+
+// TestResultKeepsRoutesShape: a planes-form result carries the routes'
+// shape only (the tables hold the forwarding), a paths-form one its paths.
+func TestResultKeepsRoutesShape(t *testing.T) {
+	topo := line(t)
+	r := &Runner{
+		Engines: []Engine{{Identity{Name: "good"}, &lineEngine{base: base{"good"}}}},
+		LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
+		VL:      VLStage{Identity{Name: "single"}, &oneVL{base: base{"single"}}},
+		Cache:   NewCache(t.TempDir()),
+		Verify:  loopCheck,
+	}
+	res, err := r.Run(context.Background(), Input{Topo: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Routes.IsPlanes() || len(res.Routes.Planes) != len(topo.Endpoints()) {
+		t.Fatalf("result routes: planes form %v, %d destinations, want %d", res.Routes.IsPlanes(), len(res.Routes.Planes), len(topo.Endpoints()))
+	}
+	for e, d := range res.Routes.Planes {
+		if len(d.Planes) != 0 {
+			t.Fatalf("destination %d keeps %d planes beside the realised tables", e, len(d.Planes))
+		}
+	}
+	if res.Realized == nil || res.Realized.LFT[0][res.LIDs.Ports[len(topo.Endpoints())-1].Base] == plan.NoPort {
+		t.Fatalf("realised tables lost: %+v", res.Realized)
+	}
+
+	paths := &plan.Routes{Paths: []plan.Path{{Src: 0, Dst: 1, Hops: []plan.Hop{{Switch: 0, Out: 2}}}}}
+	for _, c := range []struct {
+		name string
+		in   *plan.Routes
+		same bool
+	}{{"paths kept whole", paths, true}, {"planes reduced to shape", &plan.Routes{Planes: []plan.DestPlanes{{Planes: []plan.Plane{{1, 2}}}}}, false}} {
+		got := shapeOf(c.in)
+		if (got == c.in) != c.same || len(got.Planes) != len(c.in.Planes) || len(got.Paths) != len(c.in.Paths) {
+			t.Errorf("%s: got %+v from %+v", c.name, got, c.in)
+		}
+	}
+}
