@@ -63,6 +63,13 @@ const (
 
 var failNames = [...]string{"", FailNoRoute, FailNoSuchPort, FailUnconnected, FailDown, FailPort0, FailWrongPort, FailLoop, FailSourceLink}
 
+// A channel's load counts (source, destination) pairs, at most 49,151²
+// < 2^32, so it fits below the VL bits of worker.chans.
+const (
+	loadBits = 48
+	loadMask = 1<<loadBits - 1
+)
+
 // chunkLIDs LIDs are handled by one worker in a row: the LFTs are stored
 // switch-major, so 64 consecutive LIDs share a cache line per switch.
 const chunkLIDs = 64
@@ -123,11 +130,12 @@ type worker struct {
 	at     []int32
 	depth  []uint16
 	next   []int32
+	nextIn []uint8 // per switch: the port its next hop receives on
 	order  []int32
 	path   []int32
 	wCA    []int32
 	wSW    []int32
-	acc    []int64
+	acc    []int32 // per switch: CA sources whose traffic toward the LID crosses it (at most 49,151)
 	active []bool
 	slOvSw []bool // switch holds a source with an SL override for this LID
 
@@ -135,16 +143,19 @@ type worker struct {
 	loopLIDs                       int
 	bad                            int64
 	hops                           []int64
-	load                           []int64
-	arrByClass                     []int32 // nsw*nc: CA-destination LIDs of a class arriving from a switch
-	caAdj                          map[int32]int64
-	selfArr                        []bool // per endpoint: own selected LID arrives (shared slot per worker, merged by OR)
-	orphanOut                      map[int32]int64
+	// chans holds per channel the CA pairs crossing it (its load, low
+	// loadBits bits) and, for switch out-channels, the VLs its traffic
+	// holds (high 16 bits): the walks update both at once, one cache
+	// line per (LID, switch) where two tables took two.
+	chans      []uint64
+	arrByClass []int32 // nsw*nc: CA-destination LIDs of a class arriving from a switch
+	caAdj      map[int32]int64
+	selfArr    []bool // per endpoint: own selected LID arrives (shared slot per worker, merged by OR)
+	orphanOut  map[int32]int64
 	// dep[a][b] is the bitset of (switch, in, out) dependencies from the
 	// in-channel on VL a to the out-channel on VL b, allocated for the VL
 	// pairs in use only (one for a single-VL plan).
 	dep         [16][16][]uint64
-	chanVL      []uint16 // per switch channel: VLs its traffic holds
 	vlm         []uint16 // per switch: VLs on its out-channel toward the current LID and SL
 	anyCA       bool     // the last default-SL walk had a CA source
 	epSL        []uint8  // per endpoint: 1+SL of its override toward the current LID, 0 = none
@@ -160,16 +171,15 @@ func newWorker(f *fabric, opt Options) *worker {
 	return &worker{
 		f: f, opt: opt,
 		st: make([]uint8, n), cols: make([]uint8, chunkLIDs*n), carry: make([]bool, n), code: make([]uint8, n), at: make([]int32, n),
-		depth: make([]uint16, n), next: make([]int32, n), order: make([]int32, 0, n),
-		wCA: make([]int32, n), wSW: make([]int32, n), acc: make([]int64, n),
+		depth: make([]uint16, n), next: make([]int32, n), nextIn: make([]uint8, n), order: make([]int32, 0, n),
+		wCA: make([]int32, n), wSW: make([]int32, n), acc: make([]int32, n),
 		active: make([]bool, n), slOvSw: make([]bool, n),
 		hops:        make([]int64, 8),
-		load:        make([]int64, f.nChan),
+		chans:       make([]uint64, f.nChan),
 		arrByClass:  make([]int32, n*f.nc),
 		caAdj:       map[int32]int64{},
 		selfArr:     make([]bool, len(f.eps)),
 		orphanOut:   map[int32]int64{},
-		chanVL:      make([]uint16, f.nSwPorts),
 		vlm:         make([]uint16, n),
 		epSL:        make([]uint8, len(f.eps)),
 		caSLByClass: make([]uint16, f.nc),
@@ -235,14 +245,14 @@ func (w *worker) walk(d uint16, dst int32, res *chunkResult) {
 				rCode = fNoSuchPort
 			default:
 				fp := int(f.portBase[cur]) + int(out)
-				switch f.pstat[fp] {
+				switch lk := f.link[fp]; lk.stat {
 				case portUnconnected:
 					rCode = fUnconnected
 				case portDown:
 					rCode = fDown
 				default:
-					if ps := f.peerSw[fp]; ps >= 0 {
-						next[cur] = ps
+					if ps := lk.sw(); ps >= 0 {
+						next[cur], w.nextIn[cur] = ps, lk.port
 						switch st[ps] {
 						case stUnknown:
 							cur = ps
@@ -356,7 +366,7 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		for s := 0; s < f.nsw; s++ {
 			w.acc[s] = 0
 			if st[s] == stArrive {
-				w.acc[s] = int64(w.wCA[s])
+				w.acc[s] = w.wCA[s]
 			}
 		}
 		for i := len(order) - 1; i >= 0; i-- {
@@ -368,7 +378,7 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		for s := 0; s < f.nsw; s++ {
 			if st[s] == stArrive && w.acc[s] > 0 {
 				if out := w.out[s]; out != 0 {
-					w.load[int(f.portBase[s])+int(out)] += w.acc[s]
+					w.chans[int(f.portBase[s])+int(out)] += uint64(w.acc[s])
 				}
 			}
 		}
@@ -497,15 +507,17 @@ func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, re
 		}
 		ch := int(f.portBase[s]) + int(out)
 		a := acc[s]
+		cv := w.chans[ch]
 		if dstCA {
-			a += nca
+			a += int32(nca)
 			if a > 0 {
-				w.load[ch] += a
+				cv += uint64(a)
 			}
 		}
 		if carry[s] {
-			w.chanVL[ch] |= vbit
+			cv |= uint64(vbit) << loadBits
 		}
+		w.chans[ch] = cv
 		t := next[s]
 		if t < 0 {
 			continue
@@ -516,7 +528,7 @@ func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, re
 		}
 		carry[t] = true
 		if tout := outs[t]; tout != 0 {
-			i := f.edgeBase[t] + int(f.peerPort[ch])*(int(f.np[t])+1) + int(tout)
+			i := f.edgeBase[t] + int(w.nextIn[s])*(int(f.np[t])+1) + int(tout)
 			dep[i>>6] |= 1 << (i & 63)
 		}
 	}
@@ -719,7 +731,7 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 		}
 		pb := int(f.portBase[s])
 		out := w.out[s]
-		w.chanVL[pb+int(out)] |= ms
+		w.chans[pb+int(out)] |= uint64(ms) << loadBits
 		ms &^= 1 << 15 // VL15 drops the packet here: no dependency beyond
 		t := next[s]
 		if t < 0 || ms == 0 {
@@ -729,7 +741,7 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 		if tout == 0 {
 			continue // t owns d
 		}
-		in := f.peerPort[pb+int(out)]
+		in := f.link[pb+int(out)].port
 		vt := f.vl(t, in, tout, x) & 15
 		m[t] |= 1 << vt
 		if vt == 15 {
@@ -937,8 +949,9 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 			}
 			rep.Hops[h] += n
 		}
-		for i, v := range w.load {
-			load[i] += v
+		for i, v := range w.chans {
+			load[i] += int64(v & loadMask)
+			chanVL[i] |= uint16(v >> loadBits)
 		}
 		for a := range w.dep {
 			for b, bs := range w.dep[a] {
@@ -953,9 +966,6 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 					dep[a][b][i] |= x
 				}
 			}
-		}
-		for i, v := range w.chanVL {
-			chanVL[i] |= v
 		}
 		for i, v := range w.caSLByClass {
 			caSLByClass[i] |= v
@@ -1021,7 +1031,7 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 		if maxC < 0 || v > load[maxC] {
 			maxC = c
 		}
-		if c < f.nSwPorts && f.peerSw[c] >= 0 && (maxSW < 0 || v > load[maxSW]) {
+		if c < f.nSwPorts && f.link[c].sw() >= 0 && (maxSW < 0 || v > load[maxSW]) {
 			maxSW = c
 		}
 	}

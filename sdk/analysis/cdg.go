@@ -94,11 +94,11 @@ func (f *fabric) finishVLs(rep *Report, dep [16][16][]uint64, chanVL []uint16, s
 				pb := int(f.portBase[t])
 				forEachBit(bs, base, f.edgeBase[t+1], func(i int) {
 					in, out := (i-base)/w, (i-base)%w
-					ps := f.peerSw[pb+in]
-					if in == 0 || ps < 0 {
+					l := f.link[pb+in]
+					if in == 0 || l.sw() < 0 {
 						return // recorded only for arrivals from a switch
 					}
-					from := int32(f.portBase[ps]) + int32(f.peerPort[pb+in])
+					from := int32(f.portBase[l.sw()]) + int32(l.port)
 					es = append(es, edge{vIdx[a]*int32(nSw) + from, vIdx[b]*int32(nSw) + int32(pb+out)})
 					perVL[b]++
 					if a != b {

@@ -194,11 +194,11 @@ func (t *traffic) route(buf []int32, src, dst int32) ([]int32, bool) {
 			return buf, false
 		}
 		fp := f.portBase[s] + int32(out)
-		if f.pstat[fp] != portOK {
+		if f.link[fp].stat != portOK {
 			return buf, false
 		}
 		buf = append(buf, fp)
-		if ps := f.peerSw[fp]; ps >= 0 {
+		if ps := f.link[fp].sw(); ps >= 0 {
 			s = ps
 			continue
 		}
