@@ -540,11 +540,22 @@ func (e *echoConn) Recv(ctx context.Context) (Packet, error) {
 func (e *echoConn) Close() error { return nil }
 
 func BenchmarkDo(b *testing.B) {
+	// crowded: far more callers than the window, as when a sweep fans
+	// millions of LFT Sets out over hundreds of goroutines.
+	for _, c := range []struct {
+		name string
+		par  int
+	}{{"few", 4}, {"crowded", 128}} {
+		b.Run(c.name, func(b *testing.B) { benchDo(b, c.par) })
+	}
+}
+
+func benchDo(b *testing.B, par int) {
 	e := &echoConn{in: make(chan Packet, 64)}
 	tr := New(e, Options{Window: 16, Timeout: time.Second})
 	defer tr.Close()
 	b.ReportAllocs()
-	b.SetParallelism(4)
+	b.SetParallelism(par)
 	b.RunParallel(func(pb *testing.PB) {
 		req := request(0x01, 0x11, 0)
 		for pb.Next() {

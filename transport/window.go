@@ -25,7 +25,12 @@ type window struct {
 	all      aimd
 	inflight int
 	dests    map[destKey]*dest
-	waiters  []*waiter
+	// waiters[whead:] wait, oldest first; nil marks one granted or given
+	// up out of turn. A queue rather than a list spliced on every grant:
+	// a sweep keeps hundreds waiting on a window of 16, and put runs once
+	// per MAD.
+	waiters []*waiter
+	whead   int
 	// since the last overall cut: which destinations timed out
 	cutAt    time.Time
 	timedOut map[destKey]bool
@@ -120,7 +125,7 @@ func (w *window) acquire(ctx context.Context, done <-chan struct{}, key destKey)
 		return nil
 	}
 	wt := &waiter{key: key, ready: make(chan struct{})}
-	w.waiters = append(w.waiters, wt)
+	w.enqueue(wt)
 	w.mu.Unlock()
 	var err error
 	select {
@@ -137,13 +142,40 @@ func (w *window) acquire(ctx context.Context, done <-chan struct{}, key destKey)
 		w.put(key)
 		return err
 	}
-	for i, x := range w.waiters {
-		if x == wt {
-			w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
+	for i := w.whead; i < len(w.waiters); i++ {
+		if w.waiters[i] == wt {
+			w.waiters[i] = nil
 			break
 		}
 	}
+	w.trim()
 	return err
+}
+
+func (w *window) enqueue(wt *waiter) {
+	if len(w.waiters) == cap(w.waiters) {
+		// Drop the holes before growing: behind a stuck head (a dead
+		// switch's requests wait out their timeouts) grants leave them.
+		kept := w.waiters[:0]
+		for _, x := range w.waiters[w.whead:] {
+			if x != nil {
+				kept = append(kept, x)
+			}
+		}
+		clear(w.waiters[len(kept):])
+		w.waiters, w.whead = kept, 0
+	}
+	w.waiters = append(w.waiters, wt)
+}
+
+// trim moves the head past waiters that are gone.
+func (w *window) trim() {
+	for w.whead < len(w.waiters) && w.waiters[w.whead] == nil {
+		w.whead++
+	}
+	if w.whead == len(w.waiters) {
+		w.waiters, w.whead = w.waiters[:0], 0
+	}
 }
 
 func (w *window) room(key destKey) bool {
@@ -169,18 +201,18 @@ func (w *window) put(key destKey) {
 			delete(w.dests, key) // at the ceiling: nothing to remember
 		}
 	}
-	kept := w.waiters[:0]
-	for _, wt := range w.waiters {
-		if w.inflight < w.all.limit() && w.room(wt.key) {
-			w.take(wt.key)
-			wt.ok = true
-			close(wt.ready)
+	// Once the overall window is full nobody further back can be granted.
+	for i := w.whead; i < len(w.waiters) && w.inflight < w.all.limit(); i++ {
+		wt := w.waiters[i]
+		if wt == nil || !w.room(wt.key) {
 			continue
 		}
-		kept = append(kept, wt)
+		w.take(wt.key)
+		wt.ok = true
+		close(wt.ready)
+		w.waiters[i] = nil
 	}
-	clear(w.waiters[len(kept):])
-	w.waiters = kept
+	w.trim()
 }
 
 // release ends a request to key: answered on its first attempt (the

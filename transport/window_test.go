@@ -133,3 +133,71 @@ func TestDestOf(t *testing.T) {
 		t.Errorf("LID-routed: %+v", destOf(lid))
 	}
 }
+
+// TestWindowQueueBehindStuckHead: a waiter whose destination stays full
+// heads the queue while hundreds of others are granted past it; the queue
+// keeps its order, does not grow with the grants, and the stuck waiter is
+// granted once its destination frees.
+func TestWindowQueueBehindStuckHead(t *testing.T) {
+	ctx, done := context.Background(), make(chan struct{})
+	a, b := destKey{lid: 1}, destKey{lid: 2}
+	w := newWindow(2)
+	if err := w.acquire(ctx, done, a); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	w.dests[a].w.cur = 1 // a's window cut to one: its next request waits
+	w.mu.Unlock()
+	if err := w.acquire(ctx, done, b); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			w.mu.Lock()
+			n := 0
+			for _, x := range w.waiters[w.whead:] {
+				if x != nil {
+					n++
+				}
+			}
+			w.mu.Unlock()
+			if n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiting, want %d", n, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	stuck := make(chan error, 1)
+	go func() { stuck <- w.acquire(ctx, done, a) }()
+	waitFor(1)
+	for i := range 300 {
+		got := make(chan error, 1)
+		go func() { got <- w.acquire(ctx, done, b) }()
+		waitFor(2)
+		w.release(b, true, false)
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 0 {
+			w.mu.Lock()
+			n := len(w.waiters)
+			w.mu.Unlock()
+			if n > 8 {
+				t.Fatalf("after %d grants past a stuck head the queue holds %d slots", i+1, n)
+			}
+		}
+	}
+	select {
+	case err := <-stuck:
+		t.Fatalf("stuck waiter granted while its destination was full: %v", err)
+	default:
+	}
+	w.release(a, true, false)
+	if err := <-stuck; err != nil {
+		t.Fatal(err)
+	}
+}
