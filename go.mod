@@ -10,9 +10,10 @@ require (
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/ibsm/ibsm/sdk v0.3.0
 	github.com/zclconf/go-cty v1.19.0
-	golang.org/x/sync v0.24.0
 	google.golang.org/grpc v1.85.0
 )
+
+require golang.org/x/sync v0.24.0 // indirect
 
 require (
 	dario.cat/mergo v1.0.2 // indirect
