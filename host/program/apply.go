@@ -184,7 +184,7 @@ func (a *applyRun) sendPortInfo(sets map[portKey]*piSet, count *int64) {
 func (a *applyRun) forwardingTables() {
 	p, fab, topo, rz, st := a.p, a.fab, a.topo, a.rz, &a.st
 	blocks := (int(rz.TopLID) + 64) / 64
-	st.LFTBlocksRead = p.learn(a.ctx, fab, topo, blocks)
+	st.LFTBlocksRead, st.LFTRestored = p.learn(a.ctx, fab, topo, blocks, a.smLID)
 	sw := topo.Switches()
 	var blocksDone atomic.Int64
 	blockDone := func() {

@@ -18,7 +18,13 @@ import (
 // blocks that differ: a takeover or a restart over a healthy fabric sends
 // no LFT block. A fresh switch (top 0) costs no read. A block that cannot
 // be read stays unknown and is sent.
-func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, blocks int) (reads int64) {
+//
+// At the Programmer's first Apply, a switch that shows it still holds what
+// the Record says this SM wrote before a restart (restorable) is not read:
+// its table is taken from the record (restored counts them), and the
+// audit reads it back over the following sweeps. smLID is this SM's LID
+// in the plan being applied.
+func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, blocks int, smLID uint16) (reads, restored int64) {
 	type learned struct {
 		guid uint64
 		lid  uint16
@@ -29,17 +35,31 @@ func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *top
 		mu  sync.Mutex
 		all []*learned
 	)
-	p.mu.Lock()
-	forgot := p.forgot
-	p.mu.Unlock()
-	if forgot {
-		return 0
-	}
-	r := fanout.New(p.Parallel)
+	var unknown []int32 // switches holding a table this programmer did not write
 	for _, node := range topo.Switches() {
 		guid := topo.Nodes[node].GUID
 		n := fab.Nodes[guid]
 		if n == nil || n.Switch == nil || n.Switch.LinearFDBTop == 0 || !n.Ports[0].Valid || p.knownFor(guid, n) != nil {
+			continue
+		}
+		unknown = append(unknown, node)
+	}
+	held := p.heldFor(len(unknown) > 0)
+	p.mu.Lock()
+	forgot := p.forgot
+	p.mu.Unlock()
+	if forgot {
+		return 0, 0
+	}
+	r := fanout.New(p.Parallel)
+	for _, node := range unknown {
+		guid := topo.Nodes[node].GUID
+		n := fab.Nodes[guid]
+		if hs, ok := held.switchOf(guid); ok && restorable(n, held, hs, smLID) {
+			p.mu.Lock()
+			p.restore(guid, held, hs, blocks)
+			p.mu.Unlock()
+			restored++
 			continue
 		}
 		have := min(blocks, int(n.Switch.LinearFDBTop)/64+1)
@@ -62,6 +82,10 @@ func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *top
 		}
 	}
 	_ = r.Wait("reading back forwarding tables")
+	if held != nil {
+		p.logger().Info("restart: forwarding tables taken from the record of the last programming (the audit reads them back over the next sweeps)",
+			"switches", restored, "read_back", len(all), "lft_blocks_read", reads)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, l := range all {
@@ -74,5 +98,5 @@ func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *top
 			ks.lft[lid] = plan.NoPort
 		}
 	}
-	return reads
+	return reads, restored
 }

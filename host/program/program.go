@@ -39,7 +39,11 @@ type Stats struct {
 	// LFTBlocksRead counts blocks read back from switches that held tables
 	// this programmer had not written (a takeover, a restart).
 	LFTBlocksRead int64
-	SL2VLSets     int64
+	// LFTRestored counts switches whose tables were taken from the Record
+	// of this SM's last programming instead of being read back (a
+	// restart over a fabric that still holds them).
+	LFTRestored int64
+	SL2VLSets   int64
 	// VLArbSets counts VLArbitrationTable blocks sent.
 	VLArbSets int64
 	// OpVLsSets counts PortInfo Sets sent only to change OperationalVLs
@@ -74,6 +78,10 @@ type Programmer struct {
 	// done (written, or unchanged and skipped) of all it spans, as they
 	// complete (progress on a terminal); it must not block.
 	OnBlocks func(done, total int64)
+	// Record, when set, is the record of what this SM last programmed
+	// (restore.go): the first Apply restores from it what a restart would
+	// otherwise read back, and every Apply marks it stale before writing.
+	Record Record
 
 	mu    sync.Mutex
 	known map[uint64]*nodeState // by node GUID
@@ -90,6 +98,9 @@ type Programmer struct {
 	reregister, strangersOnly bool
 	// forgot: Forget was called; the next Apply writes every block blind.
 	forgot bool
+	// recordRead: Record is consulted no more (the first Apply did, or
+	// Forget came first).
+	recordRead bool
 }
 
 // Reregister makes the next Apply ask every CA port's clients to
@@ -145,6 +156,7 @@ func (p *Programmer) Forget() {
 	p.mu.Lock()
 	p.known = nil
 	p.forgot = true // no read-back either: the next Apply pushes everything
+	p.recordRead = true
 	p.gen++
 	p.mu.Unlock()
 }

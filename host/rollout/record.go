@@ -44,12 +44,21 @@ type Programmed struct {
 	// NoSL2VL: the plan wrote no SL2VL table (SL 0 on VL 0 only).
 	SL2VLDefault [16]uint8
 	NoSL2VL      bool
+	// SMLID is the programming SM port's LID (every switch's port-0
+	// MasterSMLID), Top the LinearFDBTop every switch was given; 0 in
+	// records written before they were kept (a restart then reads every
+	// table back).
+	SMLID, Top uint16
 }
 
-// ProgrammedSwitch is one switch's LFT and its listed SL2VL tables.
+// ProgrammedSwitch is one switch's LFT and its listed SL2VL tables, and
+// the LID and LMC of its port 0 (LID 0 in records written before it was
+// kept).
 type ProgrammedSwitch struct {
 	LFT   []uint8
 	SL2VL map[[2]uint8][16]uint8
+	LID   uint16
+	LMC   uint8
 }
 
 // RecordOf records plan p (engine, key and note describe it).
@@ -59,6 +68,12 @@ func RecordOf(p Plan, engine, key, note string) *Programmed {
 		Switches: make(map[uint64]ProgrammedSwitch, len(t.Switches())), LIDs: make(map[uint64]plan.PortLID, len(t.Endpoints()))}
 	sv := PlanSL2VL(t, p.VLs).(*planSL2VL)
 	r.NoSL2VL, r.SL2VLDefault = sv.none, sv.def
+	r.Top = p.Rz.TopLID
+	if t.SM.Connected() {
+		if i := t.EndpointIndex(t.SM); i >= 0 {
+			r.SMLID = p.Rz.LIDs.Ports[i].Base
+		}
+	}
 	listed := map[int32]map[[2]uint8][16]uint8{}
 	for k, v := range sv.listed {
 		if listed[k[0]] == nil {
@@ -67,7 +82,11 @@ func RecordOf(p Plan, engine, key, note string) *Programmed {
 		listed[k[0]][[2]uint8{uint8(k[1]), uint8(k[2])}] = v
 	}
 	for s, node := range t.Switches() {
-		r.Switches[t.Nodes[node].GUID] = ProgrammedSwitch{LFT: p.Rz.LFT[s], SL2VL: listed[node]}
+		ps := ProgrammedSwitch{LFT: p.Rz.LFT[s], SL2VL: listed[node]}
+		if i := t.EndpointIndex(topology.PortRef{Node: node, Port: 0}); i >= 0 {
+			ps.LID, ps.LMC = p.Rz.LIDs.Ports[i].Base, p.Rz.LIDs.Ports[i].LMC
+		}
+		r.Switches[t.Nodes[node].GUID] = ps
 	}
 	for e, ep := range t.Endpoints() {
 		r.LIDs[t.PortGUID(ep)] = p.Rz.LIDs.Ports[e]
@@ -246,22 +265,27 @@ func saveProgrammed(path string, r *Programmed) error {
 
 // Recorder writes records in the background, the newest only: the sweep
 // that programmed does not wait for the file (tens of MB for the largest
-// fabrics before compression).
+// fabrics before compression). It also keeps the mark that says the record
+// is stale (Programming, restore.go).
 type Recorder struct {
 	Path string
 	Log  hclog.Logger
 
 	mu   sync.Mutex
 	next *Programmed
-	busy bool
-	idle chan struct{} // closed when nothing is pending
+	// gen counts Programming calls; nextGen is gen when next was queued:
+	// a record clears the stale mark only if no programming started
+	// after the one it records.
+	gen, nextGen uint64
+	busy         bool
+	idle         chan struct{} // closed when nothing is pending
 }
 
 // Record queues r, replacing a record not yet written.
 func (w *Recorder) Record(r *Programmed) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.next = r
+	w.next, w.nextGen = r, w.gen
 	if w.busy {
 		return
 	}
@@ -272,7 +296,7 @@ func (w *Recorder) Record(r *Programmed) {
 func (w *Recorder) drain() {
 	for {
 		w.mu.Lock()
-		r := w.next
+		r, gen := w.next, w.nextGen
 		w.next = nil
 		if r == nil {
 			w.busy = false
@@ -281,8 +305,12 @@ func (w *Recorder) drain() {
 			return
 		}
 		w.mu.Unlock()
-		if err := saveProgrammed(w.Path, r); err != nil && w.Log != nil {
-			w.Log.Warn("cannot record the programmed plan; ibsm plan diff without a daemon compares against an older record", "file", w.Path, "error", err)
+		err := saveProgrammed(w.Path, r)
+		if err != nil && w.Log != nil {
+			w.Log.Warn("cannot record the programmed plan; ibsm plan diff without a daemon compares against an older record, and a restart reads every forwarding table back", "file", w.Path, "error", err)
+		}
+		if err == nil {
+			w.clearStale(gen)
 		}
 	}
 }

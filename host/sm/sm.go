@@ -185,13 +185,14 @@ func New(t transport.Transport, pipe *pipeline.Runner, opts Options, log hclog.L
 		log = hclog.NewNullLogger()
 	}
 	c := &mad.Client{T: t}
+	rec := newRecorder(opts.ProgrammedFile, log)
 	return &SM{
 		T: t, Pipe: pipe, Opts: opts, Log: log,
 		client: c,
 		disc:   &discovery.Discoverer{C: c, Log: log.Named("discovery"), Parallel: opts.Parallel},
-		prog:   &program.Programmer{C: c, Log: log.Named("program"), Parallel: opts.Parallel},
+		prog:   &program.Programmer{C: c, Log: log.Named("program"), Parallel: opts.Parallel, Record: programRecord(rec)},
 		elect:  newElection(opts.Election),
-		rec:    newRecorder(opts.ProgrammedFile, log),
+		rec:    rec,
 	}
 }
 

@@ -1,0 +1,116 @@
+package program
+
+import "github.com/ibsm/ibsm/host/discovery"
+
+// Record is the state directory's record of what this SM last programmed
+// (host/rollout keeps it). A Programmer that has one takes, at its first
+// Apply, a switch's forwarding table from it instead of reading the table
+// back, when the switch shows it still holds what was recorded (restorable
+// says how); and it marks the record stale before it writes any table.
+type Record interface {
+	// Held returns what the record says the switches hold, or nil when
+	// it cannot say: no record, or a programming started after the last
+	// record was written (Programming's mark is still there).
+	Held() (*Held, error)
+	// Programming marks the record as not describing the fabric until
+	// the next record is written; it returns once the mark is durable.
+	// Tables are about to change.
+	Programming() error
+}
+
+// Held is what the switches held when this SM last recorded its
+// programming.
+type Held struct {
+	// SMLID is the LID the programming SM's port had: what every switch's
+	// port-0 MasterSMLID was set to. Top is the LinearFDBTop every switch
+	// was given.
+	SMLID, Top uint16
+	// Switches by node GUID.
+	Switches map[uint64]HeldSwitch
+}
+
+// switchOf returns what h holds of switch guid (h may be nil).
+func (h *Held) switchOf(guid uint64) (HeldSwitch, bool) {
+	if h == nil {
+		return HeldSwitch{}, false
+	}
+	hs, ok := h.Switches[guid]
+	return hs, ok
+}
+
+// HeldSwitch is one switch as programmed: its port-0 LID and LMC, and its
+// LFT (index = LID). The Programmer takes the LFT over and writes into it.
+type HeldSwitch struct {
+	LID uint16
+	LMC uint8
+	LFT []uint8
+}
+
+// heldFor marks the record stale (tables are about to be written) and,
+// at the first Apply only and when need says some switch would be read
+// back, returns what the record held before (nil: nothing to restore).
+// After that Apply the Programmer knows every switch it wrote.
+func (p *Programmer) heldFor(need bool) *Held {
+	p.mu.Lock()
+	rec, first := p.Record, !p.recordRead
+	p.recordRead = true
+	p.mu.Unlock()
+	if rec == nil {
+		return nil
+	}
+	var h *Held
+	if first && need {
+		var err error
+		if h, err = rec.Held(); err != nil {
+			p.logger().Warn("cannot use the record of the last programming; reading the switches' forwarding tables back instead", "error", err)
+			h = nil
+		}
+	}
+	if err := rec.Programming(); err != nil {
+		p.logger().Error("cannot mark the record of the last programming stale before writing tables; a restart could trust it while it is out of date: remove state_dir/programmed.gob by hand if this SM stops before its next record", "error", err)
+	}
+	return h
+}
+
+// restorable reports whether switch n, as just discovered, still holds
+// what h records for it (hs), so its forwarding table need not be read
+// back. Sufficient because:
+//
+//   - h is what this SM wrote and the switches acknowledged, and no
+//     programming started after it was recorded (Record.Held);
+//   - a switch that was reset or replaced since has lost its port-0 LID
+//     and LinearFDBTop (both 0 after reset), and one that is not in the
+//     record has no hs;
+//   - another SM that mastered the subnet since sets its own LID as
+//     MasterSMLID on every port it manages, switch port 0 included, and
+//     most likely its own LIDs and LinearFDBTop;
+//   - the LFT entries above LinearFDBTop forward nothing, whatever the
+//     switch holds there: blocks past the recorded top are not restored.
+//
+// What this cannot see is a change of single LFT blocks that leaves port 0
+// and LinearFDBTop alone (a tool writing blocks by hand): the same blind
+// spot a running SM has between two audits, and the audit, which covers
+// every switch of the plan, reads those blocks back and repairs them.
+func restorable(n *discovery.Node, h *Held, hs HeldSwitch, smLID uint16) bool {
+	if n == nil || n.Switch == nil || len(n.Ports) == 0 || !n.Ports[0].Valid || hs.LFT == nil {
+		return false
+	}
+	pi := &n.Ports[0].Info
+	return h.SMLID != 0 && h.SMLID == smLID && pi.MasterSMLID == h.SMLID &&
+		pi.LID != 0 && pi.LID == hs.LID && pi.LMC == hs.LMC &&
+		n.Switch.LinearFDBTop == h.Top && h.Top > 0
+}
+
+// restore takes the forwarding table of switch guid from hs: the entries
+// up to the recorded top are known (blocks past it are not, and Apply
+// sends them); entries above the top forward nothing. p.mu held.
+func (p *Programmer) restore(guid uint64, h *Held, hs HeldSwitch, blocks int) {
+	have := min(blocks, int(h.Top)/64+1)
+	lft := hs.LFT[:min(len(hs.LFT), int(h.Top)+1)] // sameBlock reads past the end as unrouted
+	known := make([]bool, have)
+	for b := range known {
+		known[b] = true
+	}
+	ks := p.stateLocked(guid)
+	ks.lid, ks.lft, ks.lftKnown = hs.LID, lft, known
+}
