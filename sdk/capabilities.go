@@ -35,6 +35,12 @@ const (
 	// of planes the assigner would decode and drop. Assigners without it
 	// get the routes in full, as before.
 	CapRoutesUnread = "routes-unread"
+	// CapTablesUnread: a VL assigner reads the routes and the LID plan but
+	// not the realised forwarding tables, so the SDK does not realise them
+	// in the plugin (VLRequest.Realized is nil): on ft3-56 that spares
+	// transposing 187 M entries into a second copy of the routes. It
+	// concerns the plugin's own SDK only; the host sends the same request.
+	CapTablesUnread = "tables-unread"
 )
 
 // HasCapability reports whether the plugin declared capability c.

@@ -288,9 +288,11 @@ func (s *server) AssignVLs(stream pb.VLAssigner_AssignVLsServer) error {
 		}
 		// The forwarding tables are realised here rather than sent: Realize
 		// is deterministic and shared, so host and plugin agree on them.
-		realized, err := plan.Realize(r.topo, r.routes, r.lids)
-		if err != nil {
-			return status.Errorf(codes.InvalidArgument, "realising forwarding tables: %v", err)
+		var realized *plan.Realized
+		if !s.impl.Info().HasCapability(CapTablesUnread) {
+			if realized, err = plan.Realize(r.topo, r.routes, r.lids); err != nil {
+				return status.Errorf(codes.InvalidArgument, "realising forwarding tables: %v", err)
+			}
 		}
 		ctx, done := s.callCtx(stream.Context())
 		defer done()

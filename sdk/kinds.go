@@ -81,7 +81,9 @@ type LIDAssigner interface {
 }
 
 // VLRequest is a VL assigner's input. Realized holds the forwarding tables
-// exactly as they will be programmed.
+// exactly as they will be programmed (nil for an assigner that declared
+// CapTablesUnread: plan.Realize or plan.UsedPlanes give them from Routes
+// and LIDs).
 type VLRequest struct {
 	Topo     *topology.Topology
 	Routes   *plan.Routes

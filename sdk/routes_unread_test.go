@@ -73,3 +73,41 @@ func TestRoutesUnreadGetsShape(t *testing.T) {
 		})
 	}
 }
+
+// TestTablesUnreadGetsNoTables: the SDK realises the forwarding tables in
+// the plugin for a VL assigner unless it declared CapTablesUnread; the
+// routes and LID plan come whole either way.
+func TestTablesUnreadGetsNoTables(t *testing.T) {
+	topo, err := sdktest.FatTree2(4, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := sdktest.BFSRoutes(topo)
+	neps := len(topo.Endpoints())
+	for _, tc := range []struct {
+		name       string
+		caps       []string
+		wantTables bool
+	}{
+		{"declared", []string{sdk.CapTablesUnread}, false},
+		{"not declared", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got sdk.VLRequest
+			f := &fakePlugin{kind: sdk.KindVLAssign, vls: func(r sdk.VLRequest) (*plan.VLPlan, error) {
+				got = r
+				return &plan.VLPlan{VLs: 1}, nil
+			}}
+			c := connect(t, capsPlugin{f, tc.caps}, sdk.KindVLAssign)
+			if _, err := c.AssignVLs(context.Background(), sdk.VLRequest{Topo: topo, Routes: full, LIDs: sequentialLIDs(neps, 0), MaxVLs: 8}); err != nil {
+				t.Fatal(err)
+			}
+			if (got.Realized != nil) != tc.wantTables {
+				t.Fatalf("tables realised %v, want %v", got.Realized != nil, tc.wantTables)
+			}
+			if len(got.Routes.Planes) != neps || string(got.Routes.Planes[1].Planes[0]) != string(full.Planes[1].Planes[0]) || len(got.LIDs.Ports) != neps {
+				t.Fatalf("routes or LIDs not sent whole: %d destinations, %d ports", len(got.Routes.Planes), len(got.LIDs.Ports))
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -30,7 +31,9 @@ type assigner struct{}
 var _ sdk.VLAssigner = (*assigner)(nil)
 
 func (a *assigner) Info() sdk.Info {
-	return sdk.Info{Name: "single", Version: version, Kind: sdk.KindVLAssign}
+	// The proof reads the destination trees as the routes hold them, not
+	// the realised tables (tables-unread: the SDK does not realise them).
+	return sdk.Info{Name: "single", Version: version, Kind: sdk.KindVLAssign, Capabilities: []string{sdk.CapTablesUnread}}
 }
 
 // Schema is empty: there is nothing to tune.
@@ -51,21 +54,9 @@ func (a *assigner) AssignVLs(ctx context.Context, req sdk.VLRequest) (*plan.VLPl
 }
 
 func assign(ctx context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
-	real := req.Realized
-	if real == nil {
-		// Hosts send the tables; realise them here when only routes and
-		// LIDs came, through the same plan.Realize the host uses.
-		if req.Topo == nil || req.LIDs == nil {
-			return nil, fmt.Errorf("single: the request has neither realised forwarding tables nor topology, routes and LIDs to realise them from")
-		}
-		var err error
-		if real, err = plan.Realize(req.Topo, req.Routes, req.LIDs); err != nil {
-			return nil, fmt.Errorf("single: cannot realise the forwarding tables: %w", err)
-		}
-	}
-	g, err := cdg.Build(ctx, real)
+	g, err := graph(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("single: %w", err)
+		return nil, err
 	}
 	if cyc := g.FindCycle(); cyc != nil {
 		return nil, fmt.Errorf("single: the routing can deadlock on one VL: its channel dependency graph has a cycle of %d channels: %s; use a deadlock-free routing engine (e.g. updn) or a VL assigner that spreads routes over several VLs",
@@ -73,4 +64,30 @@ func assign(ctx context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
 	}
 	// Default maps every SL to VL 0; no per-port tables, no per-DLID SLs.
 	return &plan.VLPlan{VLs: 1}, nil
+}
+
+// graph builds the one-VL dependency graph of the tables the plan
+// realises: from the realised tables when the request holds them, else
+// from the trees every LID realises (the same graph, read in the order
+// the routes hold it; the SDK realises nothing for this plugin).
+func graph(ctx context.Context, req sdk.VLRequest) (*cdg.Graph, error) {
+	if req.Realized != nil {
+		g, err := cdg.Build(ctx, req.Realized)
+		if err != nil {
+			return nil, fmt.Errorf("single: %w", err)
+		}
+		return g, nil
+	}
+	if req.Topo == nil || req.LIDs == nil {
+		return nil, fmt.Errorf("single: the request has neither realised forwarding tables nor topology, routes and LIDs to derive them from")
+	}
+	planes, err := plan.UsedPlanes(req.Topo, req.Routes, req.LIDs)
+	if err != nil {
+		return nil, fmt.Errorf("single: cannot realise the forwarding tables: %w", err)
+	}
+	g, err := cdg.BuildPlanes(ctx, route.NewGraph(req.Topo), planes)
+	if err != nil {
+		return nil, fmt.Errorf("single: %w", err)
+	}
+	return g, nil
 }

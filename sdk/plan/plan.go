@@ -164,6 +164,45 @@ func PlanesOf(r *Routes, l *LIDPlan, e int) []Plane {
 	return nil
 }
 
+// UsedPlanes returns the planes Realize puts in the tables, each once:
+// for every endpoint the first min(2^LMC, number of planes) of its planes
+// (LID base+k realises plane k mod that number). Code that derives
+// something per destination tree (a channel dependency graph) reads them
+// in the order they are held, where the tables hold them transposed. It
+// checks the shapes it indexes; LID values are the verifier's.
+func UsedPlanes(t *topology.Topology, r *Routes, l *LIDPlan) ([]Plane, error) {
+	eps := t.Endpoints()
+	if len(l.Ports) != len(eps) {
+		return nil, fmt.Errorf("LID plan has %d ports, topology has %d endpoints", len(l.Ports), len(eps))
+	}
+	switch {
+	case l.Planes != nil && len(l.Planes) != len(eps):
+		return nil, fmt.Errorf("LID plan has planes for %d destinations, topology has %d endpoints", len(l.Planes), len(eps))
+	case l.Planes == nil && (r == nil || !r.IsPlanes()):
+		return nil, fmt.Errorf("routes are explicit paths but the LID plan carries no planes")
+	case l.Planes == nil && len(r.Planes) != len(eps):
+		return nil, fmt.Errorf("routes have %d destinations, topology has %d endpoints", len(r.Planes), len(eps))
+	}
+	nsw := len(t.Switches())
+	out := make([]Plane, 0, len(eps))
+	for e, p := range l.Ports {
+		if p.LMC > 7 {
+			return nil, fmt.Errorf("endpoint %d: LMC %d > 7", e, p.LMC)
+		}
+		planes := PlanesOf(r, l, e)
+		if len(planes) == 0 {
+			return nil, fmt.Errorf("destination endpoint %d has no plane", e)
+		}
+		for k, pl := range planes[:min(p.Count(), len(planes))] {
+			if len(pl) != nsw {
+				return nil, fmt.Errorf("destination endpoint %d plane %d has %d entries, want one per switch (%d)", e, k, len(pl), nsw)
+			}
+			out = append(out, pl)
+		}
+	}
+	return out, nil
+}
+
 // Realize turns routes and a LID plan into per-switch linear forwarding
 // tables. It checks only what it needs to index safely (LID ranges and plane
 // shapes); semantic checks (ports up, no loops) are the verifier's.

@@ -59,6 +59,28 @@ func TestRealizeTables(t *testing.T) {
 				}
 			}
 		}
+		// UsedPlanes: every plane some LID realises, once, and no other.
+		used, err := plan.UsedPlanes(topo, r, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[*uint8]bool{}
+		for _, pl := range used {
+			in[&pl[0]] = true
+		}
+		want := 0
+		for e, p := range l.Ports {
+			planes := r.Planes[e].Planes
+			want += min(p.Count(), len(planes))
+			for k := 0; k < p.Count(); k++ {
+				if !in[&planes[k%len(planes)][0]] {
+					t.Fatalf("lmc %d: endpoint %d LID offset %d realises a plane UsedPlanes left out", lmc, e, k)
+				}
+			}
+		}
+		if len(used) != want || len(in) != want {
+			t.Fatalf("lmc %d: UsedPlanes gave %d planes (%d distinct), want %d", lmc, len(used), len(in), want)
+		}
 	}
 	r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
 	for e := range eps {
@@ -68,5 +90,12 @@ func TestRealizeTables(t *testing.T) {
 	r.Planes[5].Planes = nil
 	if _, err := plan.Realize(topo, r, testfab.SequentialLIDs(topo, 0)); err == nil || !strings.Contains(err.Error(), "endpoint 3 plane 0") {
 		t.Fatalf("short plane: got %v, want the first bad destination (3) named", err)
+	}
+	if _, err := plan.UsedPlanes(topo, r, testfab.SequentialLIDs(topo, 0)); err == nil || !strings.Contains(err.Error(), "endpoint 3 plane 0") {
+		t.Fatalf("UsedPlanes, short plane: got %v, want the first bad destination (3) named", err)
+	}
+	r.Planes[3].Planes[0] = make(plan.Plane, nsw)
+	if _, err := plan.UsedPlanes(topo, r, testfab.SequentialLIDs(topo, 0)); err == nil || !strings.Contains(err.Error(), "endpoint 5 has no plane") {
+		t.Fatalf("UsedPlanes, no plane: got %v, want endpoint 5 named", err)
 	}
 }
