@@ -259,7 +259,8 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	}
 	lim := d.lim.Load()
 	to := destOf(req)
-	if err := lim.win.acquire(ctx, d.done, to); err != nil {
+	down, err := lim.win.acquire(ctx, d.done, to)
+	if err != nil {
 		if ctx.Err() == nil {
 			return Packet{}, d.endErr()
 		}
@@ -272,7 +273,7 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	c.class = req.MAD[1]
 	c.attr = binary.BigEndian.Uint16(req.MAD[16:])
 	c.timeout, c.retries = lim.timeout, lim.retries
-	if lim.win.down(to) {
+	if down {
 		c.retries = 0 // its last request went unanswered on every attempt
 	}
 	c.win, c.to = lim.win, to
@@ -347,7 +348,7 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 		}
 		d.sent.Add(1)
 		req.Timeout = c.timeout
-		if c.win.slow(c.to) {
+		if attempt > 0 && c.win.slow(c.to) { // backedOff of a first attempt is the timeout
 			req.Timeout = backedOff(c.timeout, waited)
 		}
 		if err := d.conn.Send(req); err != nil {
@@ -460,11 +461,16 @@ func (d *Dispatcher) lastChance(c *call, err error) (Packet, error) {
 
 // release unregisters c (if still pending), drains it and returns it to the pool.
 func (d *Dispatcher) release(c *call) {
-	d.mu.Lock()
-	d.unregister(c)
-	c.keys = c.keys[:0]
-	c.answered = false
-	d.mu.Unlock()
+	if c.answered {
+		// dispatch unregistered it when it handed over the answer (and
+		// set answered before that send, which Do received: no race).
+		c.keys, c.answered = c.keys[:0], false
+	} else {
+		d.mu.Lock()
+		d.unregister(c)
+		c.keys = c.keys[:0]
+		d.mu.Unlock()
+	}
 	for len(c.done) > 0 {
 		<-c.done
 	}

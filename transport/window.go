@@ -75,6 +75,7 @@ type waiter struct {
 	key   destKey
 	ready chan struct{}
 	ok    bool // granted (under window.mu)
+	down  bool // set with ok: see downLocked
 }
 
 // destKey names where a request goes: the directed route's initial path,
@@ -114,23 +115,24 @@ func (w *window) dest(key destKey) *dest {
 	return d
 }
 
-// acquire waits for room for one request to key.
-func (w *window) acquire(ctx context.Context, done <-chan struct{}, key destKey) error {
+// acquire waits for room for one request to key and reports whether key
+// is down (see downLocked), in the same hold of the lock.
+func (w *window) acquire(ctx context.Context, done <-chan struct{}, key destKey) (down bool, err error) {
 	w.mu.Lock()
 	// Waiters are never grantable at rest (put grants them eagerly, and
 	// only put and grow open room), so room now is room ahead of nobody.
 	if w.room(key) {
 		w.take(key)
+		down = w.downLocked(key)
 		w.mu.Unlock()
-		return nil
+		return down, nil
 	}
 	wt := &waiter{key: key, ready: make(chan struct{})}
 	w.enqueue(wt)
 	w.mu.Unlock()
-	var err error
 	select {
 	case <-wt.ready:
-		return nil
+		return wt.down, nil
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-done:
@@ -140,7 +142,7 @@ func (w *window) acquire(ctx context.Context, done <-chan struct{}, key destKey)
 	defer w.mu.Unlock()
 	if wt.ok { // granted while we gave up: hand the slot on
 		w.put(key)
-		return err
+		return false, err
 	}
 	for i := w.whead; i < len(w.waiters); i++ {
 		if w.waiters[i] == wt {
@@ -149,7 +151,7 @@ func (w *window) acquire(ctx context.Context, done <-chan struct{}, key destKey)
 		}
 	}
 	w.trim()
-	return err
+	return false, err
 }
 
 func (w *window) enqueue(wt *waiter) {
@@ -208,7 +210,7 @@ func (w *window) put(key destKey) {
 			continue
 		}
 		w.take(wt.key)
-		wt.ok = true
+		wt.ok, wt.down = true, w.downLocked(wt.key)
 		close(wt.ready)
 		w.waiters[i] = nil
 	}
@@ -294,12 +296,10 @@ func (w *window) aliveLocked(key destKey) {
 	}
 }
 
-// down reports whether a request to key (holding its slot) gets a single
+// downLocked reports whether a request to key (holding its slot) gets a single
 // attempt: the destination is down and others queue for it. A lone
 // request keeps its retries: they cost nobody else anything.
-func (w *window) down(key destKey) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (w *window) downLocked(key destKey) bool {
 	d := w.dests[key]
 	return d != nil && d.inflight > 1 && time.Now().Before(d.downUntil)
 }

@@ -142,13 +142,13 @@ func TestWindowQueueBehindStuckHead(t *testing.T) {
 	ctx, done := context.Background(), make(chan struct{})
 	a, b := destKey{lid: 1}, destKey{lid: 2}
 	w := newWindow(2)
-	if err := w.acquire(ctx, done, a); err != nil {
+	if _, err := w.acquire(ctx, done, a); err != nil {
 		t.Fatal(err)
 	}
 	w.mu.Lock()
 	w.dests[a].w.cur = 1 // a's window cut to one: its next request waits
 	w.mu.Unlock()
-	if err := w.acquire(ctx, done, b); err != nil {
+	if _, err := w.acquire(ctx, done, b); err != nil {
 		t.Fatal(err)
 	}
 	waitFor := func(want int) {
@@ -172,11 +172,11 @@ func TestWindowQueueBehindStuckHead(t *testing.T) {
 		}
 	}
 	stuck := make(chan error, 1)
-	go func() { stuck <- w.acquire(ctx, done, a) }()
+	go func() { _, err := w.acquire(ctx, done, a); stuck <- err }()
 	waitFor(1)
 	for i := range 300 {
 		got := make(chan error, 1)
-		go func() { got <- w.acquire(ctx, done, b) }()
+		go func() { _, err := w.acquire(ctx, done, b); got <- err }()
 		waitFor(2)
 		w.release(b, true, false)
 		if err := <-got; err != nil {

@@ -24,12 +24,12 @@ const (
 
 // lineFabric builds CA A - SW1 - SW2 - CA B with a 128-entry LFT cap, and a
 // client attached at A's port 1 with a short timeout so lost SMPs fail fast.
-func lineFabric(t *testing.T) (*sim.Fabric, *mad.Client, transport.Transport) {
+func lineFabric(t testing.TB) (*sim.Fabric, *mad.Client, transport.Transport) {
 	t.Helper()
 	return lineFabricOpts(t, sim.Options{LinearFDBCap: 128})
 }
 
-func lineFabricOpts(t *testing.T, opts sim.Options) (*sim.Fabric, *mad.Client, transport.Transport) {
+func lineFabricOpts(t testing.TB, opts sim.Options) (*sim.Fabric, *mad.Client, transport.Transport) {
 	t.Helper()
 	f := netfile.New()
 	a, err := f.AddCA("A", guidA, 1)
@@ -52,7 +52,7 @@ func lineFabricOpts(t *testing.T, opts sim.Options) (*sim.Fabric, *mad.Client, t
 	return fab, &mad.Client{T: tr}, tr
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
