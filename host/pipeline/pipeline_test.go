@@ -520,3 +520,55 @@ func TestResultKeepsRoutesShape(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutingKeptOnDisk: once written, the routing stage's result leaves
+// memory and a later run reads it back from its file without asking the
+// engine; without a directory (or when the write fails) it stays in
+// memory.
+func TestRoutingKeptOnDisk(t *testing.T) {
+	topo := line(t)
+	for _, c := range []struct {
+		name   string
+		dir    func(t *testing.T) string
+		inMem  bool
+		second int // engine calls after the second run
+	}{
+		{"state directory", func(t *testing.T) string { return t.TempDir() }, false, 1},
+		{"memory only", func(*testing.T) string { return "" }, true, 1},
+		{"unwritable directory", func(t *testing.T) string {
+			d := filepath.Join(t.TempDir(), "file-not-dir")
+			if err := os.WriteFile(d, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eng := &lineEngine{base: base{"good"}}
+			r := &Runner{
+				Engines: []Engine{{Identity{Name: "good"}, eng}},
+				LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
+				VL:      VLStage{Identity{Name: "single"}, &oneVL{base: base{"single"}}},
+				Cache:   NewCache(c.dir(t)),
+				Verify:  loopCheck,
+			}
+			first, err := r.Run(context.Background(), Input{Topo: topo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(r.Cache.mem["routing"]) > 0; got != c.inMem {
+				t.Fatalf("routing result in memory %v, want %v", got, c.inMem)
+			}
+			second, err := r.Run(context.Background(), Input{Topo: topo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eng.calls != c.second || second.Key != first.Key {
+				t.Fatalf("engine called %d times (want %d), plan %v then %v", eng.calls, c.second, first.Key, second.Key)
+			}
+			if got := len(r.Cache.mem["routing"]) > 0; got != c.inMem {
+				t.Fatalf("after a read back, routing result in memory %v, want %v", got, c.inMem)
+			}
+		})
+	}
+}
