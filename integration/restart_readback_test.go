@@ -37,8 +37,8 @@ type restartRun struct {
 
 // TestRestartRestoresTablesOnIBSim: ibsm restarted over the ibsim fabric it
 // programmed takes every switch's forwarding table from the state
-// directory's record instead of reading it back: no LFT Get, no Set at
-// all. A block another client changed behind its back, with the switch's
+// directory's record instead of reading it back: one LFT Get per switch
+// (the block that checks the record), no Set at all. A block another client changed behind its back, with the switch's
 // port-0 LID, MasterSMLID and LinearFDBTop untouched, is therefore not
 // seen by that restart; the audit of the daemon started next finds and
 // repairs it. Changed again, this time with another SM LID written on the
@@ -48,7 +48,6 @@ func TestRestartRestoresTablesOnIBSim(t *testing.T) {
 	const (
 		budget   = 20
 		interval = 500 * time.Millisecond
-		block    = 1 // LIDs 64-127
 	)
 	dir := t.TempDir()
 	net := filepath.Join(dir, "random.net")
@@ -121,6 +120,16 @@ func TestRestartRestoresTablesOnIBSim(t *testing.T) {
 	if err := c.Get(ctx, leaf, smp.AttrNodeInfo, 0, &ni); err != nil || ni.NodeType != smp.NodeTypeSwitch {
 		t.Fatalf("DR %s from %s: node type %d, %v; want a switch", leaf, cas[1].Name, ni.NodeType, err)
 	}
+	// The block overwritten: not the one holding the switch's own LID,
+	// which a restart reads to check the record (its probe).
+	var pi smp.PortInfo
+	if err := c.Get(ctx, leaf, smp.AttrPortInfo, 0, &pi); err != nil {
+		t.Fatal(err)
+	}
+	if blocksPerSwitch < 2 {
+		t.Fatalf("%d LFT blocks per switch: no block but the probe to overwrite", blocksPerSwitch)
+	}
+	block := uint32(int(pi.LID)/64+1) % uint32(blocksPerSwitch)
 	var orig smp.LFTBlock
 	if err := c.Get(ctx, leaf, smp.AttrLinearForwardingTable, block, &orig); err != nil {
 		t.Fatal(err)
@@ -147,12 +156,13 @@ func TestRestartRestoresTablesOnIBSim(t *testing.T) {
 		}
 	}
 
-	// Conditions hold: the restart sends nothing and reads nothing.
+	// Conditions hold: the restart sends nothing and reads one block
+	// per switch.
 	overwrite()
 	rs := once("restart")
-	if rs.sets != 0 || rs.portInfo != 0 || rs.lftRead != 0 || !rs.restoredLogged || rs.restored != switches || rs.readBack != 0 {
-		t.Fatalf("restart over the programmed fabric: %d Sets (%d PortInfo), %d LFT blocks read, %d switches restored and %d read back (logged: %v); want 0, 0, 0, %d, 0:\n%s",
-			rs.sets, rs.portInfo, rs.lftRead, rs.restored, rs.readBack, rs.restoredLogged, switches, tail(rs.out, 3000))
+	if rs.sets != 0 || rs.portInfo != 0 || rs.lftRead != switches || !rs.restoredLogged || rs.restored != switches || rs.readBack != 0 {
+		t.Fatalf("restart over the programmed fabric: %d Sets (%d PortInfo), %d LFT blocks read, %d switches restored and %d read back (logged: %v); want 0, 0, %d, %d, 0:\n%s",
+			rs.sets, rs.portInfo, rs.lftRead, rs.restored, rs.readBack, rs.restoredLogged, switches, switches, tail(rs.out, 3000))
 	}
 	if lftNow() == orig {
 		t.Fatal("the restart mended a block it was not to read; the audit below proves nothing")
@@ -195,7 +205,6 @@ func TestRestartRestoresTablesOnIBSim(t *testing.T) {
 	// A condition fails (another SM's LID on the switch's port 0): that
 	// switch is read back and mended by the restart itself.
 	overwrite()
-	var pi smp.PortInfo
 	if err := c.Get(ctx, leaf, smp.AttrPortInfo, 0, &pi); err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +215,9 @@ func TestRestartRestoresTablesOnIBSim(t *testing.T) {
 		t.Fatal(err)
 	}
 	rf := once("restart after another SM's LID reached the switch")
-	if rf.restored != switches-1 || rf.readBack != 1 || rf.lftRead != blocksPerSwitch || rf.lftSent != 1 || rf.portInfo != 1 {
+	if rf.restored != switches-1 || rf.readBack != 1 || rf.lftRead != switches-1+blocksPerSwitch || rf.lftSent != 1 || rf.portInfo != 1 {
 		t.Fatalf("restart with one switch failing a condition: %d switches restored, %d read back (%d blocks), %d LFT blocks and %d PortInfo sent; want %d, 1 (%d), 1 and 1:\n%s",
-			rf.restored, rf.readBack, rf.lftRead, rf.lftSent, rf.portInfo, switches-1, blocksPerSwitch, tail(rf.out, 3000))
+			rf.restored, rf.readBack, rf.lftRead, rf.lftSent, rf.portInfo, switches-1, switches-1+blocksPerSwitch, tail(rf.out, 3000))
 	}
 	if lftNow() != orig {
 		t.Fatalf("block %d of switch %#x not mended by the restart that read it back", block, ni.NodeGUID)

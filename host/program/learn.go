@@ -20,10 +20,10 @@ import (
 // be read stays unknown and is sent.
 //
 // At the Programmer's first Apply, a switch that shows it still holds what
-// the Record says this SM wrote before a restart (restorable) is not read:
-// its table is taken from the record (restored counts them), and the
-// audit reads it back over the following sweeps. smLID is this SM's LID
-// in the plan being applied.
+// the Record says this SM wrote before a restart is not read but for one
+// probe block (restoreHeld): its table is taken from the record (restored
+// counts them), and the audit reads it back over the following sweeps.
+// smLID is this SM's LID in the plan being applied.
 func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, blocks int, smLID uint16) (reads, restored int64) {
 	type learned struct {
 		guid uint64
@@ -51,17 +51,11 @@ func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *top
 	if forgot {
 		return 0, 0
 	}
+	unknown, restored, reads = p.restoreHeld(ctx, fab, topo, unknown, held, smLID, blocks)
 	r := fanout.New(p.Parallel)
 	for _, node := range unknown {
 		guid := topo.Nodes[node].GUID
 		n := fab.Nodes[guid]
-		if hs, ok := held.switchOf(guid); ok && restorable(n, held, hs, smLID) {
-			p.mu.Lock()
-			p.restore(guid, held, hs, blocks)
-			p.mu.Unlock()
-			restored++
-			continue
-		}
 		have := min(blocks, int(n.Switch.LinearFDBTop)/64+1)
 		l := &learned{guid: guid, lid: n.Ports[0].Info.LID, lft: make([]uint8, have*64), ok: make([]bool, have)}
 		all = append(all, l)

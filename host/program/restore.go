@@ -1,6 +1,15 @@
 package program
 
-import "github.com/ibsm/ibsm/host/discovery"
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/host/internal/fanout"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport/smp"
+)
 
 // Record is the state directory's record of what this SM last programmed
 // (host/rollout keeps it). A Programmer that has one takes, at its first
@@ -87,10 +96,15 @@ func (p *Programmer) heldFor(need bool) *Held {
 //   - the LFT entries above LinearFDBTop forward nothing, whatever the
 //     switch holds there: blocks past the recorded top are not restored.
 //
-// What this cannot see is a change of single LFT blocks that leaves port 0
-// and LinearFDBTop alone (a tool writing blocks by hand): the same blind
-// spot a running SM has between two audits, and the audit, which covers
-// every switch of the plan, reads those blocks back and repairs them.
+// Another SM run from this same port while this one was stopped, keeping
+// the LIDs the ports held, leaves all of these as they were: restoreHeld
+// therefore also reads one block per switch and trusts the record only if
+// every one of them is as recorded (another engine's tables differ from
+// this one's nearly everywhere). What remains unseen is a change of single
+// LFT blocks that leaves port 0 and LinearFDBTop alone (a tool writing
+// blocks by hand): the same blind spot a running SM has between two
+// audits, and the audit, which covers every switch of the plan, reads
+// those blocks back and repairs them.
 func restorable(n *discovery.Node, h *Held, hs HeldSwitch, smLID uint16) bool {
 	if n == nil || n.Switch == nil || len(n.Ports) == 0 || !n.Ports[0].Valid || hs.LFT == nil {
 		return false
@@ -113,4 +127,73 @@ func (p *Programmer) restore(guid uint64, h *Held, hs HeldSwitch, blocks int) {
 	}
 	ks := p.stateLocked(guid)
 	ks.lid, ks.lft, ks.lftKnown = hs.LID, lft, known
+}
+
+// restoreHeld takes from h the tables of the switches among unknown that
+// are restorable and whose probe block (the one holding the switch's own
+// LID, which every routing fills) reads back as recorded, and returns the
+// switches left to read back whole, how many were restored and how many
+// probe blocks were read. One probe that differs means the fabric is not
+// what the record says (another SM programmed it): nothing is restored. A
+// probe that cannot be read leaves its switch to be read back.
+func (p *Programmer) restoreHeld(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, unknown []int32, h *Held, smLID uint16, blocks int) (rest []int32, restored, probes int64) {
+	if h == nil {
+		return unknown, 0, 0
+	}
+	type probe struct {
+		node     int32
+		hs       HeldSwitch
+		block    int
+		read, ok bool
+	}
+	var (
+		all      []*probe
+		mismatch atomic.Pointer[string]
+	)
+	r := fanout.New(p.Parallel)
+	for _, node := range unknown {
+		guid := topo.Nodes[node].GUID
+		n := fab.Nodes[guid]
+		hs, ok := h.switchOf(guid)
+		if !ok || !restorable(n, h, hs, smLID) {
+			rest = append(rest, node)
+			continue
+		}
+		pr := &probe{node: node, hs: hs, block: int(hs.LID) / 64}
+		all = append(all, pr)
+		path := n.Path
+		r.Go(func() error {
+			var blk smp.LFTBlock
+			if err := p.C.Get(ctx, path, smp.AttrLinearForwardingTable, uint32(pr.block), &blk); err != nil {
+				return nil
+			}
+			pr.read = true
+			want := pr.hs.LFT[:min(len(pr.hs.LFT), int(h.Top)+1)]
+			if pr.ok = sameBlock(want, pr.block, &blk); !pr.ok {
+				why := fmt.Sprintf("switch %#x LFT block %d", guid, pr.block)
+				mismatch.CompareAndSwap(nil, &why)
+			}
+			return nil
+		})
+	}
+	_ = r.Wait("reading one forwarding table block per switch")
+	probes = int64(len(all))
+	if why := mismatch.Load(); why != nil {
+		p.logger().Warn("the fabric does not hold what the record of the last programming says (another SM ran from this port?); reading every forwarding table back", "first_difference", *why)
+		for _, pr := range all {
+			rest = append(rest, pr.node)
+		}
+		return rest, 0, probes
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range all {
+		if !pr.read {
+			rest = append(rest, pr.node)
+			continue
+		}
+		p.restore(topo.Nodes[pr.node].GUID, h, pr.hs, blocks)
+		restored++
+	}
+	return rest, restored, probes
 }

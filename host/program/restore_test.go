@@ -39,41 +39,51 @@ func heldOf(topo *topology.Topology, rz *plan.Realized) *program.Held {
 // fabric an earlier one programmed takes each switch's forwarding table
 // from the record instead of reading it back, when the switch's port-0
 // LID, LMC and MasterSMLID and its LinearFDBTop are still the recorded
-// ones; a switch failing any of these is read back and mended in the same
-// Apply. A block changed behind the SM's back with every condition still
-// true is not seen by the Apply: the audit finds and repairs it.
+// ones and its probe block (the one holding its LID) reads back as
+// recorded; a switch failing any of these is read back and mended in the
+// same Apply, and a probe that differs (another SM's tables) has every
+// switch read back. A block changed behind the SM's back with every
+// condition still true is not seen by the Apply: the audit finds and
+// repairs it.
 func TestRestartRestoresFromRecord(t *testing.T) {
-	const block = 1 // LIDs 64-127
 	ctx := context.Background()
 	f, err := topogen.FatTree{Radix: 12, Levels: 2}.Generate()
 	must(t, err)
 	type env struct {
-		r    *rig
-		c    *mad.Client // an agent at the switch's port 0: changes behind the SM's back
-		sw   uint64      // the switch changed behind the SM's back
-		lid  uint16      // its port-0 LID
-		held *program.Held
+		r   *rig
+		c   *mad.Client // an agent at the switch's port 0: changes behind the SM's back
+		sw  uint64      // the switch changed behind the SM's back
+		lid uint16      // its port-0 LID
+		// block is the LFT block changed: the one not holding lid (not
+		// its probe), unless the case says.
+		block int
+		held  *program.Held
 	}
 	changeBlock := func(t *testing.T, e env) {
 		var b smp.LFTBlock
-		must(t, e.c.Get(ctx, nil, smp.AttrLinearForwardingTable, block, &b))
+		must(t, e.c.Get(ctx, nil, smp.AttrLinearForwardingTable, uint32(e.block), &b))
 		b[3], b[5] = b[5]^1, 0xFF
-		must(t, e.c.Set(ctx, nil, smp.AttrLinearForwardingTable, block, &b, nil))
+		must(t, e.c.Set(ctx, nil, smp.AttrLinearForwardingTable, uint32(e.block), &b, nil))
 	}
 	tests := []struct {
 		name   string
 		change func(t *testing.T, e env)
-		// restored: switches taken from the record, readBack: switches
-		// read back whole (-1: all, -2: all but the changed one).
-		restored, readBack int
+		// restored: switches taken from the record, probed: switches
+		// whose probe block was read, readBack: switches read back whole
+		// (-1: all, -2: all but the changed one).
+		restored, probed, readBack int
 		// The Apply's PortInfo, SwitchInfo and LFT block Sets.
 		portInfo, switchInfo, lftSent int64
 		// auditFinds: the change survives the Apply; a rotation of the
 		// audit finds and repairs it.
 		auditFinds bool
 	}{
-		{name: "untouched", restored: -1},
-		{name: "block changed, conditions hold", change: changeBlock, restored: -1, auditFinds: true},
+		{name: "untouched", restored: -1, probed: -1},
+		{name: "block changed, conditions hold", change: changeBlock, restored: -1, probed: -1, auditFinds: true},
+		{name: "probe block changed: another SM's tables on our LIDs", change: func(t *testing.T, e env) {
+			e.block = int(e.lid) / 64
+			changeBlock(t, e)
+		}, probed: -1, readBack: -1, lftSent: 1},
 		{name: "block and LinearFDBTop changed", change: func(t *testing.T, e env) {
 			changeBlock(t, e)
 			var si smp.SwitchInfo
@@ -81,15 +91,15 @@ func TestRestartRestoresFromRecord(t *testing.T) {
 			si.LinearFDBTop--
 			si.PortStateChange = false
 			must(t, e.c.Set(ctx, nil, smp.AttrSwitchInfo, 0, &si, nil))
-		}, restored: -2, readBack: 1, switchInfo: 1, lftSent: 1},
+		}, restored: -2, probed: -2, readBack: 1, switchInfo: 1, lftSent: 1},
 		{name: "block changed, another SM's LID on port 0", change: func(t *testing.T, e env) {
 			changeBlock(t, e)
 			must(t, e.r.fab.SetMasterSMLID(e.sw, 0, e.held.SMLID+100))
-		}, restored: -2, readBack: 1, portInfo: 1, lftSent: 1},
+		}, restored: -2, probed: -2, readBack: 1, portInfo: 1, lftSent: 1},
 		{name: "block changed, switch LID changed", change: func(t *testing.T, e env) {
 			changeBlock(t, e)
 			must(t, e.r.fab.SetPortLID(e.sw, 0, e.lid+1000, 0))
-		}, restored: -2, readBack: 1, portInfo: 1, lftSent: 1},
+		}, restored: -2, probed: -2, readBack: 1, portInfo: 1, lftSent: 1},
 		{name: "block changed, record of another SM port", change: func(t *testing.T, e env) {
 			changeBlock(t, e)
 			e.held.SMLID++
@@ -97,7 +107,7 @@ func TestRestartRestoresFromRecord(t *testing.T) {
 		{name: "block changed, switch not in the record", change: func(t *testing.T, e env) {
 			changeBlock(t, e)
 			delete(e.held.Switches, e.sw)
-		}, restored: -2, readBack: 1, lftSent: 1},
+		}, restored: -2, probed: -2, readBack: 1, lftSent: 1},
 		{name: "block changed, no record", change: func(t *testing.T, e env) {
 			changeBlock(t, e)
 			*e.held = program.Held{}
@@ -108,8 +118,8 @@ func TestRestartRestoresFromRecord(t *testing.T) {
 			r := newRig(t, f)
 			_, topo := r.discover(t)
 			rz := realize(t, topo, analysistest.UpDown(topo, 0), 0)
-			if rz.TopLID < block*64+5 {
-				t.Fatalf("top LID %d: block %d does not hold the LIDs changed", rz.TopLID, block)
+			if rz.TopLID < 64+5 {
+				t.Fatalf("top LID %d: one LFT block", rz.TopLID)
 			}
 			apply(t, p0(r), r, rz, nil)
 			checkFabric(t, r, topo, rz, nil)
@@ -119,6 +129,7 @@ func TestRestartRestoresFromRecord(t *testing.T) {
 			victim := topo.Switches()[2]
 			e := env{r: r, c: intruder(t, r, topo.Nodes[victim].GUID, 0), sw: topo.Nodes[victim].GUID, held: heldOf(topo, rz),
 				lid: rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: victim, Port: 0})].Base}
+			e.block = 1 - int(e.lid)/64
 			if tc.change != nil {
 				tc.change(t, e)
 			}
@@ -139,7 +150,7 @@ func TestRestartRestoresFromRecord(t *testing.T) {
 			// The restarted SM.
 			p := &program.Programmer{C: r.c, Parallel: 4, Record: rec}
 			st := apply(t, p, r, rz, nil)
-			want := program.Stats{LFTRestored: count(tc.restored), LFTBlocksRead: count(tc.readBack) * blocks, LFTBlocksTotal: int64(sw) * blocks,
+			want := program.Stats{LFTRestored: count(tc.restored), LFTBlocksRead: count(tc.probed) + count(tc.readBack)*blocks, LFTBlocksTotal: int64(sw) * blocks,
 				PortInfoSets: tc.portInfo, SwitchInfoSets: tc.switchInfo, LFTBlocksSent: tc.lftSent}
 			if st != want {
 				t.Fatalf("restart Apply: %+v\nwant %+v", st, want)
@@ -191,7 +202,8 @@ func TestRestoreSendsWhatTheNewPlanChanges(t *testing.T) {
 
 	p := &program.Programmer{C: r.c, Record: &memRecord{held: heldOf(topo, rz)}}
 	st := apply(t, p, r, rz2, nil)
-	want := program.Stats{LFTRestored: int64(len(topo.Switches())), LFTBlocksSent: 2, LFTBlocksTotal: st.LFTBlocksTotal}
+	sw := int64(len(topo.Switches()))
+	want := program.Stats{LFTRestored: sw, LFTBlocksRead: sw, LFTBlocksSent: 2, LFTBlocksTotal: st.LFTBlocksTotal}
 	if st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
