@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(notdir $(wildcard plugins/[a-z]*))
 EXAMPLE ?= conf/examples/ft2-648.hcl
 
-.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare experiments-growth experiments-race14 experiments-rrgphase clean
+.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare experiments-growth experiments-race14 experiments-rrgphase experiments-linkdown clean
 
 all: build
 
@@ -148,6 +148,12 @@ experiments-race14: build
 RRGPHASE_FLAGS ?= -seeds 1-10 -runs 3
 experiments-rrgphase: build
 	$(GO) run ./integration/experiments/rrgphase -bin $(BIN) $(RRGPHASE_FLAGS)
+
+# Issue 16's "one link down -> reprogrammed": a cable down and up again on
+# full 3-level fat trees, timed through the sweep loop; LINKDOWN_FLAGS as in
+# its README, e.g. '-radix 24,36,56 -runs 3'.
+experiments-linkdown: build
+	$(GO) run ./integration/experiments/linkdown -bin $(BIN) $(LINKDOWN_FLAGS)
 
 clean:
 	rm -rf $(BIN)

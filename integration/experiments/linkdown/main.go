@@ -1,0 +1,305 @@
+// Command linkdown measures issue 16's row "one link down → reprogrammed":
+// it brings a full 3-level fat tree up on the embedded fabric through the
+// host's own code (host/app, the real plugin binaries), then takes one
+// cable down and times what the sweep loop does about it — the light sweep
+// that notices, the incremental sweep that re-discovers, re-routes and
+// re-programs — and the same when the cable comes back. See README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/ibsm/ibsm/host/app"
+	"github.com/ibsm/ibsm/host/sm"
+	"github.com/ibsm/ibsm/host/topogen"
+	"github.com/ibsm/ibsm/integration/benchutil"
+	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport/netfile"
+)
+
+type options struct {
+	bin, out, engine, via string
+	radixes               []int
+	runs                  int
+}
+
+func main() {
+	var o options
+	radixes := flag.String("radix", "24,36", "switch radixes of the full 3-level fat trees")
+	flag.StringVar(&o.bin, "bin", "bin", "directory of the ibsm-plugin-<name> binaries (make build)")
+	flag.StringVar(&o.out, "out", filepath.Join(os.TempDir(), "linkdown"), "work directory")
+	flag.StringVar(&o.engine, "engine", "sftree", "routing engine")
+	flag.IntVar(&o.runs, "runs", 3, "down/up cycles per cable kind (medians are printed)")
+	flag.StringVar(&o.via, "via", "trap", `how the SM learns of the change: "trap" (the switches' trap 128 reaches the running sweep loop) or "poll" (traps lost: the next light sweep finds it)`)
+	flag.Parse()
+	if o.via != "trap" && o.via != "poll" {
+		fmt.Fprintf(os.Stderr, "linkdown: -via %q: want trap or poll\n", o.via)
+		os.Exit(2)
+	}
+	for _, s := range strings.Split(*radixes, ",") {
+		r, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || r < 4 || r%2 != 0 {
+			fmt.Fprintf(os.Stderr, "linkdown: -radix %q: want even radixes of at least 4, e.g. 24,36\n", *radixes)
+			os.Exit(2)
+		}
+		o.radixes = append(o.radixes, r)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "linkdown:", err)
+		os.Exit(1)
+	}
+}
+
+// sample is one reaction to one cable going down or up.
+type sample struct {
+	total, light, disc, route, dist time.Duration
+	sent, blocks                    int64
+	incremental                     bool
+	fallback                        string
+}
+
+func run(o options) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	fmt.Printf("Via %s. Times are medians; \"reprogrammed\" runs from the cable's change to the end of the sweep that re-programmed the fabric.\n\n", o.via)
+	fmt.Println("| fabric | cable | event | runs | reprogrammed s | light sweep s | re-discovery s | routing s | distribution s | LFT blocks sent | of | share | incremental | load |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+	for _, r := range o.radixes {
+		if err := fabric(o, r); err != nil {
+			return fmt.Errorf("ft3-%d: %w", r, err)
+		}
+	}
+	return nil
+}
+
+func fabric(o options, radix int) error {
+	name := fmt.Sprintf("ft3-%d", radix)
+	f, err := topogen.FatTree{Radix: radix, Levels: 3}.Generate()
+	if err != nil {
+		return err
+	}
+	net := filepath.Join(o.out, name+".net")
+	w, err := os.Create(net)
+	if err != nil {
+		return err
+	}
+	if err := netfile.Write(w, f); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	state := filepath.Join(o.out, "state-"+name)
+	if err := os.RemoveAll(state); err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+	cfg := benchutil.Config{Topology: net, StateDir: state, BinDir: o.bin, Engine: o.engine, PluginTimeout: "600s"}
+	loaded, err := cfg.Load(filepath.Join(o.out, name+".hcl"))
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	a, err := app.New(ctx, loaded, hclog.New(&hclog.LoggerOptions{Name: "linkdown", Level: hclog.Error, Output: os.Stderr}))
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	up := time.Now()
+	react := func(fault func() error) (sample, error) { return poll(ctx, a.SM, fault) }
+	if o.via == "trap" {
+		runCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		reports := make(chan sweep, 16)
+		go a.SM.Run(runCtx, nil, func(rep *sm.Report, err error) { reports <- sweep{rep, err} })
+		if sw := <-reports; sw.err != nil {
+			return fmt.Errorf("bring-up: %w", sw.err)
+		}
+		react = func(fault func() error) (sample, error) { return trapped(reports, fault) }
+	} else if _, err := a.SM.HeavySweep(ctx); err != nil {
+		return fmt.Errorf("bring-up: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "%s up in %.1f s\n", name, time.Since(up).Seconds())
+	topo, err := a.SM.Fabric().Topology()
+	if err != nil {
+		return err
+	}
+	for _, kind := range []string{"leaf-aggregation", "aggregation-core"} {
+		var downs, ups []sample
+		for i := 0; i < o.runs; i++ {
+			// Another cable each run: the plan for a fabric seen before
+			// comes from the plan cache without a plugin call.
+			guid, port, err := cable(topo, kind, i)
+			if err != nil {
+				return err
+			}
+			s, err := react(func() error { return a.Sim.LinkDown(guid, port) })
+			if err != nil {
+				return fmt.Errorf("%s cable down: %w", kind, err)
+			}
+			downs = append(downs, s)
+			if s, err = react(func() error { return a.Sim.LinkUp(guid, port) }); err != nil {
+				return fmt.Errorf("%s cable up: %w", kind, err)
+			}
+			ups = append(ups, s)
+		}
+		row(o.via, name, kind, "down", downs)
+		row(o.via, name, kind, "up", ups)
+	}
+	return nil
+}
+
+// cable picks the skip+1st cable of kind: a leaf's uplink, or an
+// aggregation switch's uplink (to a switch with no CAs and no leaf below
+// it), each from a different switch.
+func cable(topo *topology.Topology, kind string, skip int) (uint64, uint8, error) {
+	leaf := func(n int32) bool {
+		for _, p := range topo.Nodes[n].Ports {
+			if p.Peer.Connected() && topo.Nodes[p.Peer.Node].Type != topology.Switch {
+				return true
+			}
+		}
+		return false
+	}
+	for _, n := range topo.Switches() {
+		isLeaf := leaf(n)
+		for p, port := range topo.Nodes[n].Ports {
+			if p == 0 || !port.Peer.Connected() || topo.Nodes[port.Peer.Node].Type != topology.Switch {
+				continue
+			}
+			peer := port.Peer.Node
+			if (kind == "leaf-aggregation" && isLeaf) || (kind == "aggregation-core" && !isLeaf && !leaf(peer) && hasLeafBelow(topo, n, leaf)) {
+				if skip == 0 {
+					return topo.Nodes[n].GUID, uint8(p), nil
+				}
+				skip--
+				break // the next cable from the next switch
+			}
+		}
+	}
+	return 0, 0, fmt.Errorf("no %s cable in this fabric", kind)
+}
+
+func hasLeafBelow(topo *topology.Topology, n int32, leaf func(int32) bool) bool {
+	for _, p := range topo.Nodes[n].Ports {
+		if p.Peer.Connected() && topo.Nodes[p.Peer.Node].Type == topology.Switch && leaf(p.Peer.Node) {
+			return true
+		}
+	}
+	return false
+}
+
+type sweep struct {
+	rep *sm.Report
+	err error
+}
+
+// trapped applies fault while the sweep loop runs and waits for the sweep
+// that answers it (the switches trap; the loop coalesces the traps and
+// sweeps incrementally).
+func trapped(reports <-chan sweep, fault func() error) (sample, error) {
+	// Cable events seconds apart, as an operator's are: the loop sweeps
+	// for traps at most every TrapMinInterval (0.5 s by default).
+	time.Sleep(time.Second)
+	for len(reports) > 0 {
+		<-reports // a periodic sweep's report from before
+	}
+	start := time.Now()
+	if err := fault(); err != nil {
+		return sample{}, err
+	}
+	select {
+	case sw := <-reports:
+		if sw.err != nil {
+			return sample{}, sw.err
+		}
+		return measured(sw.rep, time.Since(start)), nil
+	case <-time.After(10 * time.Minute):
+		return sample{}, fmt.Errorf("no sweep within 10 minutes")
+	}
+}
+
+// poll applies fault and runs what the sweep loop runs on its next tick
+// when no trap arrived (sm.periodic): the light sweep, then the
+// incremental sweep it calls for (or a heavy one where it asks for full
+// re-discovery).
+func poll(ctx context.Context, s *sm.SM, fault func() error) (sample, error) {
+	if err := fault(); err != nil {
+		return sample{}, err
+	}
+	start := time.Now()
+	ch, full, err := s.LightSweepChanges(ctx)
+	if err != nil {
+		return sample{}, fmt.Errorf("light sweep: %w", err)
+	}
+	light := time.Since(start)
+	var rep *sm.Report
+	switch {
+	case full != "":
+		rep, err = s.HeavySweep(ctx)
+		if rep != nil {
+			rep.Fallback = full
+		}
+	case ch.Empty():
+		return sample{}, fmt.Errorf("the light sweep saw no change")
+	default:
+		rep, err = s.IncrementalSweep(ctx, ch)
+	}
+	if err != nil {
+		return sample{}, err
+	}
+	out := measured(rep, time.Since(start))
+	out.light = light
+	return out, nil
+}
+
+func measured(rep *sm.Report, total time.Duration) sample {
+	return sample{
+		total: total, disc: rep.Discovery.Time, route: rep.Routing.Time, dist: rep.Distribution.Time,
+		sent: rep.Program.LFTBlocksSent, blocks: rep.Program.LFTBlocksTotal,
+		incremental: rep.Incremental, fallback: rep.Fallback,
+	}
+}
+
+func row(via, name, kind, event string, ss []sample) {
+	med := func(get func(sample) float64) float64 {
+		v := make([]float64, len(ss))
+		for i, s := range ss {
+			v[i] = get(s)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	sec := func(get func(sample) time.Duration) string {
+		return fmt.Sprintf("%.3f", med(func(s sample) float64 { return get(s).Seconds() }))
+	}
+	light := sec(func(s sample) time.Duration { return s.light })
+	if via == "trap" {
+		light = "—"
+	}
+	sent := med(func(s sample) float64 { return float64(s.sent) })
+	blocks := med(func(s sample) float64 { return float64(s.blocks) })
+	inc := "yes"
+	for _, s := range ss {
+		if !s.incremental || s.fallback != "" {
+			inc = "no: " + s.fallback
+			break
+		}
+	}
+	fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f %% | %s | %.1f |\n",
+		name, kind, event, len(ss),
+		sec(func(s sample) time.Duration { return s.total }), light,
+		sec(func(s sample) time.Duration { return s.disc }), sec(func(s sample) time.Duration { return s.route }),
+		sec(func(s sample) time.Duration { return s.dist }), sent, blocks, 100*sent/max(blocks, 1), inc, benchutil.LoadAvg())
+}
