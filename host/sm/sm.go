@@ -190,7 +190,7 @@ func New(t transport.Transport, pipe *pipeline.Runner, opts Options, log hclog.L
 		T: t, Pipe: pipe, Opts: opts, Log: log,
 		client: c,
 		disc:   &discovery.Discoverer{C: c, Log: log.Named("discovery"), Parallel: opts.Parallel},
-		prog:   &program.Programmer{C: c, Log: log.Named("program"), Parallel: opts.Parallel, Record: programRecord(rec)},
+		prog:   &program.Programmer{C: c, Log: log.Named("program"), Parallel: opts.Parallel, Record: programRecord(rec, opts.AuditSMPs < 0)},
 		elect:  newElection(opts.Election),
 		rec:    rec,
 	}
