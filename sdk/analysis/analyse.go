@@ -63,6 +63,34 @@ const (
 
 var failNames = [...]string{"", FailNoRoute, FailNoSuchPort, FailUnconnected, FailDown, FailPort0, FailWrongPort, FailLoop, FailSourceLink}
 
+// chanAcc is what a worker accumulates per channel (worker.chans).
+type chanAcc struct {
+	v    uint64 // load (low loadBits bits) | VLs << loadBits
+	succ uint64 // on VL packedVT: out-ports of the far switch the traffic continues on
+}
+
+// unpackDeps ORs w's dependencies kept per channel (chans[].succ) into
+// the (switch, in, out) bitset *dep, allocating it if need be.
+func (f *fabric) unpackDeps(w *worker, dep *[]uint64) {
+	if *dep == nil {
+		*dep = make([]uint64, (f.nEdges+63)/64)
+	}
+	bs := *dep
+	for ch := range f.nSwPorts {
+		m := w.chans[ch].succ
+		if m == 0 {
+			continue
+		}
+		l := f.link[ch]
+		t := l.sw()
+		base := f.edgeBase[t] + int(l.port)*(int(f.np[t])+1)
+		for ; m != 0; m &= m - 1 {
+			i := base + bits.TrailingZeros64(m)
+			bs[i>>6] |= 1 << (i & 63)
+		}
+	}
+}
+
 // A channel's load counts (source, destination) pairs, at most 49,151²
 // < 2^32, so it fits below the VL bits of worker.chans.
 const (
@@ -144,10 +172,13 @@ type worker struct {
 	bad                            int64
 	hops                           []int64
 	// chans holds per channel the CA pairs crossing it (its load, low
-	// loadBits bits) and, for switch out-channels, the VLs its traffic
-	// holds (high 16 bits): the walks update both at once, one cache
-	// line per (LID, switch) where two tables took two.
-	chans      []uint64
+	// loadBits bits of v) and, for switch out-channels, the VLs its
+	// traffic holds (high 16 bits of v) and, on VL packedVT, the
+	// out-ports of the far switch it continues on (succ, when every
+	// switch has at most 63 ports): plainLID updates all three in one
+	// cache line per (LID, switch) where three tables took three.
+	chans      []chanAcc
+	packedVT   int8    // the VL whose dependencies chans[].succ holds; -1 none yet
 	arrByClass []int32 // nsw*nc: CA-destination LIDs of a class arriving from a switch
 	caAdj      map[int32]int64
 	selfArr    []bool // per endpoint: own selected LID arrives (shared slot per worker, merged by OR)
@@ -175,7 +206,8 @@ func newWorker(f *fabric, opt Options) *worker {
 		wCA: make([]int32, n), wSW: make([]int32, n), acc: make([]int32, n),
 		active: make([]bool, n), slOvSw: make([]bool, n),
 		hops:        make([]int64, 8),
-		chans:       make([]uint64, f.nChan),
+		chans:       make([]chanAcc, f.nChan),
+		packedVT:    -1,
 		arrByClass:  make([]int32, n*f.nc),
 		caAdj:       map[int32]int64{},
 		selfArr:     make([]bool, len(f.eps)),
@@ -378,7 +410,7 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		for s := 0; s < f.nsw; s++ {
 			if st[s] == stArrive && w.acc[s] > 0 {
 				if out := w.out[s]; out != 0 {
-					w.chans[int(f.portBase[s])+int(out)] += uint64(w.acc[s])
+					w.chans[int(f.portBase[s])+int(out)].v += uint64(w.acc[s])
 				}
 			}
 		}
@@ -455,8 +487,11 @@ func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, re
 	vt := f.tables[0][x&15] & 15
 	vbit := uint16(1) << vt
 	var dep []uint64
+	packed := false
 	if vt != 15 {
-		if dep = w.dep[vt][vt]; dep == nil {
+		if f.narrow && (w.packedVT < 0 || w.packedVT == int8(vt)) {
+			w.packedVT, packed = int8(vt), true
+		} else if dep = w.dep[vt][vt]; dep == nil {
 			dep = make([]uint64, (f.nEdges+63)/64)
 			w.dep[vt][vt] = dep
 		}
@@ -507,27 +542,28 @@ func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, re
 		}
 		ch := int(f.portBase[s]) + int(out)
 		a := acc[s]
-		cv := w.chans[ch]
+		cv := &w.chans[ch]
 		if dstCA {
 			a += int32(nca)
 			if a > 0 {
-				cv += uint64(a)
+				cv.v += uint64(a)
 			}
 		}
 		if carry[s] {
-			cv |= uint64(vbit) << loadBits
+			cv.v |= uint64(vbit) << loadBits
 		}
-		w.chans[ch] = cv
 		t := next[s]
 		if t < 0 {
 			continue
 		}
 		acc[t] += a
-		if !carry[s] || dep == nil {
+		if !carry[s] || (dep == nil && !packed) {
 			continue // nothing crosses s, or VL15 dropped it
 		}
 		carry[t] = true
-		if tout := outs[t]; tout != 0 {
+		if tout := outs[t]; tout != 0 && packed {
+			cv.succ |= 1 << tout
+		} else if tout != 0 {
 			i := f.edgeBase[t] + int(w.nextIn[s])*(int(f.np[t])+1) + int(tout)
 			dep[i>>6] |= 1 << (i & 63)
 		}
@@ -731,7 +767,7 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 		}
 		pb := int(f.portBase[s])
 		out := w.out[s]
-		w.chans[pb+int(out)] |= uint64(ms) << loadBits
+		w.chans[pb+int(out)].v |= uint64(ms) << loadBits
 		ms &^= 1 << 15 // VL15 drops the packet here: no dependency beyond
 		t := next[s]
 		if t < 0 || ms == 0 {
@@ -950,8 +986,11 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 			rep.Hops[h] += n
 		}
 		for i, v := range w.chans {
-			load[i] += int64(v & loadMask)
-			chanVL[i] |= uint16(v >> loadBits)
+			load[i] += int64(v.v & loadMask)
+			chanVL[i] |= uint16(v.v >> loadBits)
+		}
+		if w.packedVT >= 0 {
+			f.unpackDeps(w, &dep[w.packedVT][w.packedVT])
 		}
 		for a := range w.dep {
 			for b, bs := range w.dep[a] {

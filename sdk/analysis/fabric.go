@@ -70,6 +70,9 @@ type fabric struct {
 	// CDG edge index of (switch, in, out): edgeBase[s] + in*(np+1) + out.
 	edgeBase []int
 	nEdges   int
+	// narrow: no switch has more than 63 ports, so a channel's successor
+	// out-ports fit one word (worker.chans).
+	narrow bool
 
 	eps     []topology.PortRef
 	isCA    []bool
@@ -197,6 +200,10 @@ func newFabric(r *plan.Realized, vls *plan.VLPlan) (*fabric, error) {
 		f.swEp[s] = t.EndpointIndex(topology.PortRef{Node: n, Port: 0})
 	}
 	f.nEdges = f.edgeBase[f.nsw]
+	f.narrow = true
+	for _, n := range f.np {
+		f.narrow = f.narrow && n < 64
+	}
 	f.nSwPorts = int(f.portBase[f.nsw])
 	np := f.nSwPorts
 	f.link = make([]swLink, np)
