@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ibsm/ibsm/conf"
 	"github.com/ibsm/ibsm/host/discovery"
@@ -73,6 +74,11 @@ func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *to
 	if !set {
 		return nil
 	}
+	start, st0 := time.Now(), s.T.Stats()
+	defer func() {
+		rep.Partitions = Phase{Time: time.Since(start)}
+		rep.Partitions.Gets, rep.Partitions.Sets = delta(st0, s.T.Stats())
+	}()
 	mem, warns := program.ResolvePartitions(parts, fab)
 	pl, st := pk.Plan(ctx, fab, mem)
 	warns = append(warns, pl.Warnings...)
@@ -86,6 +92,7 @@ func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *to
 	lids := planLIDs(topo, res)
 	ast, err := pk.Apply(ctx, pl, func(r discovery.PortRef) uint16 { return lids[r] })
 	ast.BlocksRead = st.BlocksRead
+	rep.PKeys = ast
 	s.parts.mu.Lock()
 	s.parts.stats = ast
 	if err == nil {

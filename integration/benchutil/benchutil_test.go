@@ -37,6 +37,10 @@ func TestParseSummary(t *testing.T) {
 		{"full", ft3Summary, func(s *Summary) bool { return *s == want }, ""},
 		{"restart with µs", restart, func(s *Summary) bool { return s.PluginCalls == 0 && s.VLs == 142*time.Microsecond }, ""},
 		{"with log lines around", "2026-11-21T01:54:50Z [INFO] x\n" + ft3Summary + "  warning: y\n", func(s *Summary) bool { return *s == want }, ""},
+		{"with partitions", strings.Replace(ft3Summary, "  MAD retries", "  partitions      812.5ms    47520 Get    11664 Set (P_Key blocks read 47520, sent 0, enforcement 11664)\n  MAD retries", 1),
+			func(s *Summary) bool {
+				return s.Partitions == 812500*time.Microsecond && s.PartitionGets == 47520 && s.PartitionSets == 11664 && s.PeakRSSKiB == want.PeakRSSKiB
+			}, ""},
 		{"rejected run", "ibsm run: every routing engine failed; the fabric keeps its last good plan:\n", nil, "no SUBNET UP line"},
 		{"truncated", ft3Summary[:strings.Index(ft3Summary, "  distribution")], nil, "no distribution line"},
 		{"bad duration", strings.Replace(ft3Summary, "617.389ms", "617.389xs", 1), nil, "unknown unit"},

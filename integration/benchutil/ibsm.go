@@ -84,7 +84,11 @@ type Summary struct {
 	DistributionGets                 int64
 	DistributionSets                 int64
 	LFTBlocksSent, LFTBlocksTotal    int64
-	Retries, Timeouts                int64
+	// Partitions is the P_Key programming after distribution (zero when
+	// the summary has no partitions line: partitions not managed).
+	Partitions                   time.Duration
+	PartitionGets, PartitionSets int64
+	Retries, Timeouts            int64
 	// PeakRSSKiB is ibsm's own VmHWM as it printed it.
 	PeakRSSKiB int64
 }
@@ -94,6 +98,7 @@ var (
 	reDisc  = regexp.MustCompile(`(?m)^\s+discovery\s+(\S+)\s+(\d+) Get\s+(\d+) Set$`)
 	reRoute = regexp.MustCompile(`(?m)^\s+routing\s+(\S+)\s+(\d+) plugin calls \(route (\S+), LIDs (\S+), VLs (\S+), verify (\S+)\)$`)
 	reDist  = regexp.MustCompile(`(?m)^\s+distribution\s+(\S+)\s+(\d+) Get\s+(\d+) Set \(LFT blocks (\d+) of (\d+),`)
+	rePart  = regexp.MustCompile(`(?m)^\s+partitions\s+(\S+)\s+(\d+) Get\s+(\d+) Set \(`)
 	reMAD   = regexp.MustCompile(`(?m)^\s+MAD retries (\d+), timeouts (\d+); peak RSS (\d+) kB$`)
 )
 
@@ -116,6 +121,9 @@ func ParseSummary(out string) (*Summary, error) {
 	if m := p.match(reDist, out, "distribution line"); m != nil {
 		s.Distribution, s.DistributionGets, s.DistributionSets = p.dur(m[1]), p.int64(m[2]), p.int64(m[3])
 		s.LFTBlocksSent, s.LFTBlocksTotal = p.int64(m[4]), p.int64(m[5])
+	}
+	if m := rePart.FindStringSubmatch(out); m != nil {
+		s.Partitions, s.PartitionGets, s.PartitionSets = p.dur(m[1]), p.int64(m[2]), p.int64(m[3])
 	}
 	if m := p.match(reMAD, out, "MAD/peak RSS line"); m != nil {
 		s.Retries, s.Timeouts, s.PeakRSSKiB = p.int64(m[1]), p.int64(m[2]), p.int64(m[3])

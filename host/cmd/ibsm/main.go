@@ -317,6 +317,10 @@ func printSummary(w io.Writer, r *sm.Report) {
 	fmt.Fprintf(w, "  distribution  %10s  %7d Get  %7d Set (LFT blocks %d of %d, PortInfo %d, port state %d, SwitchInfo %d, SL2VL %d%s)\n",
 		r.Distribution.Time.Round(time.Microsecond), r.Distribution.Gets, r.Distribution.Sets,
 		r.Program.LFTBlocksSent, r.Program.LFTBlocksTotal, r.Program.PortInfoSets, r.Program.StateSets, r.Program.SwitchInfoSets, r.Program.SL2VLSets, vlExtra)
+	if pt := r.Partitions; pt.Time > 0 {
+		fmt.Fprintf(w, "  partitions    %10s  %7d Get  %7d Set (P_Key blocks read %d, sent %d, enforcement %d)\n",
+			pt.Time.Round(time.Microsecond), pt.Gets, pt.Sets, r.PKeys.BlocksRead, r.PKeys.BlocksSent, r.PKeys.EnforceSets)
+	}
 	fmt.Fprintf(w, "  MAD retries %d, timeouts %d; peak RSS %s\n", r.Retries, r.Timeouts, peakRSS())
 	for _, a := range r.Attempts {
 		if a.Err != nil {

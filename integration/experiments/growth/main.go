@@ -46,6 +46,9 @@ type Run struct {
 	// Seconds per phase; ibsm's routing parts too.
 	SubnetUp, Discovery, Routing, Distribution float64
 	Route, LIDAssign, VLAssign, Verify         float64
+	// Partitions is the P_Key programming after distribution (ibsm).
+	Partitions         float64
+	PKeyGets, PKeySets int64
 	// SMPs by kind (ibsm).
 	Gets, Sets, PortInfoSets, PortStateSets, LFTSets, SwitchInfoSets int64
 	HostRSSKiB, PluginRSSKiB                                         int64
@@ -261,6 +264,7 @@ func ibsmRun(bin, net, out, engine string, r, i int, sock string, limit time.Dur
 		SubnetUp: s.SubnetUp.Seconds(), Discovery: s.Discovery.Seconds(), Routing: s.Routing.Seconds(), Distribution: s.Distribution.Seconds(),
 		Route: s.Route.Seconds(), LIDAssign: s.LIDs.Seconds(), VLAssign: s.VLs.Seconds(), Verify: s.Verify.Seconds(),
 		Gets: s.DiscoveryGets + s.DistributionGets, Sets: s.DiscoverySets + s.DistributionSets, LFTSets: s.LFTBlocksSent,
+		Partitions: s.Partitions.Seconds(), PKeyGets: s.PartitionGets, PKeySets: s.PartitionSets,
 		HostRSSKiB: s.PeakRSSKiB, Wall: res.Wall.Seconds()}
 	if m := reKinds.FindStringSubmatch(res.Stdout); m != nil {
 		x.PortInfoSets, _ = strconv.ParseInt(m[1], 10, 64)
@@ -314,25 +318,26 @@ func table(w *os.File, all []Run) {
 		}
 		return median(xs)
 	}
-	fmt.Fprintln(w, "| fabric | SM on | runs | CAs | switches | LIDs×switches | SUBNET UP s | discovery s | routing s (route / LIDs / VLs / verify) | distribution s | Gets (model) | PortInfo Sets (model) | port-state Sets | SwitchInfo Sets | LFT Sets (model) | host RSS MiB | plugin RSS MiB | cache MiB |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|---|---:|---:|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| fabric | SM on | runs | CAs | switches | LIDs×switches | SUBNET UP s | discovery s | routing s (route / LIDs / VLs / verify) | distribution s | partitions s (P_Key Gets / Sets) | Gets (model) | PortInfo Sets (model) | port-state Sets | SwitchInfo Sets | LFT Sets (model) | host RSS MiB | plugin RSS MiB | cache MiB |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|---|---|---:|---:|---|---:|---:|---:|")
 	for _, k := range keys {
 		rs := groups[k]
 		r0 := rs[0]
 		up := med(rs, func(r Run) float64 { return r.SubnetUp })
 		if k.sm == "opensm" {
-			fmt.Fprintf(w, "| ft3-%d | OpenSM %s | %d | | | | %.2f | %.2f | %.2f (not split) | %.2f | | | | | | %.0f | | |\n", k.radix, k.fabric, len(rs), up,
+			fmt.Fprintf(w, "| ft3-%d | OpenSM %s | %d | | | | %.2f | %.2f | %.2f (not split) | %.2f | | | | | | | %.0f | | |\n", k.radix, k.fabric, len(rs), up,
 				med(rs, func(r Run) float64 { return r.Discovery }), med(rs, func(r Run) float64 { return r.Routing }),
 				med(rs, func(r Run) float64 { return r.Distribution }), med(rs, func(r Run) float64 { return float64(r.HostRSSKiB) })/1024)
 			continue
 		}
 		mo := model(k.radix, 3, r0.LIDs)
-		fmt.Fprintf(w, "| ft3-%d | ibsm %s | %d | %d | %d | %d | %.2f | %.2f | %.2f (%.2f / %.2f / %.2f / %.2f) | %.2f | %d (%d) | %d (%d) | %d | %d | %d (%d) | %.0f | %.0f | %.1f |\n",
+		fmt.Fprintf(w, "| ft3-%d | ibsm %s | %d | %d | %d | %d | %.2f | %.2f | %.2f (%.2f / %.2f / %.2f / %.2f) | %.2f | %.2f (%d / %d) | %d (%d) | %d (%d) | %d | %d | %d (%d) | %.0f | %.0f | %.1f |\n",
 			k.radix, k.fabric, len(rs), r0.CAs, r0.Switch, r0.LIDs*r0.Switch, up,
 			med(rs, func(r Run) float64 { return r.Discovery }), med(rs, func(r Run) float64 { return r.Routing }),
 			med(rs, func(r Run) float64 { return r.Route }), med(rs, func(r Run) float64 { return r.LIDAssign }),
 			med(rs, func(r Run) float64 { return r.VLAssign }), med(rs, func(r Run) float64 { return r.Verify }),
 			med(rs, func(r Run) float64 { return r.Distribution }),
+			med(rs, func(r Run) float64 { return r.Partitions }), r0.PKeyGets, r0.PKeySets,
 			r0.Gets, mo.Gets, r0.PortInfoSets, mo.PortInfoSets, r0.PortStateSets, r0.SwitchInfoSets, r0.LFTSets, mo.LFTSets,
 			med(rs, func(r Run) float64 { return float64(r.HostRSSKiB) })/1024, med(rs, func(r Run) float64 { return float64(r.PluginRSSKiB) })/1024,
 			med(rs, func(r Run) float64 { return float64(r.CacheBytes) })/(1<<20))
