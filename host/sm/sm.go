@@ -153,10 +153,10 @@ type Report struct {
 	Discovery, Routing, Distribution Phase
 	// Partitions is the P_Key tables' programming after distribution (zero
 	// when partitions are not managed); PKeys says what it read and sent.
-	Partitions Phase
-	PKeys      program.PKeyStats
-	Total                            time.Duration
-	Nodes, Switches, CAs, Links      int
+	Partitions                  Phase
+	PKeys                       program.PKeyStats
+	Total                       time.Duration
+	Nodes, Switches, CAs, Links int
 	// Rerouted is false when the fabric and config were unchanged and the
 	// plan in force was kept (no plugin call, no Set).
 	Rerouted    bool
