@@ -36,6 +36,12 @@ type Held struct {
 	SMLID, Top uint16
 	// Switches by node GUID.
 	Switches map[uint64]HeldSwitch
+	// SL2VLDefault is the SL2VL table of every switch port pair the
+	// programming wrote but a switch's SL2VL does not list; NoSL2VL: it
+	// wrote none (SL 0 on VL 0 only), and what the switches hold is not
+	// known.
+	SL2VLDefault [16]uint8
+	NoSL2VL      bool
 }
 
 // switchOf returns what h holds of switch guid (h may be nil).
@@ -47,12 +53,15 @@ func (h *Held) switchOf(guid uint64) (HeldSwitch, bool) {
 	return hs, ok
 }
 
-// HeldSwitch is one switch as programmed: its port-0 LID and LMC, and its
-// LFT (index = LID). The Programmer takes the LFT over and writes into it.
+// HeldSwitch is one switch as programmed: its port-0 LID and LMC, its
+// LFT (index = LID; the Programmer takes it over and writes into it) and
+// the SL2VL tables of the (in, out) port pairs listed apart from the
+// default.
 type HeldSwitch struct {
-	LID uint16
-	LMC uint8
-	LFT []uint8
+	LID   uint16
+	LMC   uint8
+	LFT   []uint8
+	SL2VL map[[2]uint8][16]uint8
 }
 
 // heldFor marks the record stale (tables are about to be written) and,
@@ -115,10 +124,13 @@ func restorable(n *discovery.Node, h *Held, hs HeldSwitch, smLID uint16) bool {
 		n.Switch.LinearFDBTop == h.Top && h.Top > 0
 }
 
-// restore takes the forwarding table of switch guid from hs: the entries
-// up to the recorded top are known (blocks past it are not, and Apply
-// sends them); entries above the top forward nothing. p.mu held.
-func (p *Programmer) restore(guid uint64, h *Held, hs HeldSwitch, blocks int) {
+// restore takes the tables of switch guid, with ports ports, from hs:
+// the LFT entries up to the recorded top are known (blocks past it are
+// not, and Apply sends them; entries above the top forward nothing), and
+// the SL2VL table of every port pair the programming wrote (sl2vl's
+// pairs: every (in, out) with out > 0, and (in, 0) where listed). p.mu
+// held.
+func (p *Programmer) restore(guid uint64, ports int, h *Held, hs HeldSwitch, blocks int) {
 	have := min(blocks, int(h.Top)/64+1)
 	lft := hs.LFT[:min(len(hs.LFT), int(h.Top)+1)] // sameBlock reads past the end as unrouted
 	known := make([]bool, have)
@@ -127,6 +139,21 @@ func (p *Programmer) restore(guid uint64, h *Held, hs HeldSwitch, blocks int) {
 	}
 	ks := p.stateLocked(guid)
 	ks.lid, ks.lft, ks.lftKnown = hs.LID, lft, known
+	if h.NoSL2VL {
+		return
+	}
+	for in := 0; in < ports; in++ {
+		for out := 0; out < ports; out++ {
+			k := [2]uint8{uint8(in), uint8(out)}
+			t, listed := hs.SL2VL[k]
+			switch {
+			case listed:
+				ks.sl2vl[k] = t
+			case out > 0:
+				ks.sl2vl[k] = h.SL2VLDefault
+			}
+		}
+	}
 }
 
 // restoreHeld takes from h the tables of the switches among unknown that
@@ -192,7 +219,8 @@ func (p *Programmer) restoreHeld(ctx context.Context, fab *discovery.Fabric, top
 			rest = append(rest, pr.node)
 			continue
 		}
-		p.restore(topo.Nodes[pr.node].GUID, h, pr.hs, blocks)
+		guid := topo.Nodes[pr.node].GUID
+		p.restore(guid, len(fab.Nodes[guid].Ports), h, pr.hs, blocks)
 		restored++
 	}
 	return rest, restored, probes

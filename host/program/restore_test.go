@@ -24,13 +24,25 @@ type memRecord struct {
 func (m *memRecord) Held() (*program.Held, error) { m.heldCalls++; return m.held, nil }
 func (m *memRecord) Programming() error           { m.marks++; return nil }
 
-// heldOf is what the record of rz programmed holds (host/rollout writes
-// the same from the plan).
-func heldOf(topo *topology.Topology, rz *plan.Realized) *program.Held {
-	h := &program.Held{Top: rz.TopLID, SMLID: rz.LIDs.Ports[topo.EndpointIndex(topo.SM)].Base, Switches: map[uint64]program.HeldSwitch{}}
+// heldOf is what the record of rz and vls programmed holds (host/rollout
+// writes the same from the plan).
+func heldOf(topo *topology.Topology, rz *plan.Realized, vls *plan.VLPlan) *program.Held {
+	h := &program.Held{Top: rz.TopLID, SMLID: rz.LIDs.Ports[topo.EndpointIndex(topo.SM)].Base, Switches: map[uint64]program.HeldSwitch{}, NoSL2VL: vls == nil}
+	listed := map[int32]map[[2]uint8][16]uint8{}
+	if vls != nil {
+		h.SL2VLDefault = vls.Default
+		for _, e := range vls.SL2VL {
+			if topo.Nodes[e.Node].Type == topology.Switch {
+				if listed[e.Node] == nil {
+					listed[e.Node] = map[[2]uint8][16]uint8{}
+				}
+				listed[e.Node][[2]uint8{e.In, e.Out}] = e.VL
+			}
+		}
+	}
 	for s, node := range topo.Switches() {
 		pl := rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})]
-		h.Switches[topo.Nodes[node].GUID] = program.HeldSwitch{LID: pl.Base, LMC: pl.LMC, LFT: slices.Clone(rz.LFT[s])}
+		h.Switches[topo.Nodes[node].GUID] = program.HeldSwitch{LID: pl.Base, LMC: pl.LMC, LFT: slices.Clone(rz.LFT[s]), SL2VL: listed[node]}
 	}
 	return h
 }
@@ -127,7 +139,7 @@ func TestRestartRestoresFromRecord(t *testing.T) {
 			sw := len(topo.Switches())
 			blocks := int64(rz.TopLID)/64 + 1
 			victim := topo.Switches()[2]
-			e := env{r: r, c: intruder(t, r, topo.Nodes[victim].GUID, 0), sw: topo.Nodes[victim].GUID, held: heldOf(topo, rz),
+			e := env{r: r, c: intruder(t, r, topo.Nodes[victim].GUID, 0), sw: topo.Nodes[victim].GUID, held: heldOf(topo, rz, nil),
 				lid: rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: victim, Port: 0})].Base}
 			e.block = 1 - int(e.lid)/64
 			if tc.change != nil {
@@ -200,7 +212,7 @@ func TestRestoreSendsWhatTheNewPlanChanges(t *testing.T) {
 	e := len(topo.Endpoints()) - 1
 	rz2 := realize(t, topo, reroute(t, topo, routes, e, []int{1, 2}), tc.lmc)
 
-	p := &program.Programmer{C: r.c, Record: &memRecord{held: heldOf(topo, rz)}}
+	p := &program.Programmer{C: r.c, Record: &memRecord{held: heldOf(topo, rz, nil)}}
 	st := apply(t, p, r, rz2, nil)
 	sw := int64(len(topo.Switches()))
 	want := program.Stats{LFTRestored: sw, LFTBlocksRead: sw, LFTBlocksSent: 2, LFTBlocksTotal: st.LFTBlocksTotal}
@@ -208,4 +220,39 @@ func TestRestoreSendsWhatTheNewPlanChanges(t *testing.T) {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
 	checkFabric(t, r, topo, rz2, nil)
+}
+
+// TestRestoreSL2VL: restored from the record of a two-VL plan, a restart
+// sends no switch SL2VL table (the record holds them all: the default and
+// the listed pairs), only the tables of CA ports, which the record does
+// not hold, and the VLArbitration blocks, which it does not hold either;
+// the audit then reads every table back and finds nothing to repair.
+func TestRestoreSL2VL(t *testing.T) {
+	r := newRig(t, cases[1].file(t))
+	_, topo := r.discover(t)
+	rz := realize(t, topo, analysistest.MinHop(topo), 0)
+	vls := planVLs(topo, rz, 2, true)
+	first := apply(t, p0(r), r, rz, vls)
+
+	p := &program.Programmer{C: r.c, Parallel: 4, Record: &memRecord{held: heldOf(topo, rz, vls)}}
+	st := apply(t, p, r, rz, vls)
+	links := int64(0)
+	for i := range topo.Nodes {
+		for q := 1; q < len(topo.Nodes[i].Ports); q++ {
+			if topo.Nodes[i].Ports[q].Peer.Connected() {
+				links++
+			}
+		}
+	}
+	caPorts := links - switchLinks(topo)
+	sw := int64(len(topo.Switches()))
+	want := program.Stats{LFTRestored: sw, LFTBlocksRead: sw, LFTBlocksTotal: st.LFTBlocksTotal, SL2VLSets: caPorts, VLArbSets: first.VLArbSets}
+	if st != want {
+		t.Fatalf("restart Apply: %+v\nwant %+v (first Apply: %+v)", st, want, first)
+	}
+	checkFabric(t, r, topo, rz, vls)
+	d, _ := r.discover(t)
+	if rep := p.Audit(context.Background(), d, 1<<20); rep.Differences != 0 || rep.ReadFailures != 0 || !rep.Wrapped {
+		t.Fatalf("a whole audit rotation after the restart: %+v", rep)
+	}
 }

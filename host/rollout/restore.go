@@ -59,13 +59,14 @@ func (w *Recorder) Held() (*program.Held, error) {
 }
 
 // heldOf turns a record into what the Programmer restores: each switch's
-// LFT and its port-0 LID and LMC (switches without either are left out:
-// they are read back).
+// LFT, SL2VL tables and port-0 LID and LMC (switches without an LFT or
+// LID are left out: they are read back).
 func heldOf(r *Programmed) *program.Held {
-	h := &program.Held{SMLID: r.SMLID, Top: r.Top, Switches: make(map[uint64]program.HeldSwitch, len(r.Switches))}
+	h := &program.Held{SMLID: r.SMLID, Top: r.Top, Switches: make(map[uint64]program.HeldSwitch, len(r.Switches)),
+		SL2VLDefault: r.SL2VLDefault, NoSL2VL: r.NoSL2VL}
 	for g, ps := range r.Switches {
 		if ps.LFT != nil && ps.LID != 0 {
-			h.Switches[g] = program.HeldSwitch{LID: ps.LID, LMC: ps.LMC, LFT: ps.LFT}
+			h.Switches[g] = program.HeldSwitch{LID: ps.LID, LMC: ps.LMC, LFT: ps.LFT, SL2VL: ps.SL2VL}
 		}
 	}
 	return h

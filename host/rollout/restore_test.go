@@ -22,6 +22,7 @@ func TestRecorderHeld(t *testing.T) {
 	}
 	topo.SM = topo.Endpoints()[len(topo.Endpoints())-1]
 	p := realize(t, topo, analysistest.UpDown(topo, 0))
+	p.VLs = vlPlan(topo, int(p.Rz.TopLID), []int32{1}, 0) // switch 1 lists its tables toward port 1
 	smLID := p.Rz.LIDs.Ports[topo.EndpointIndex(topo.SM)].Base
 	w := &Recorder{Path: filepath.Join(t.TempDir(), ProgrammedFile)}
 	record := func(r *Programmed) {
@@ -69,14 +70,22 @@ func TestRecorderHeld(t *testing.T) {
 		if h == nil {
 			continue
 		}
-		if h.SMLID != smLID || h.Top != p.Rz.TopLID || len(h.Switches) != len(topo.Switches()) {
-			t.Fatalf("%s: SM LID %d top %d, %d switches; want %d, %d, %d", s.name, h.SMLID, h.Top, len(h.Switches), smLID, p.Rz.TopLID, len(topo.Switches()))
+		if h.SMLID != smLID || h.Top != p.Rz.TopLID || len(h.Switches) != len(topo.Switches()) || h.NoSL2VL || h.SL2VLDefault != p.VLs.Default {
+			t.Fatalf("%s: SM LID %d top %d, %d switches, SL2VL none %v default %v; want %d, %d, %d, false, %v",
+				s.name, h.SMLID, h.Top, len(h.Switches), h.NoSL2VL, h.SL2VLDefault, smLID, p.Rz.TopLID, len(topo.Switches()), p.VLs.Default)
 		}
 		for i, node := range topo.Switches() {
 			hs := h.Switches[topo.Nodes[node].GUID]
 			want := p.Rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})]
 			if hs.LID != want.Base || hs.LMC != want.LMC || !bytes.Equal(hs.LFT, p.Rz.LFT[i]) {
 				t.Fatalf("%s: switch %d held as LID %d LMC %d, want %d %d (or its LFT differs)", s.name, i, hs.LID, hs.LMC, want.Base, want.LMC)
+			}
+			listed := 0
+			if i == 1 {
+				listed = len(topo.Nodes[node].Ports) // vlPlan lists (in, 1) for every in
+			}
+			if len(hs.SL2VL) != listed {
+				t.Fatalf("%s: switch %d holds %d listed SL2VL tables, want %d", s.name, i, len(hs.SL2VL), listed)
 			}
 		}
 	}
