@@ -22,4 +22,13 @@
 // long as the union check can still use one table per switch (a switch
 // whose SL2VL table changes is checked against its new table in the union,
 // and the union is also checked against its old one).
+//
+// The package also keeps the record of what the SM last programmed
+// (record.go: state_dir/programmed.gob, written after every programming),
+// which `ibsm plan diff` compares against when it cannot read the fabric
+// and from which a restarted SM restores the tables the switches still hold
+// instead of reading them back (restore.go). Every programming first
+// leaves state_dir/programmed.gob.stale, and only the record of that
+// programming removes it: a record the switches may have moved past is
+// never restored from.
 package rollout
