@@ -135,35 +135,45 @@ func fabric(o options, radix int) error {
 	if err != nil {
 		return err
 	}
-	for _, kind := range []string{"leaf-aggregation", "aggregation-core"} {
+	// The first pod holds the leaf sftree's Algorithm 1 picks as the root
+	// of the switch-to-switch routes; a cable there can move that root.
+	for _, c := range []struct {
+		kind string
+		last bool
+	}{{"leaf-aggregation", false}, {"leaf-aggregation", true}, {"aggregation-core", false}, {"aggregation-core", true}} {
+		kind, where := c.kind, "first pod"
+		if c.last {
+			where = "last pod"
+		}
 		var downs, ups []sample
 		for i := 0; i < o.runs; i++ {
 			// Another cable each run: the plan for a fabric seen before
 			// comes from the plan cache without a plugin call.
-			guid, port, err := cable(topo, kind, i)
+			guid, port, err := cable(topo, kind, i, c.last)
 			if err != nil {
 				return err
 			}
 			s, err := react(func() error { return a.Sim.LinkDown(guid, port) })
 			if err != nil {
-				return fmt.Errorf("%s cable down: %w", kind, err)
+				return fmt.Errorf("%s cable down in the %s: %w", kind, where, err)
 			}
 			downs = append(downs, s)
 			if s, err = react(func() error { return a.Sim.LinkUp(guid, port) }); err != nil {
-				return fmt.Errorf("%s cable up: %w", kind, err)
+				return fmt.Errorf("%s cable up in the %s: %w", kind, where, err)
 			}
 			ups = append(ups, s)
 		}
-		row(o.via, name, kind, "down", downs)
-		row(o.via, name, kind, "up", ups)
+		row(o.via, name, kind+", "+where, "down", downs)
+		row(o.via, name, kind+", "+where, "up", ups)
 	}
 	return nil
 }
 
 // cable picks the skip+1st cable of kind: a leaf's uplink, or an
 // aggregation switch's uplink (to a switch with no CAs and no leaf below
-// it), each from a different switch.
-func cable(topo *topology.Topology, kind string, skip int) (uint64, uint8, error) {
+// it), each from a different switch, counting from the first switch of the
+// topology (the first pod) or, with last, from the last.
+func cable(topo *topology.Topology, kind string, skip int, last bool) (uint64, uint8, error) {
 	leaf := func(n int32) bool {
 		for _, p := range topo.Nodes[n].Ports {
 			if p.Peer.Connected() && topo.Nodes[p.Peer.Node].Type != topology.Switch {
@@ -172,7 +182,12 @@ func cable(topo *topology.Topology, kind string, skip int) (uint64, uint8, error
 		}
 		return false
 	}
-	for _, n := range topo.Switches() {
+	sw := topo.Switches()
+	for k := range sw {
+		n := sw[k]
+		if last {
+			n = sw[len(sw)-1-k]
+		}
 		isLeaf := leaf(n)
 		for p, port := range topo.Nodes[n].Ports {
 			if p == 0 || !port.Peer.Connected() || topo.Nodes[port.Peer.Node].Type != topology.Switch {
