@@ -28,6 +28,7 @@ import (
 
 type options struct {
 	bin, out, engine, via string
+	engineConfig          []string
 	radixes               []int
 	runs                  int
 }
@@ -39,6 +40,10 @@ func main() {
 	flag.StringVar(&o.out, "out", filepath.Join(os.TempDir(), "linkdown"), "work directory")
 	flag.StringVar(&o.engine, "engine", "sftree", "routing engine")
 	flag.IntVar(&o.runs, "runs", 3, "down/up cycles per cable kind (medians are printed)")
+	flag.Func("engine-config", `an attribute line of the engine's plugin block, e.g. 'subtree_root = "0x0002c90000000002"' (repeatable)`, func(v string) error {
+		o.engineConfig = append(o.engineConfig, v)
+		return nil
+	})
 	flag.StringVar(&o.via, "via", "trap", `how the SM learns of the change: "trap" (the switches' trap 128 reaches the running sweep loop) or "poll" (traps lost: the next light sweep finds it)`)
 	flag.Parse()
 	if o.via != "trap" && o.via != "poll" {
@@ -105,7 +110,7 @@ func fabric(o options, radix int) error {
 		return err
 	}
 	defer os.RemoveAll(state)
-	cfg := benchutil.Config{Topology: net, StateDir: state, BinDir: o.bin, Engine: o.engine, PluginTimeout: "600s"}
+	cfg := benchutil.Config{Topology: net, StateDir: state, BinDir: o.bin, Engine: o.engine, EngineConfig: o.engineConfig, PluginTimeout: "600s"}
 	loaded, err := cfg.Load(filepath.Join(o.out, name+".hcl"))
 	if err != nil {
 		return err
