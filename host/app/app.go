@@ -516,6 +516,12 @@ func (a *App) Plugin(kind sdk.Kind, name string) (*pluginhost.Plugin, bool) {
 
 // Close stops plugins and the transport, then unlocks the state directory.
 func (a *App) Close() {
+	if a.SM != nil {
+		// The record of the last programming is written behind the
+		// sweep; cut short, it leaves its stale mark and the next start
+		// reads every table back instead of restoring it.
+		a.SM.WaitRecorded()
+	}
 	if a.Plugins != nil {
 		a.Plugins.Close()
 	}
