@@ -314,6 +314,9 @@ func printSummary(w io.Writer, r *sm.Report) {
 	if r.Program.LFTBlocksRead > 0 { // switches programmed before (takeover, restart) are read back first
 		vlExtra += fmt.Sprintf(", LFT blocks read back %d", r.Program.LFTBlocksRead)
 	}
+	if r.Program.LFTRestored > 0 { // a restart: tables taken from the state dir's record
+		vlExtra += fmt.Sprintf(", switch tables restored from the record %d", r.Program.LFTRestored)
+	}
 	fmt.Fprintf(w, "  distribution  %10s  %7d Get  %7d Set (LFT blocks %d of %d, PortInfo %d, port state %d, SwitchInfo %d, SL2VL %d%s)\n",
 		r.Distribution.Time.Round(time.Microsecond), r.Distribution.Gets, r.Distribution.Sets,
 		r.Program.LFTBlocksSent, r.Program.LFTBlocksTotal, r.Program.PortInfoSets, r.Program.StateSets, r.Program.SwitchInfoSets, r.Program.SL2VLSets, vlExtra)
