@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -32,19 +31,7 @@ func TestAuditRepairsLFTOnIBSim(t *testing.T) {
 		interval = 500 * time.Millisecond
 		block    = 1 // LIDs 64-127
 	)
-	dir := t.TempDir()
-	net := filepath.Join(dir, "random.net")
-	out, err := exec.Command(filepath.Join(binDir, "ibsm"), "topo", "random", "--switches", "24", "--degree", "4", "--cas", "96", "--seed", "11").Output()
-	if err != nil {
-		t.Fatalf("ibsm topo random: %v", err)
-	}
-	if err := os.WriteFile(net, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nf, err := netfile.ParseFile(net)
-	if err != nil {
-		t.Fatal(err)
-	}
+	net, nf := randomFabric(t)
 	cas := caNodes(nf)
 	smNode, intruderNode := cas[0], cas[1]
 	r := startRig(t, net, cas[len(cas)-1].Name)

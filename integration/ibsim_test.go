@@ -459,8 +459,15 @@ func TestIBSimFatTree(t *testing.T) {
 // how many MADs it retried. Then a link on a traced path goes down, as on
 // the fat tree.
 func TestIBSimRandomLossy(t *testing.T) {
-	dir := t.TempDir()
-	net := filepath.Join(dir, "random.net")
+	net, _ := randomFabric(t)
+	testIBSimIBSM(t, net, true, 10)
+}
+
+// randomFabric writes the seeded random irregular fabric the ibsim tests
+// share (24 switches of degree 4, 96 CAs, seed 11) and parses it.
+func randomFabric(t *testing.T) (string, *netfile.File) {
+	t.Helper()
+	net := filepath.Join(t.TempDir(), "random.net")
 	out, err := exec.Command(filepath.Join(binDir, "ibsm"), "topo", "random", "--switches", "24", "--degree", "4", "--cas", "96", "--seed", "11").Output()
 	if err != nil {
 		t.Fatalf("ibsm topo random: %v", err)
@@ -468,7 +475,11 @@ func TestIBSimRandomLossy(t *testing.T) {
 	if err := os.WriteFile(net, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testIBSimIBSM(t, net, true, 10)
+	nf, err := netfile.ParseFile(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net, nf
 }
 
 func testIBSimIBSM(t *testing.T, net string, unlink bool, lossPercent int) {

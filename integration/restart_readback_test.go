@@ -17,7 +17,6 @@ import (
 	"github.com/ibsm/ibsm/host/rollout"
 	"github.com/ibsm/ibsm/transport"
 	"github.com/ibsm/ibsm/transport/ibsim"
-	"github.com/ibsm/ibsm/transport/netfile"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
@@ -49,19 +48,7 @@ func TestRestartRestoresTablesOnIBSim(t *testing.T) {
 		budget   = 20
 		interval = 500 * time.Millisecond
 	)
-	dir := t.TempDir()
-	net := filepath.Join(dir, "random.net")
-	b, err := exec.Command(filepath.Join(binDir, "ibsm"), "topo", "random", "--switches", "24", "--degree", "4", "--cas", "96", "--seed", "11").Output()
-	if err != nil {
-		t.Fatalf("ibsm topo random: %v", err)
-	}
-	if err := os.WriteFile(net, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nf, err := netfile.ParseFile(net)
-	if err != nil {
-		t.Fatal(err)
-	}
+	net, nf := randomFabric(t)
 	cas := caNodes(nf)
 	switches := len(nf.Nodes) - len(cas)
 	r := startRig(t, net, cas[len(cas)-1].Name)
