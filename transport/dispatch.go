@@ -210,6 +210,13 @@ type call struct {
 	// bounce (only into an empty channel) and one response, hence cap 2.
 	done  chan result
 	timer *time.Timer
+	// batch is set for a DoAll request: answers and bounces go there
+	// (with the call) instead of done; the rest is DoAll's (batch.go).
+	batch chan<- batchEvent
+	// bouncing: a bounce of the current attempt waits in batch (under
+	// Dispatcher.mu; at most one, so batch never blocks the receiver).
+	bouncing bool
+	bs       batchState
 }
 
 type result struct {
@@ -248,11 +255,8 @@ func New(conn Conn, opts Options) Transport {
 
 // Do implements Transport.
 func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
-	if len(req.MAD) < 24 {
-		return Packet{}, fmt.Errorf("transport: request MAD is %d bytes, need at least the 24-byte header", len(req.MAD))
-	}
-	if req.MAD[3]&0x80 != 0 {
-		return Packet{}, fmt.Errorf("transport: method %#02x is a response; use Send for responses", req.MAD[3])
+	if err := checkRequest(req); err != nil {
+		return Packet{}, err
 	}
 	if d.isClosed() {
 		return Packet{}, d.endErr()
@@ -266,9 +270,27 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 		}
 		return Packet{}, err
 	}
+	c := d.begin(lim, req, to, down)
+	resp, err := d.attempts(ctx, c, req)
+	d.finish(ctx, lim, c, err)
+	d.release(c)
+	return resp, err
+}
 
+func checkRequest(req Packet) error {
+	if len(req.MAD) < 24 {
+		return fmt.Errorf("transport: request MAD is %d bytes, need at least the 24-byte header", len(req.MAD))
+	}
+	if req.MAD[3]&0x80 != 0 {
+		return fmt.Errorf("transport: method %#02x is a response; use Send for responses", req.MAD[3])
+	}
+	return nil
+}
+
+// begin counts req and takes a call for it, which holds a slot of lim's
+// window for to (down: see window.acquire).
+func (d *Dispatcher) begin(lim *limits, req Packet, to destKey, down bool) *call {
 	d.countMethod(req)
-
 	c := d.pool.Get().(*call)
 	c.class = req.MAD[1]
 	c.attr = binary.BigEndian.Uint16(req.MAD[16:])
@@ -279,14 +301,16 @@ func (d *Dispatcher) Do(ctx context.Context, req Packet) (Packet, error) {
 	c.win, c.to = lim.win, to
 	d.onMAD(MADRequest, c)
 	c.remember(req.MAD)
-	resp, err := d.attempts(ctx, c, req)
+	return c
+}
+
+// finish gives c's window slot back once its request ended with err.
+func (d *Dispatcher) finish(ctx context.Context, lim *limits, c *call, err error) {
 	// Unanswered on several attempts (one lost MAD is no sign): down.
 	if errors.Is(err, ErrTimeout) && c.retries > 0 && ctx.Err() == nil {
-		lim.win.failed(to, c.waited)
+		lim.win.failed(c.to, c.waited)
 	}
-	lim.win.release(to, err == nil, err == nil && len(c.keys) == 1)
-	d.release(c)
-	return resp, err
+	lim.win.release(c.to, err == nil, err == nil && len(c.keys) == 1)
 }
 
 func (d *Dispatcher) countMethod(req Packet) {
@@ -319,6 +343,7 @@ func (d *Dispatcher) newAttempt(c *call, req Packet) (uint32, bool) {
 	}
 	key := d.nextTID
 	c.keys = append(c.keys, key)
+	c.bouncing = false
 	d.pending[key] = c
 	binary.BigEndian.PutUint64(req.MAD[8:], uint64(key))
 	return key, true
@@ -395,10 +420,16 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 	if err == nil {
 		return p, nil
 	}
-	// lastChance unregistered c: nobody else reads or writes c.keys now.
+	return Packet{}, d.failure(c, err, unsent, sendErr)
+}
+
+// failure is the error a request that made every attempt ends with: err
+// names why the last one ended (ErrUndeliverable or ErrTimeout). c must be
+// unregistered (nobody else reads or writes c.keys then).
+func (d *Dispatcher) failure(c *call, err error, unsent int, sendErr error) error {
 	last := c.keys[len(c.keys)-1]
 	if errors.Is(err, ErrUndeliverable) {
-		return Packet{}, fmt.Errorf("%w: TID %#x class %#02x attribute %#04x, returned by the fabric on all %d attempts; check the route and the port states along it",
+		return fmt.Errorf("%w: TID %#x class %#02x attribute %#04x, returned by the fabric on all %d attempts; check the route and the port states along it",
 			err, last, c.class, c.attr, c.retries+1)
 	}
 	d.timeouts.Add(1)
@@ -411,7 +442,7 @@ func (d *Dispatcher) attempts(ctx context.Context, c *call, req Packet) (Packet,
 	if unsent > 0 {
 		unwritten = fmt.Sprintf(" (%d re-sends could not be written: %v)", unsent, sendErr)
 	}
-	return Packet{}, fmt.Errorf("%w: %s class %#02x attribute %#04x, no answer after %d attempts in %v%s; check that the destination is reachable",
+	return fmt.Errorf("%w: %s class %#02x attribute %#04x, no answer after %d attempts in %v%s; check that the destination is reachable",
 		ErrTimeout, tids, c.class, c.attr, c.retries+1, c.waited, unwritten)
 }
 
@@ -475,6 +506,7 @@ func (d *Dispatcher) release(c *call) {
 		<-c.done
 	}
 	c.timer.Stop()
+	c.batch, c.bouncing, c.bs = nil, false, batchState{}
 	d.pool.Put(c)
 }
 
@@ -595,8 +627,12 @@ func (d *Dispatcher) dispatch(p Packet) {
 	c.answered = true
 	late := key != c.keys[len(c.keys)-1] // an earlier attempt's answer
 	win, to := c.win, c.to
-	d.unregister(c)        // answers to its other attempts are now duplicates
-	c.done <- result{p: p} // never blocks: see call.done
+	d.unregister(c) // answers to its other attempts are now duplicates
+	if c.batch != nil {
+		c.batch <- batchEvent{c: c, p: p} // never blocks: see DoAll
+	} else {
+		c.done <- result{p: p} // never blocks: see call.done
+	}
 	d.mu.Unlock()
 	if late {
 		win.late(to)
@@ -614,9 +650,14 @@ func (d *Dispatcher) bounce(p Packet) {
 	}
 	key := uint32(binary.BigEndian.Uint64(m[8:]))
 	d.mu.Lock()
-	if c := d.pending[key]; c != nil && c.answers(m) &&
-		!c.answered && c.keys[len(c.keys)-1] == key && len(c.done) == 0 {
-		c.done <- result{bounced: true}
+	if c := d.pending[key]; c != nil && c.answers(m) && !c.answered && c.keys[len(c.keys)-1] == key {
+		switch {
+		case c.batch != nil && !c.bouncing:
+			c.bouncing = true
+			c.batch <- batchEvent{c: c, key: key, bounced: true}
+		case c.batch == nil && len(c.done) == 0:
+			c.done <- result{bounced: true}
+		}
 	}
 	d.mu.Unlock()
 }

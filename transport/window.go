@@ -180,6 +180,18 @@ func (w *window) trim() {
 	}
 }
 
+// tryAcquire takes a slot for one request to key if there is room now
+// (see acquire), without waiting.
+func (w *window) tryAcquire(key destKey) (down, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.room(key) {
+		return false, false
+	}
+	w.take(key)
+	return w.downLocked(key), true
+}
+
 func (w *window) room(key destKey) bool {
 	if w.inflight >= w.all.limit() {
 		return false

@@ -1,0 +1,312 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DoAll sends n requests, each as Do would send it (the same window,
+// timeouts, retries, back-off, down and slow destinations, errors), without
+// a goroutine per request: the calling goroutine keeps up to the window in
+// flight and handles their answers, bounces and timeouts as they come. A
+// sweep's millions of Sets paid two goroutine switches each through Do.
+//
+// build writes request i into buf (MAD-sized, DoAll's until done(i) has
+// returned) and returns it as a Packet; an error ends request i with it.
+// done(i, resp, err) hears how each request ended, on the calling
+// goroutine, in no particular order; resp.MAD is valid until done returns.
+// DoAll returns once every request has ended: when ctx is done or the
+// Dispatcher closes, those in flight and those not yet sent end with the
+// error Do would return.
+func (d *Dispatcher) DoAll(ctx context.Context, n int, build func(i int, buf []byte) (Packet, error), done func(i int, resp Packet, err error)) {
+	lim := d.lim.Load()
+	// At most one answer and one bounce per request in flight wait in ev,
+	// so the receiver never blocks on it.
+	most := lim.win.ceiling
+	b := &batch{d: d, ctx: ctx, lim: lim, done: done, ev: make(chan batchEvent, 2*most)}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	next := 0
+	var pend *batchState // built, waiting for a slot
+	for {
+		for len(b.live) < most && (pend != nil || next < n) {
+			if pend == nil {
+				pend = b.build(next, build)
+				next++
+				if pend == nil {
+					continue
+				}
+			}
+			to := destOf(pend.req)
+			down, ok := lim.win.tryAcquire(to)
+			if !ok {
+				if len(b.live) > 0 {
+					break // an answer of ours frees a slot
+				}
+				var err error
+				if down, err = lim.win.acquire(ctx, d.done, to); err != nil {
+					if ctx.Err() == nil {
+						err = d.endErr()
+					}
+					b.abort(pend, next, n, err)
+					return
+				}
+			}
+			b.start(pend, to, down)
+			pend = nil
+		}
+		if len(b.live) == 0 {
+			if pend == nil && next >= n {
+				return
+			}
+			continue
+		}
+		timer.Reset(time.Until(b.earliest()))
+		select {
+		case e := <-b.ev:
+			b.event(e)
+			for len(b.ev) > 0 {
+				b.event(<-b.ev)
+			}
+		case now := <-timer.C:
+			b.expire(now)
+		case <-ctx.Done():
+			b.abort(pend, next, n, ctx.Err())
+			return
+		case <-d.done:
+			b.abort(pend, next, n, d.endErr())
+			return
+		}
+	}
+}
+
+// batchEvent is an answer (p) or a bounce of attempt key for c.
+type batchEvent struct {
+	c       *call
+	p       Packet
+	key     uint32
+	bounced bool
+}
+
+// batchState is a DoAll request's progress (what attempts keeps in locals).
+type batchState struct {
+	idx  int
+	req  Packet
+	buf  []byte // req.MAD's buffer, DoAll's
+	slot int    // in batch.live
+	// zombie: ended while a bounce for it waited in ev; back to the pool
+	// when that comes out (a call in the pool must not be named by an
+	// event).
+	zombie   bool
+	attempt  int
+	waitedN  int // attempts that timed out
+	unsent   int
+	sendErr  error
+	lastErr  error
+	sent     time.Time
+	deadline time.Time // of the current attempt; never while its answer waits in ev
+}
+
+type batch struct {
+	d    *Dispatcher
+	ctx  context.Context
+	lim  *limits
+	done func(int, Packet, error)
+	ev   chan batchEvent
+	live []*call
+	free [][]byte // request buffers
+}
+
+// never is a deadline that does not come: the call's answer is on its way.
+var never = time.Now().Add(100 * 365 * 24 * time.Hour)
+
+// build builds request i, or ends it (nil) if build fails.
+func (b *batch) build(i int, build func(int, []byte) (Packet, error)) *batchState {
+	var buf []byte
+	if k := len(b.free); k > 0 {
+		buf, b.free = b.free[k-1], b.free[:k-1]
+	} else {
+		buf = make([]byte, 256)
+	}
+	req, err := build(i, buf)
+	if err == nil {
+		err = checkRequest(req)
+	}
+	if err != nil {
+		b.free = append(b.free, buf)
+		b.done(i, Packet{}, err)
+		return nil
+	}
+	return &batchState{idx: i, req: req, buf: buf}
+}
+
+// start sends st's first attempt, which holds a window slot for to.
+func (b *batch) start(st *batchState, to destKey, down bool) {
+	c := b.d.begin(b.lim, st.req, to, down)
+	c.bs = *st
+	c.bs.slot = len(b.live)
+	c.batch = b.ev
+	b.live = append(b.live, c)
+	b.send(c)
+}
+
+// send makes c's next attempt (c.bs.attempt), as attempts does.
+func (b *batch) send(c *call) {
+	d, st := b.d, &c.bs
+	key, ok := d.newAttempt(c, st.req)
+	if !ok {
+		st.deadline = never // answered meanwhile: the answer waits in ev
+		return
+	}
+	if st.attempt > 0 {
+		d.retries.Add(1)
+		d.onMAD(MADRetry, c)
+	}
+	d.sent.Add(1)
+	st.req.Timeout = c.timeout
+	if st.attempt > 0 && c.win.slow(c.to) {
+		st.req.Timeout = backedOff(c.timeout, st.waitedN)
+	}
+	if err := d.conn.Send(st.req); err != nil {
+		switch {
+		case d.isClosed():
+			b.fail(c, d.endErr())
+			return
+		case errors.Is(err, ErrConnLost):
+			d.lose(err)
+			b.fail(c, d.endErr())
+			return
+		case st.attempt == 0:
+			b.fail(c, fmt.Errorf("transport: send TID %#x: %w", key, err))
+			return
+		}
+		st.unsent++
+		st.sendErr = err
+		d.log.Debug("re-send not written; still waiting for the earlier attempts", "tid", key, "error", err)
+	}
+	st.sent = time.Now()
+	st.deadline = st.sent.Add(st.req.Timeout)
+}
+
+// next makes c's next attempt if it has one left, else ends it with its
+// last attempt's error.
+func (b *batch) next(c *call) {
+	if c.bs.attempt < c.retries {
+		c.bs.attempt++
+		b.send(c)
+		return
+	}
+	b.fail(c, nil)
+}
+
+// fail ends c with err (nil: the failure of its last attempt, lastErr),
+// unless its answer came meanwhile (it waits in ev and wins, as in
+// lastChance).
+func (b *batch) fail(c *call, err error) {
+	d := b.d
+	d.mu.Lock()
+	if c.answered {
+		d.mu.Unlock()
+		c.bs.deadline = never
+		return
+	}
+	d.unregister(c)
+	d.mu.Unlock()
+	if err == nil {
+		err = d.failure(c, c.bs.lastErr, c.bs.unsent, c.bs.sendErr)
+	}
+	b.finish(c, Packet{}, err)
+}
+
+func (b *batch) event(e batchEvent) {
+	c := e.c
+	if c.bs.zombie {
+		b.d.release(c)
+		return
+	}
+	if !e.bounced {
+		b.finish(c, e.p, nil)
+		return
+	}
+	if c.keys[len(c.keys)-1] != e.key {
+		return // an earlier attempt's: its retry is already out
+	}
+	c.bs.lastErr = ErrUndeliverable // retry at once; the fabric said no
+	b.next(c)
+}
+
+// expire ends the attempts whose timer ran out by now.
+func (b *batch) expire(now time.Time) {
+	for i := 0; i < len(b.live); i++ {
+		c := b.live[i]
+		st := &c.bs
+		if st.deadline.After(now) {
+			continue
+		}
+		st.lastErr = ErrTimeout
+		st.waitedN++
+		c.waited += st.req.Timeout
+		c.win.timeout(c.to, st.sent)
+		b.next(c)
+		if i < len(b.live) && b.live[i] != c {
+			i-- // c ended: another took its place
+		}
+	}
+}
+
+func (b *batch) earliest() time.Time {
+	t := never
+	for _, c := range b.live {
+		if c.bs.deadline.Before(t) {
+			t = c.bs.deadline
+		}
+	}
+	return t
+}
+
+// finish reports c's end and gives back its slot, buffer and call.
+func (b *batch) finish(c *call, resp Packet, err error) {
+	b.d.finish(b.ctx, b.lim, c, err)
+	last := b.live[len(b.live)-1]
+	b.live[c.bs.slot], last.bs.slot = last, c.bs.slot
+	b.live = b.live[:len(b.live)-1]
+	b.done(c.bs.idx, resp, err)
+	b.free = append(b.free, c.bs.buf)
+	b.d.mu.Lock()
+	zombie := c.bouncing && !c.answered // its bounce still waits in ev
+	b.d.mu.Unlock()
+	if zombie {
+		c.bs.zombie = true
+		return
+	}
+	b.d.release(c)
+}
+
+// abort ends what is in flight with err (an answer already in ev wins),
+// then pend and the requests from next on, which were never sent.
+func (b *batch) abort(pend *batchState, next, n int, err error) {
+	d := b.d
+	d.mu.Lock()
+	for _, c := range b.live {
+		if !c.answered {
+			d.unregister(c)
+		}
+	}
+	d.mu.Unlock()
+	for len(b.ev) > 0 {
+		if e := <-b.ev; !e.bounced && !e.c.bs.zombie {
+			b.finish(e.c, e.p, nil)
+		}
+	}
+	for len(b.live) > 0 {
+		b.finish(b.live[0], Packet{}, err)
+	}
+	if pend != nil {
+		b.done(pend.idx, Packet{}, err)
+	}
+	for i := next; i < n; i++ {
+		b.done(i, Packet{}, err)
+	}
+}

@@ -1,0 +1,172 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestDoAll: DoAll ends every request exactly once, with its own answer,
+// through lost first attempts, bounces, a dead destination, failing builds,
+// a cancelled context and a closed transport, and never has more than the
+// window in flight.
+func TestDoAll(t *testing.T) {
+	const n = 600
+	type outcome struct {
+		calls int
+		err   error
+		mod   uint32
+	}
+	cases := []struct {
+		name string
+		// onSend answers (or not) one attempt; first is whether it is the
+		// request's first attempt.
+		onSend func(f *fakeConn, p Packet, first bool)
+		// buildErr, if set, fails the build of request i.
+		buildErr func(i int) error
+		// stop ends the run early after this many ends: "cancel" or "close".
+		stopAfter int
+		stop      string
+		check     func(t *testing.T, i int, o outcome, st Stats)
+	}{
+		{"all answered", func(f *fakeConn, p Packet, _ bool) { f.respond(p) }, nil, 0, "",
+			func(t *testing.T, i int, o outcome, st Stats) {
+				if o.err != nil {
+					t.Fatalf("request %d: %v", i, o.err)
+				}
+			}},
+		{"every third first attempt lost", func(f *fakeConn, p Packet, first bool) {
+			if first && mod(p)%3 == 0 {
+				return
+			}
+			f.respond(p)
+		}, nil, 0, "", func(t *testing.T, i int, o outcome, st Stats) {
+			if o.err != nil {
+				t.Fatalf("request %d: %v", i, o.err)
+			}
+			if st.Retries != n/3 {
+				t.Fatalf("%d retries, want %d", st.Retries, n/3)
+			}
+		}},
+		{"every fifth first attempt bounced", func(f *fakeConn, p Packet, first bool) {
+			if first && mod(p)%5 == 0 {
+				f.bounces <- p
+				return
+			}
+			f.respond(p)
+		}, nil, 0, "", func(t *testing.T, i int, o outcome, st Stats) {
+			if o.err != nil {
+				t.Fatalf("request %d: %v", i, o.err)
+			}
+		}},
+		{"dead destination", func(f *fakeConn, p Packet, _ bool) {
+			if mod(p)%100 == 7 {
+				return
+			}
+			f.respond(p)
+		}, nil, 0, "", func(t *testing.T, i int, o outcome, st Stats) {
+			if i%100 != 7 {
+				if o.err != nil {
+					t.Fatalf("request %d: %v", i, o.err)
+				}
+				return
+			}
+			if !errors.Is(o.err, ErrTimeout) || !strings.Contains(o.err.Error(), "no answer after") {
+				t.Fatalf("request %d to the dead destination: %v", i, o.err)
+			}
+		}},
+		{"builds failing", func(f *fakeConn, p Packet, _ bool) { f.respond(p) }, func(i int) error {
+			if i%50 == 0 {
+				return errors.New("no path")
+			}
+			return nil
+		}, 0, "", func(t *testing.T, i int, o outcome, st Stats) {
+			if (i%50 == 0) != (o.err != nil) {
+				t.Fatalf("request %d: %v", i, o.err)
+			}
+		}},
+		{"cancelled", func(f *fakeConn, p Packet, _ bool) {
+			go func() { time.Sleep(100 * time.Microsecond); f.respond(p) }()
+		}, nil, 100, "cancel", func(t *testing.T, i int, o outcome, st Stats) {
+			if o.err != nil && !errors.Is(o.err, context.Canceled) {
+				t.Fatalf("request %d: %v", i, o.err)
+			}
+		}},
+		{"closed", func(f *fakeConn, p Packet, _ bool) {
+			go func() { time.Sleep(100 * time.Microsecond); f.respond(p) }()
+		}, nil, 100, "close", func(t *testing.T, i int, o outcome, st Stats) {
+			if o.err != nil && !errors.Is(o.err, ErrClosed) {
+				t.Fatalf("request %d: %v", i, o.err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			seen := map[uint32]bool{}
+			f := newFake(func(f *fakeConn, p Packet) {
+				m := mod(p)
+				mu.Lock()
+				first := !seen[m]
+				seen[m] = true
+				mu.Unlock()
+				// Spread over destinations: port = mod % 100, so the dead
+				// one is a destination of its own.
+				tc.onSend(f, p, first)
+			})
+			tr := New(f, Options{Window: 8, Timeout: 20 * time.Millisecond, Retries: 2}).(*Dispatcher)
+			defer tr.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			out := make([]outcome, n)
+			ended := 0
+			tr.DoAll(ctx, n, func(i int, buf []byte) (Packet, error) {
+				if tc.buildErr != nil {
+					if err := tc.buildErr(i); err != nil {
+						return Packet{}, err
+					}
+				}
+				req := request(0x02, 0x19, uint32(i))
+				req.MAD[drHopCount], req.MAD[drInitPath+1] = 1, byte(i%100)
+				copy(buf, req.MAD)
+				req.MAD = buf
+				return req, nil
+			}, func(i int, resp Packet, err error) {
+				o := &out[i]
+				o.calls++
+				o.err = err
+				if err == nil {
+					o.mod = binary.BigEndian.Uint32(resp.MAD[64:])
+				}
+				if ended++; ended == tc.stopAfter {
+					switch tc.stop {
+					case "cancel":
+						cancel()
+					case "close":
+						tr.Close()
+					}
+				}
+			})
+			st := tr.Stats()
+			for i, o := range out {
+				if o.calls != 1 {
+					t.Fatalf("request %d ended %d times", i, o.calls)
+				}
+				if o.err == nil && o.mod != uint32(i) {
+					t.Fatalf("request %d got the answer to %d", i, o.mod)
+				}
+				tc.check(t, i, o, st)
+			}
+			// The fake counts a lost attempt as outstanding for good.
+			if lossless := tc.name == "all answered" || tc.name == "builds failing"; lossless && f.maxOut > 8 {
+				t.Fatalf("%d requests in flight, window 8", f.maxOut)
+			}
+		})
+	}
+}
+
+func mod(p Packet) uint32 { return binary.BigEndian.Uint32(p.MAD[20:]) }
