@@ -84,27 +84,13 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 	var sentKey, setKey uint64 // the key the answered SMP carried; a PortInfo Set's new M_Key
 	send := func(method uint8, key uint64, a Attribute) (*smp.SMP, error) {
 		sentKey = key
-		s := smp.SMP{
-			MgmtClass:    smp.ClassSMPDR,
-			ClassVersion: smp.SMPClassVersion,
-			Method:       method,
-			HopCount:     uint8(len(path)),
-			AttrID:       attrID,
-			AttrMod:      mod,
-			MKey:         key,
-			DrSLID:       smp.PermissiveLID,
-			DrDLID:       smp.PermissiveLID,
-		}
-		copy(s.InitialPath[1:], path)
-		if a != nil {
-			if err := a.MarshalTo(s.Data[:]); err != nil {
-				return nil, err
-			}
-			setKey = binary.BigEndian.Uint64(s.Data[:8])
-		}
 		buf := make([]byte, smp.MADLen)
-		if err := s.EncodeTo(buf); err != nil {
+		payloadKey, err := encodeDR(buf, method, path, attrID, mod, key, a)
+		if err != nil {
 			return nil, err
+		}
+		if a != nil {
+			setKey = payloadKey
 		}
 		resp, err := c.T.Do(ctx, transport.Packet{DLID: smp.PermissiveLID, MAD: buf})
 		if err != nil {
@@ -112,7 +98,7 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 		}
 		r := new(smp.SMP)
 		if err := r.Decode(resp.MAD); err != nil {
-			return nil, fmt.Errorf("SMP attr %#04x via DR %s: malformed response: %w", attrID, path, err)
+			return nil, malformed(attrID, path, err)
 		}
 		return r, nil
 	}
@@ -120,29 +106,86 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 	if err != nil {
 		return err
 	}
-	if r.Status&smp.StatusCodeMask != 0 {
-		return &Error{Method: method, Attr: attrID, Mod: mod, Path: path, Status: r.Status}
+	if err := answerErr(r, method, path, attrID, mod); err != nil {
+		return err
 	}
-	if k := c.Keys(); k != nil && method == smp.MethodSet && attrID == smp.AttrPortInfo && setKey != sentKey && binary.BigEndian.Uint64(r.Data[:8]) == setKey {
-		// The Set changed the M_Key of the port that checks it (its
-		// answer shows the new key; a Set of a switch's external port
-		// shows port 0's, unchanged). If the first answer came late,
-		// the transport's retry (the same bytes, the old key) reached the
-		// port after the change, failed the M_Key check and started the
-		// lease timer; nothing else may reach the port before the lease
-		// ends and the protection drops. One Get with the new key, sent
-		// after any such retry, passes the check and stops the timer.
-		if g, err := send(smp.MethodGet, setKey, nil); err == nil {
-			k.Observe(path, smp.MethodGet, setKey, g)
-		}
-	}
-	if r.AttrID != attrID {
-		return fmt.Errorf("SMP via DR %s: response carries attribute %#04x, asked %#04x", path, r.AttrID, attrID)
+	if k := c.Keys(); keyChanged(k, method, attrID, sentKey, setKey, r) {
+		c.stopLease(ctx, k, path, mod, setKey)
 	}
 	if out != nil {
 		if err := out.Unmarshal(r.Data[:]); err != nil {
 			return fmt.Errorf("SMP attr %#04x via DR %s: %w", attrID, path, err)
 		}
+	}
+	return nil
+}
+
+// keyChanged reports whether r answers a Set that changed the M_Key of
+// the port that checks it: r shows the new key setKey, which the Set did
+// not carry (sentKey). A Set of a switch's external port shows port 0's,
+// unchanged.
+func keyChanged(k Keys, method uint8, attrID uint16, sentKey, setKey uint64, r *smp.SMP) bool {
+	return k != nil && method == smp.MethodSet && attrID == smp.AttrPortInfo && setKey != sentKey && binary.BigEndian.Uint64(r.Data[:8]) == setKey
+}
+
+// stopLease follows a Set that changed a port's M_Key to key: if the
+// Set's first answer came late, the transport's retry (the same bytes,
+// the old key) reached the port after the change, failed the M_Key check
+// and started the lease timer; nothing else may reach the port before the
+// lease ends and the protection drops. One Get with the new key, sent
+// after any such retry, passes the check and stops the timer.
+func (c *Client) stopLease(ctx context.Context, k Keys, path Path, mod uint32, key uint64) {
+	buf := make([]byte, smp.MADLen)
+	if _, err := encodeDR(buf, smp.MethodGet, path, smp.AttrPortInfo, mod, key, nil); err != nil {
+		return
+	}
+	resp, err := c.T.Do(ctx, transport.Packet{DLID: smp.PermissiveLID, MAD: buf})
+	if err != nil {
+		return
+	}
+	var g smp.SMP
+	if g.Decode(resp.MAD) == nil {
+		k.Observe(path, smp.MethodGet, key, &g)
+	}
+}
+
+// encodeDR writes a directed-route SMP into buf (smp.MADLen bytes) and
+// returns the first 8 bytes of a's payload (a PortInfo's M_Key).
+func encodeDR(buf []byte, method uint8, path Path, attrID uint16, mod uint32, key uint64, a Attribute) (uint64, error) {
+	s := smp.SMP{
+		MgmtClass:    smp.ClassSMPDR,
+		ClassVersion: smp.SMPClassVersion,
+		Method:       method,
+		HopCount:     uint8(len(path)),
+		AttrID:       attrID,
+		AttrMod:      mod,
+		MKey:         key,
+		DrSLID:       smp.PermissiveLID,
+		DrDLID:       smp.PermissiveLID,
+	}
+	copy(s.InitialPath[1:], path)
+	var payloadKey uint64
+	if a != nil {
+		if err := a.MarshalTo(s.Data[:]); err != nil {
+			return 0, err
+		}
+		payloadKey = binary.BigEndian.Uint64(s.Data[:8])
+	}
+	return payloadKey, s.EncodeTo(buf)
+}
+
+func malformed(attrID uint16, path Path, err error) error {
+	return fmt.Errorf("SMP attr %#04x via DR %s: malformed response: %w", attrID, path, err)
+}
+
+// answerErr is the error an answer r to an SMP reports: a non-zero status,
+// or another attribute than asked.
+func answerErr(r *smp.SMP, method uint8, path Path, attrID uint16, mod uint32) error {
+	if r.Status&smp.StatusCodeMask != 0 {
+		return &Error{Method: method, Attr: attrID, Mod: mod, Path: path, Status: r.Status}
+	}
+	if r.AttrID != attrID {
+		return fmt.Errorf("SMP via DR %s: response carries attribute %#04x, asked %#04x", path, r.AttrID, attrID)
 	}
 	return nil
 }

@@ -1,0 +1,117 @@
+package mad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ibsm/ibsm/host/internal/fanout"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/smp"
+)
+
+// SetReq is one Set of SetAll.
+type SetReq struct {
+	Path Path
+	Attr uint16
+	Mod  uint32
+	Val  Attribute
+}
+
+// batchDoer is a transport that keeps many requests in flight from one
+// goroutine (transport.Dispatcher.DoAll).
+type batchDoer interface {
+	DoAll(ctx context.Context, n int, build func(i int, buf []byte) (transport.Packet, error), done func(i int, resp transport.Packet, err error))
+}
+
+// SetAll sends n Sets, the i-th as set(i) describes it (set is called from
+// one goroutine at a time, and again for a Set that is re-sent), and calls
+// done(i, err) as each ends, one call at a time. Each ends as Set would
+// end, but over a transport with DoAll they travel without a goroutine
+// each: a sweep's LFT blocks, millions on the largest fabrics. With M_Keys
+// a Set goes out with its destination's best candidate key; one that gets
+// no answer with it while there are others, or whose answer shows the key
+// was wrong, is sent again through Set, which tries them all; a PortInfo
+// Set that changed the port's M_Key is followed by Set's Get with the new
+// key (see stopLease) before SetAll returns.
+func (c *Client) SetAll(ctx context.Context, n int, set func(i int) SetReq, done func(i int, err error)) {
+	var mu sync.Mutex
+	report := func(i int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		done(i, err)
+	}
+	slow := fanout.New(0)
+	viaSet := func(i int) {
+		r := set(i)
+		slow.Go(func() error {
+			report(i, c.Set(ctx, r.Path, r.Attr, r.Mod, r.Val, nil))
+			return nil
+		})
+	}
+	t := c.T
+	if u, ok := t.(interface{ Unwrap() transport.Transport }); ok {
+		t = u.Unwrap() // WithKeys: the keys come from c.Keys
+	}
+	bd, ok := t.(batchDoer)
+	if !ok {
+		for i := range n {
+			viaSet(i)
+		}
+		_ = slow.Wait("") // every error went to done
+		return
+	}
+	keys := c.Keys()
+	// What each Set in flight carried (DoAll keeps at most a window's worth).
+	type sent struct {
+		key, payloadKey uint64
+		cands           int
+	}
+	inFlight := map[int]sent{}
+	bd.DoAll(ctx, n, func(i int, buf []byte) (transport.Packet, error) {
+		r := set(i)
+		key, cands := c.MKey, 1
+		if keys != nil {
+			ks, _ := keys.Candidates(r.Path)
+			key, cands = ks[0], len(ks)
+		}
+		payloadKey, err := encodeDR(buf, smp.MethodSet, r.Path, r.Attr, r.Mod, key, r.Val)
+		if err != nil {
+			return transport.Packet{}, err
+		}
+		inFlight[i] = sent{key, payloadKey, cands}
+		return transport.Packet{DLID: smp.PermissiveLID, MAD: buf}, nil
+	}, func(i int, resp transport.Packet, err error) {
+		s := inFlight[i]
+		delete(inFlight, i)
+		r := set(i)
+		if err != nil {
+			if s.cands > 1 && ctx.Err() == nil && errors.Is(err, transport.ErrTimeout) {
+				viaSet(i) // perhaps the wrong key: Set tries the others
+				return
+			}
+			report(i, fmt.Errorf("SMP attr %#04x mod %d via DR %s: %w", r.Attr, r.Mod, r.Path, err))
+			return
+		}
+		var m smp.SMP
+		if err := m.Decode(resp.MAD); err != nil {
+			report(i, malformed(r.Attr, r.Path, err))
+			return
+		}
+		if keys != nil && keys.Observe(r.Path, smp.MethodSet, s.key, &m) && s.cands > 1 {
+			viaSet(i)
+			return
+		}
+		if err := answerErr(&m, smp.MethodSet, r.Path, r.Attr, r.Mod); err != nil || !keyChanged(keys, smp.MethodSet, r.Attr, s.key, s.payloadKey, &m) {
+			report(i, err)
+			return
+		}
+		slow.Go(func() error {
+			c.stopLease(ctx, keys, r.Path, r.Mod, s.payloadKey)
+			report(i, nil)
+			return nil
+		})
+	})
+	_ = slow.Wait("") // every error went to done
+}
