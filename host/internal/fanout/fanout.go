@@ -87,14 +87,22 @@ func (g *Group) work(f func() error) {
 
 func (g *Group) run(f func() error) {
 	defer g.running.Done()
-	if err := f(); err != nil {
-		g.failed.Add(1)
-		g.mu.Lock()
-		if len(g.errs) < keep {
-			g.errs = append(g.errs, err)
-		}
-		g.mu.Unlock()
+	g.Add(f())
+}
+
+// Add counts err (if not nil) as the error of a function run elsewhere
+// (a batch of SMPs the transport keeps in flight itself), so Wait and
+// Failed report it with the group's own.
+func (g *Group) Add(err error) {
+	if err == nil {
+		return
 	}
+	g.failed.Add(1)
+	g.mu.Lock()
+	if len(g.errs) < keep {
+		g.errs = append(g.errs, err)
+	}
+	g.mu.Unlock()
 }
 
 // Wait waits for every function and returns nil or an error naming what
