@@ -186,6 +186,7 @@ func (a *applyRun) forwardingTables() {
 	blocks := (int(rz.TopLID) + 64) / 64
 	st.LFTBlocksRead, st.LFTRestored = p.learn(a.ctx, fab, topo, blocks, a.smLID)
 	sw := topo.Switches()
+	var send []uint32 // the blocks to send: switch index << blockBits | block
 	var blocksDone atomic.Int64
 	blockDone := func() {
 		if p.OnBlocks != nil {
@@ -207,26 +208,41 @@ func (a *applyRun) forwardingTables() {
 			a.r.Go(func() error { return p.C.Set(a.ctx, path, smp.AttrSwitchInfo, 0, &si, nil) })
 		}
 		for b := 0; b < blocks; b++ {
-			var blk smp.LFTBlock
-			for k := 0; k < 64; k++ {
-				lid := b*64 + k
-				blk[k] = plan.NoPort
-				if lid < len(lft) {
-					blk[k] = lft[lid]
+			if known != nil && known.blockKnown(b) {
+				if blk := lftBlock(lft, b); sameBlock(known.lft, b, blk) {
+					blockDone()
+					continue
 				}
 			}
-			if known != nil && known.blockKnown(b) && sameBlock(known.lft, b, &blk) {
-				blockDone()
-				continue
-			}
-			path, bb := n.Path, uint32(b)
-			atomic.AddInt64(&st.LFTBlocksSent, 1)
-			a.r.Go(func() error {
-				defer blockDone()
-				return p.C.Set(a.ctx, path, smp.AttrLinearForwardingTable, bb, &blk, nil)
-			})
+			send = append(send, uint32(s)<<blockBits|uint32(b))
 		}
 	}
+	st.LFTBlocksSent += int64(len(send))
+	// Millions of blocks on the largest fabrics: the transport keeps them
+	// in flight itself (SetAll) rather than a goroutine each.
+	p.C.SetAll(a.ctx, len(send), func(i int) mad.SetReq {
+		s, b := int(send[i]>>blockBits), int(send[i]&(1<<blockBits-1))
+		return mad.SetReq{Path: fab.Nodes[topo.Nodes[sw[s]].GUID].Path, Attr: smp.AttrLinearForwardingTable, Mod: uint32(b), Val: lftBlock(rz.LFT[s], b)}
+	}, func(_ int, err error) {
+		a.r.Add(err)
+		blockDone()
+	})
+}
+
+// blockBits holds an LFT block number (at most 768 below the multicast
+// LIDs) in a block to send: switch index << blockBits | block.
+const blockBits = 10
+
+// lftBlock is block b of lft (entries past its end forward nothing).
+func lftBlock(lft []uint8, b int) *smp.LFTBlock {
+	var blk smp.LFTBlock
+	for k := range blk {
+		blk[k] = plan.NoPort
+		if lid := b*64 + k; lid < len(lft) {
+			blk[k] = lft[lid]
+		}
+	}
+	return &blk
 }
 
 // remember records, once phase 1 succeeded, the tables as written and
@@ -242,7 +258,10 @@ func (a *applyRun) remember(own owned) {
 	}
 	for s, node := range topo.Switches() {
 		ks := p.stateLocked(topo.Nodes[node].GUID)
-		ks.lft, ks.lftKnown = append(ks.lft[:0], rz.LFT[s]...), nil
+		// The plan's own row, not a copy (187 MB on ft3-56): a verified
+		// plan's tables are never written again, and a row read back or
+		// restored gets a buffer of its own (learn, restore).
+		ks.lft, ks.lftKnown = rz.LFT[s], nil
 		pl := rz.LIDs.Ports[topo.EndpointIndex(topology.PortRef{Node: node, Port: 0})]
 		ks.lid, ks.lmc, ks.smLID, ks.top, ks.inPlan = pl.Base, pl.LMC, a.smLID, rz.TopLID, true
 	}
@@ -267,36 +286,56 @@ func (a *applyRun) remember(own owned) {
 // below state to state (phase 2: Armed, phase 3: Active).
 func (a *applyRun) movePorts(state uint8) error {
 	r := fanout.New(a.p.Parallel)
+	var todo []portKey // Sets that go in one batch (SetAll)
 	for guid, n := range a.fab.Nodes {
 		for port := range n.Ports {
-			pt := &n.Ports[port]
-			if port == 0 || !pt.Valid || pt.PeerGUID == 0 {
+			k := portKey{guid, uint8(port)}
+			if _, ok := a.stateSet(k, state); !ok {
 				continue
 			}
-			cur := pt.Info.PortState
-			w, ok := a.written[portKey{guid, uint8(port)}]
-			if ok && w.PortState > cur {
-				cur = w.PortState // armed by its LID Set
-			}
-			if cur < smp.PortStateInit || cur >= state {
-				continue
-			}
-			pi := pt.Info
-			if ok {
-				pi = w
-			}
-			noChange(&pi)
-			withKey(a.keys, n, uint8(port), &pi)
-			pi.PortState = state
-			path, pn := n.Path, uint32(port)
 			atomic.AddInt64(&a.st.StateSets, 1)
-			a.foreign.pick(r, a.fab, portKey{guid, uint8(port)}).Go(func() error { return a.p.C.Set(a.ctx, path, smp.AttrPortInfo, pn, &pi, nil) })
+			if g := a.foreign.pick(r, a.fab, k); g != r {
+				req, _ := a.stateSet(k, state)
+				g.Go(func() error { return a.p.C.Set(a.ctx, req.Path, req.Attr, req.Mod, req.Val, nil) })
+				continue
+			}
+			todo = append(todo, k)
 		}
 	}
+	a.p.C.SetAll(a.ctx, len(todo), func(i int) mad.SetReq {
+		req, _ := a.stateSet(todo[i], state)
+		return req
+	}, func(_ int, err error) { r.Add(err) })
 	a.foreign.wait(fmt.Sprintf("moving ports to state %d", state))
 	if err := r.Wait(fmt.Sprintf("moving ports to state %d", state)); err != nil {
 		a.st.Failed = r.Failed()
 		return err
 	}
 	return nil
+}
+
+// stateSet is the PortInfo Set that moves port k to state, if it is on a
+// live link, at least Init and below state.
+func (a *applyRun) stateSet(k portKey, state uint8) (mad.SetReq, bool) {
+	n := a.fab.Nodes[k.guid]
+	pt := &n.Ports[k.port]
+	if k.port == 0 || !pt.Valid || pt.PeerGUID == 0 {
+		return mad.SetReq{}, false
+	}
+	cur := pt.Info.PortState
+	w, ok := a.written[k]
+	if ok && w.PortState > cur {
+		cur = w.PortState // armed by its LID Set
+	}
+	if cur < smp.PortStateInit || cur >= state {
+		return mad.SetReq{}, false
+	}
+	pi := pt.Info
+	if ok {
+		pi = w
+	}
+	noChange(&pi)
+	withKey(a.keys, n, k.port, &pi)
+	pi.PortState = state
+	return mad.SetReq{Path: n.Path, Attr: smp.AttrPortInfo, Mod: uint32(k.port), Val: &pi}, true
 }

@@ -123,7 +123,7 @@ func (p *Programmer) ReregisterStrangers() {
 
 type nodeState struct {
 	lid uint16  // switches: port-0 LID it had when the tables were written
-	lft []uint8 // LFT as written (index = LID)
+	lft []uint8 // LFT as written (index = LID); read only (may be the plan's own row)
 	// lftKnown, when set, says which 64-LID blocks of lft were read back
 	// (learn); blocks past it, or false in it, are not known. nil: every
 	// block of lft was written by this programmer.

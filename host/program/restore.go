@@ -54,7 +54,7 @@ func (h *Held) switchOf(guid uint64) (HeldSwitch, bool) {
 }
 
 // HeldSwitch is one switch as programmed: its port-0 LID and LMC, its
-// LFT (index = LID; the Programmer takes it over and writes into it) and
+// LFT (index = LID; the Programmer takes it over, read only) and
 // the SL2VL tables of the (in, out) port pairs listed apart from the
 // default.
 type HeldSwitch struct {
