@@ -32,3 +32,21 @@ func BenchmarkSetFanout(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkSetAll is BenchmarkSetFanout's Sets as one SetAll batch (the
+// transport's DoAll: no goroutine per Set).
+func BenchmarkSetAll(b *testing.B) {
+	_, c, tr := lineFabric(b)
+	tr.(*transport.Dispatcher).SetLimits(16, time.Second, 3)
+	paths := []mad.Path{{1}, {1, 2}}
+	var blk smp.LFTBlock
+	b.ReportAllocs()
+	b.ResetTimer()
+	c.SetAll(context.Background(), b.N, func(i int) mad.SetReq {
+		return mad.SetReq{Path: paths[i%2], Attr: smp.AttrLinearForwardingTable, Val: &blk}
+	}, func(_ int, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+}
