@@ -11,12 +11,14 @@ import (
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
-// SetReq is one Set of SetAll.
-type SetReq struct {
+// Req is one SMP of SetAll or GetAll: Val is what a Set writes; Out, if
+// set, receives the answer's attribute before done hears of it.
+type Req struct {
 	Path Path
 	Attr uint16
 	Mod  uint32
 	Val  Attribute
+	Out  Attribute
 }
 
 // batchDoer is a transport that keeps many requests in flight from one
@@ -25,17 +27,27 @@ type batchDoer interface {
 	DoAll(ctx context.Context, n int, build func(i int, buf []byte) (transport.Packet, error), done func(i int, resp transport.Packet, err error))
 }
 
-// SetAll sends n Sets, the i-th as set(i) describes it (set is called from
-// one goroutine at a time, and again for a Set that is re-sent), and calls
-// done(i, err) as each ends, one call at a time. Each ends as Set would
-// end, but over a transport with DoAll they travel without a goroutine
-// each: a sweep's LFT blocks, millions on the largest fabrics. With M_Keys
-// a Set goes out with its destination's best candidate key; one that gets
-// no answer with it while there are others, or whose answer shows the key
-// was wrong, is sent again through Set, which tries them all; a PortInfo
-// Set that changed the port's M_Key is followed by Set's Get with the new
-// key (see stopLease) before SetAll returns.
-func (c *Client) SetAll(ctx context.Context, n int, set func(i int) SetReq, done func(i int, err error)) {
+// SetAll sends n Sets, the i-th as req(i) describes it, and calls done(i,
+// err) as each ends, one call at a time. Each ends as Set would end, but
+// over a transport with DoAll they travel without a goroutine each: a
+// sweep's LFT blocks, millions on the largest fabrics. req is called from
+// one goroutine at a time, more than once for the same i, and must
+// describe the same SMP each time. With M_Keys an SMP goes out with its
+// destination's best candidate key; one that gets no answer with it while
+// there are others, or whose answer shows the key was wrong, is sent again
+// through Set, which tries them all; a PortInfo Set that changed the
+// port's M_Key is followed by Set's Get with the new key (see stopLease)
+// before SetAll returns.
+func (c *Client) SetAll(ctx context.Context, n int, req func(i int) Req, done func(i int, err error)) {
+	c.all(ctx, smp.MethodSet, n, req, done)
+}
+
+// GetAll is SetAll's Gets: req(i).Out receives each answer.
+func (c *Client) GetAll(ctx context.Context, n int, req func(i int) Req, done func(i int, err error)) {
+	c.all(ctx, smp.MethodGet, n, req, done)
+}
+
+func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) Req, done func(i int, err error)) {
 	var mu sync.Mutex
 	report := func(i int, err error) {
 		mu.Lock()
@@ -46,7 +58,7 @@ func (c *Client) SetAll(ctx context.Context, n int, set func(i int) SetReq, done
 	viaSet := func(i int) {
 		r := set(i)
 		slow.Go(func() error {
-			report(i, c.Set(ctx, r.Path, r.Attr, r.Mod, r.Val, nil))
+			report(i, c.do(ctx, method, r.Path, r.Attr, r.Mod, r.Val, r.Out))
 			return nil
 		})
 	}
@@ -76,7 +88,7 @@ func (c *Client) SetAll(ctx context.Context, n int, set func(i int) SetReq, done
 			ks, _ := keys.Candidates(r.Path)
 			key, cands = ks[0], len(ks)
 		}
-		payloadKey, err := encodeDR(buf, smp.MethodSet, r.Path, r.Attr, r.Mod, key, r.Val)
+		payloadKey, err := encodeDR(buf, method, r.Path, r.Attr, r.Mod, key, r.Val)
 		if err != nil {
 			return transport.Packet{}, err
 		}
@@ -99,11 +111,15 @@ func (c *Client) SetAll(ctx context.Context, n int, set func(i int) SetReq, done
 			report(i, malformed(r.Attr, r.Path, err))
 			return
 		}
-		if keys != nil && keys.Observe(r.Path, smp.MethodSet, s.key, &m) && s.cands > 1 {
+		if keys != nil && keys.Observe(r.Path, method, s.key, &m) && s.cands > 1 {
 			viaSet(i)
 			return
 		}
-		if err := answerErr(&m, smp.MethodSet, r.Path, r.Attr, r.Mod); err != nil || !keyChanged(keys, smp.MethodSet, r.Attr, s.key, s.payloadKey, &m) {
+		err = answerErr(&m, method, r.Path, r.Attr, r.Mod)
+		if err == nil && r.Out != nil {
+			err = unmarshal(r.Out, &m, r.Attr, r.Path)
+		}
+		if err != nil || !keyChanged(keys, method, r.Attr, s.key, s.payloadKey, &m) {
 			report(i, err)
 			return
 		}

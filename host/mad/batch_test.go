@@ -16,8 +16,8 @@ import (
 type plainTransport struct{ transport.Transport }
 
 // TestSetAll: SetAll writes every block where Set would, reports each Set
-// once with Set's errors, and sends PortInfo Sets through Set; over a
-// transport with DoAll and over one without.
+// once with Set's errors, PortInfo Sets included, and GetAll reads the
+// blocks back; over a transport with DoAll and over one without.
 func TestSetAll(t *testing.T) {
 	for _, batched := range []bool{true, false} {
 		t.Run(map[bool]string{true: "DoAll", false: "without DoAll"}[batched], func(t *testing.T) {
@@ -35,18 +35,18 @@ func TestSetAll(t *testing.T) {
 			for i := range blk[0] {
 				blk[0][i], blk[1][i] = uint8(i%4+1), uint8(4-i%4)
 			}
-			reqs := []mad.SetReq{
-				{mad.Path{1}, smp.AttrLinearForwardingTable, 0, &blk[0]},
-				{mad.Path{1}, smp.AttrLinearForwardingTable, 1, &blk[1]},
-				{mad.Path{1, 2}, smp.AttrLinearForwardingTable, 0, &blk[1]},
-				{mad.Path{1, 2}, smp.AttrLinearForwardingTable, 1, &blk[0]},
-				{mad.Path{1, 2}, smp.AttrPortInfo, 0, &pi},
-				{mad.Path{1, 3}, smp.AttrLinearForwardingTable, 0, &blk[0]},
+			reqs := []mad.Req{
+				{Path: mad.Path{1}, Attr: smp.AttrLinearForwardingTable, Mod: 0, Val: &blk[0]},
+				{Path: mad.Path{1}, Attr: smp.AttrLinearForwardingTable, Mod: 1, Val: &blk[1]},
+				{Path: mad.Path{1, 2}, Attr: smp.AttrLinearForwardingTable, Mod: 0, Val: &blk[1]},
+				{Path: mad.Path{1, 2}, Attr: smp.AttrLinearForwardingTable, Mod: 1, Val: &blk[0]},
+				{Path: mad.Path{1, 2}, Attr: smp.AttrPortInfo, Mod: 0, Val: &pi},
+				{Path: mad.Path{1, 3}, Attr: smp.AttrLinearForwardingTable, Mod: 0, Val: &blk[0]},
 			}
 			var mu sync.Mutex
 			errs := make([]error, len(reqs))
 			ends := make([]int, len(reqs))
-			c.SetAll(ctx, len(reqs), func(i int) mad.SetReq { return reqs[i] }, func(i int, err error) {
+			c.SetAll(ctx, len(reqs), func(i int) mad.Req { return reqs[i] }, func(i int, err error) {
 				mu.Lock()
 				defer mu.Unlock()
 				errs[i] = err
@@ -65,11 +65,18 @@ func TestSetAll(t *testing.T) {
 			if errs[5] == nil || !strings.Contains(errs[5].Error(), "via DR [1,3]") {
 				t.Fatalf("Set down a dead end: %v", errs[5])
 			}
-			for _, r := range reqs[:4] {
-				var got smp.LFTBlock
-				must(t, c.Get(ctx, r.Path, smp.AttrLinearForwardingTable, r.Mod, &got))
-				if got != *r.Val.(*smp.LFTBlock) {
-					t.Fatalf("block %d via %s: %v", r.Mod, r.Path, got)
+			// Read back with GetAll: each answer lands in its own Out.
+			got := make([]smp.LFTBlock, 4)
+			c.GetAll(ctx, 4, func(i int) mad.Req {
+				return mad.Req{Path: reqs[i].Path, Attr: smp.AttrLinearForwardingTable, Mod: reqs[i].Mod, Out: &got[i]}
+			}, func(i int, err error) {
+				if err != nil {
+					t.Errorf("reading block %d back: %v", i, err) // done may run on another goroutine
+				}
+			})
+			for i, r := range reqs[:4] {
+				if got[i] != *r.Val.(*smp.LFTBlock) {
+					t.Fatalf("block %d via %s: %v", r.Mod, r.Path, got[i])
 				}
 			}
 		})
@@ -89,10 +96,10 @@ func TestSetAllKeys(t *testing.T) {
 	for i := range blk {
 		blk[i] = 2
 	}
-	reqs := []mad.SetReq{{mad.Path{1}, smp.AttrLinearForwardingTable, 0, &blk}, {mad.Path{1, 2}, smp.AttrLinearForwardingTable, 0, &blk}}
+	reqs := []mad.Req{{Path: mad.Path{1}, Attr: smp.AttrLinearForwardingTable, Mod: 0, Val: &blk}, {Path: mad.Path{1, 2}, Attr: smp.AttrLinearForwardingTable, Mod: 0, Val: &blk}}
 	var mu sync.Mutex
 	var errs []error
-	c.SetAll(ctx, len(reqs), func(i int) mad.SetReq { return reqs[i] }, func(i int, err error) {
+	c.SetAll(ctx, len(reqs), func(i int) mad.Req { return reqs[i] }, func(i int, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		errs = append(errs, err)
@@ -124,7 +131,7 @@ func TestSetAllKeyChange(t *testing.T) {
 	pi.PortState, pi.PortPhysicalState, pi.LinkSpeedEnabled, pi.LinkWidthEnabled = 0, 0, 0, 0
 	pi.MKey = newKey
 	var err error
-	c.SetAll(ctx, 1, func(int) mad.SetReq { return mad.SetReq{Path: mad.Path{1, 2, 1}, Attr: smp.AttrPortInfo, Val: &pi} }, func(_ int, e error) { err = e })
+	c.SetAll(ctx, 1, func(int) mad.Req { return mad.Req{Path: mad.Path{1, 2, 1}, Attr: smp.AttrPortInfo, Val: &pi} }, func(_ int, e error) { err = e })
 	must(t, err)
 	if n := len(k.observed); n < 2 || k.observed[n-1] != newKey || k.methods[n-1] != smp.MethodGet {
 		t.Fatalf("after the key change: observed keys %#x methods %v; want a Get with %#x last", k.observed, k.methods, newKey)

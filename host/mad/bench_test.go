@@ -42,8 +42,8 @@ func BenchmarkSetAll(b *testing.B) {
 	var blk smp.LFTBlock
 	b.ReportAllocs()
 	b.ResetTimer()
-	c.SetAll(context.Background(), b.N, func(i int) mad.SetReq {
-		return mad.SetReq{Path: paths[i%2], Attr: smp.AttrLinearForwardingTable, Val: &blk}
+	c.SetAll(context.Background(), b.N, func(i int) mad.Req {
+		return mad.Req{Path: paths[i%2], Attr: smp.AttrLinearForwardingTable, Val: &blk}
 	}, func(_ int, err error) {
 		if err != nil {
 			b.Fatal(err)

@@ -113,9 +113,15 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 		c.stopLease(ctx, k, path, mod, setKey)
 	}
 	if out != nil {
-		if err := out.Unmarshal(r.Data[:]); err != nil {
-			return fmt.Errorf("SMP attr %#04x via DR %s: %w", attrID, path, err)
-		}
+		return unmarshal(out, r, attrID, path)
+	}
+	return nil
+}
+
+// unmarshal reads r's attribute into out.
+func unmarshal(out Attribute, r *smp.SMP, attrID uint16, path Path) error {
+	if err := out.Unmarshal(r.Data[:]); err != nil {
+		return fmt.Errorf("SMP attr %#04x via DR %s: %w", attrID, path, err)
 	}
 	return nil
 }

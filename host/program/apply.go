@@ -220,9 +220,9 @@ func (a *applyRun) forwardingTables() {
 	st.LFTBlocksSent += int64(len(send))
 	// Millions of blocks on the largest fabrics: the transport keeps them
 	// in flight itself (SetAll) rather than a goroutine each.
-	p.C.SetAll(a.ctx, len(send), func(i int) mad.SetReq {
+	p.C.SetAll(a.ctx, len(send), func(i int) mad.Req {
 		s, b := int(send[i]>>blockBits), int(send[i]&(1<<blockBits-1))
-		return mad.SetReq{Path: fab.Nodes[topo.Nodes[sw[s]].GUID].Path, Attr: smp.AttrLinearForwardingTable, Mod: uint32(b), Val: lftBlock(rz.LFT[s], b)}
+		return mad.Req{Path: fab.Nodes[topo.Nodes[sw[s]].GUID].Path, Attr: smp.AttrLinearForwardingTable, Mod: uint32(b), Val: lftBlock(rz.LFT[s], b)}
 	}, func(_ int, err error) {
 		a.r.Add(err)
 		blockDone()
@@ -302,7 +302,7 @@ func (a *applyRun) movePorts(state uint8) error {
 			todo = append(todo, k)
 		}
 	}
-	a.p.C.SetAll(a.ctx, len(todo), func(i int) mad.SetReq {
+	a.p.C.SetAll(a.ctx, len(todo), func(i int) mad.Req {
 		req, _ := a.stateSet(todo[i], state)
 		return req
 	}, func(_ int, err error) { r.Add(err) })
@@ -316,11 +316,11 @@ func (a *applyRun) movePorts(state uint8) error {
 
 // stateSet is the PortInfo Set that moves port k to state, if it is on a
 // live link, at least Init and below state.
-func (a *applyRun) stateSet(k portKey, state uint8) (mad.SetReq, bool) {
+func (a *applyRun) stateSet(k portKey, state uint8) (mad.Req, bool) {
 	n := a.fab.Nodes[k.guid]
 	pt := &n.Ports[k.port]
 	if k.port == 0 || !pt.Valid || pt.PeerGUID == 0 {
-		return mad.SetReq{}, false
+		return mad.Req{}, false
 	}
 	cur := pt.Info.PortState
 	w, ok := a.written[k]
@@ -328,7 +328,7 @@ func (a *applyRun) stateSet(k portKey, state uint8) (mad.SetReq, bool) {
 		cur = w.PortState // armed by its LID Set
 	}
 	if cur < smp.PortStateInit || cur >= state {
-		return mad.SetReq{}, false
+		return mad.Req{}, false
 	}
 	pi := pt.Info
 	if ok {
@@ -337,5 +337,5 @@ func (a *applyRun) stateSet(k portKey, state uint8) (mad.SetReq, bool) {
 	noChange(&pi)
 	withKey(a.keys, n, k.port, &pi)
 	pi.PortState = state
-	return mad.SetReq{Path: n.Path, Attr: smp.AttrPortInfo, Mod: uint32(k.port), Val: &pi}, true
+	return mad.Req{Path: n.Path, Attr: smp.AttrPortInfo, Mod: uint32(k.port), Val: &pi}, true
 }

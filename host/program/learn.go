@@ -2,11 +2,10 @@ package program
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
+	"errors"
 
 	"github.com/ibsm/ibsm/host/discovery"
-	"github.com/ibsm/ibsm/host/internal/fanout"
+	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/smp"
@@ -31,10 +30,7 @@ func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *top
 		lft  []uint8
 		ok   []bool
 	}
-	var (
-		mu  sync.Mutex
-		all []*learned
-	)
+	var all []*learned
 	var unknown []int32 // switches holding a table this programmer did not write
 	for _, node := range topo.Switches() {
 		guid := topo.Nodes[node].GUID
@@ -52,7 +48,12 @@ func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *top
 		return 0, 0
 	}
 	unknown, restored, reads = p.restoreHeld(ctx, fab, topo, unknown, held, smLID, blocks)
-	r := fanout.New(p.Parallel)
+	type read struct {
+		l    *learned
+		path mad.Path
+		b    int
+	}
+	var todo []read
 	for _, node := range unknown {
 		guid := topo.Nodes[node].GUID
 		n := fab.Nodes[guid]
@@ -60,22 +61,18 @@ func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *top
 		l := &learned{guid: guid, lid: n.Ports[0].Info.LID, lft: make([]uint8, have*64), ok: make([]bool, have)}
 		all = append(all, l)
 		for b := range have {
-			path := n.Path
-			atomic.AddInt64(&reads, 1)
-			r.Go(func() error {
-				var blk smp.LFTBlock
-				if err := p.C.Get(ctx, path, smp.AttrLinearForwardingTable, uint32(b), &blk); err != nil {
-					return nil // unknown: Apply sends it
-				}
-				mu.Lock()
-				copy(l.lft[b*64:], blk[:])
-				l.ok[b] = true
-				mu.Unlock()
-				return nil
-			})
+			todo = append(todo, read{l, n.Path, b})
 		}
 	}
-	_ = r.Wait("reading back forwarding tables")
+	reads += int64(len(todo))
+	p.C.GetAll(ctx, len(todo), func(i int) mad.Req {
+		r := todo[i]
+		return mad.Req{Path: r.path, Attr: smp.AttrLinearForwardingTable, Mod: uint32(r.b), Out: lftInto(r.l.lft[r.b*64:])}
+	}, func(i int, err error) {
+		if err == nil { // else unknown: Apply sends it
+			todo[i].l.ok[todo[i].b] = true
+		}
+	})
 	if held != nil {
 		p.logger().Info("restart: forwarding tables taken from the record of the last programming (the audit reads them back over the next sweeps)",
 			"switches", restored, "read_back", len(all), "lft_blocks_read", reads)
@@ -93,4 +90,19 @@ func (p *Programmer) learn(ctx context.Context, fab *discovery.Fabric, topo *top
 		}
 	}
 	return reads, restored
+}
+
+// lftInto reads an LFT block into the part of a switch's table it holds
+// (GetAll's Out).
+type lftInto []uint8
+
+func (d lftInto) MarshalTo([]byte) error { return errors.New("lftInto only receives") }
+
+func (d lftInto) Unmarshal(b []byte) error {
+	var blk smp.LFTBlock
+	if err := blk.Unmarshal(b); err != nil {
+		return err
+	}
+	copy(d, blk[:])
+	return nil
 }

@@ -2,6 +2,7 @@ package program
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -447,33 +448,30 @@ func (p *PKeys) learn(ctx context.Context, ports []*managed) (reads int64) {
 	if len(todo) == 0 {
 		return 0
 	}
-	var mu sync.Mutex
 	got := map[discovery.PortRef]*pkeyKnown{}
 	ok := map[discovery.PortRef]bool{}
-	r := fanout.New(p.Parallel)
+	type read struct {
+		m *managed
+		k *pkeyKnown
+		b int
+	}
+	var all []read
 	for _, m := range todo {
 		k := &pkeyKnown{table: make([]uint16, m.size)}
-		mu.Lock() // reads of earlier ports are running and may mark them failed
 		got[m.ref], ok[m.ref] = k, true
-		mu.Unlock()
 		for b := 0; b < m.blocks(); b++ {
-			path, mod := m.path, m.mod(b)
-			atomic.AddInt64(&reads, 1)
-			r.Go(func() error {
-				var blk smp.PKeyBlock
-				err := p.C.Get(ctx, path, smp.AttrPKeyTable, mod, &blk)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					ok[m.ref] = false
-					return nil
-				}
-				copy(k.table[b*smp.PKeyBlockLen:], blk[:])
-				return nil
-			})
+			all = append(all, read{m, k, b})
 		}
 	}
-	_ = r.Wait("reading back P_Key tables")
+	reads = int64(len(all))
+	p.C.GetAll(ctx, len(all), func(i int) mad.Req {
+		r := all[i]
+		return mad.Req{Path: r.m.path, Attr: smp.AttrPKeyTable, Mod: r.m.mod(r.b), Out: pkeyInto(r.k.table[r.b*smp.PKeyBlockLen:])}
+	}, func(i int, err error) {
+		if err != nil {
+			ok[all[i].m.ref] = false
+		}
+	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.known == nil {
@@ -488,6 +486,21 @@ func (p *PKeys) learn(ctx context.Context, ports []*managed) (reads int64) {
 		p.known[m.ref] = k
 	}
 	return reads
+}
+
+// pkeyInto reads a P_KeyTable block into the part of a port's table it
+// holds (GetAll's Out).
+type pkeyInto []uint16
+
+func (d pkeyInto) MarshalTo([]byte) error { return errors.New("pkeyInto only receives") }
+
+func (d pkeyInto) Unmarshal(b []byte) error {
+	var blk smp.PKeyBlock
+	if err := blk.Unmarshal(b); err != nil {
+		return err
+	}
+	copy(d, blk[:])
+	return nil
 }
 
 func (p *PKeys) logger() hclog.Logger {
