@@ -27,7 +27,7 @@ import (
 )
 
 type options struct {
-	bin, out, engine, via string
+	bin, out, engine, via, log string
 	engineConfig          []string
 	radixes               []int
 	runs                  int
@@ -39,6 +39,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "directory of the ibsm-plugin-<name> binaries (make build)")
 	flag.StringVar(&o.out, "out", filepath.Join(os.TempDir(), "linkdown"), "work directory")
 	flag.StringVar(&o.engine, "engine", "sftree", "routing engine")
+	flag.StringVar(&o.log, "log", "error", "the host's log level (to stderr): trace, debug, info, warn, error")
 	flag.IntVar(&o.runs, "runs", 3, "down/up cycles per cable kind (medians are printed)")
 	flag.Func("engine-config", `an attribute line of the engine's plugin block, e.g. 'subtree_root = "0x0002c90000000002"' (repeatable)`, func(v string) error {
 		o.engineConfig = append(o.engineConfig, v)
@@ -70,15 +71,23 @@ type sample struct {
 	sent, blocks                    int64
 	incremental                     bool
 	fallback                        string
+	// failed counts the sweeps after the change that failed before one
+	// succeeded (the loop retries them).
+	failed int
 }
 
 func run(o options) error {
+	bin, err := benchutil.PluginDir(o.bin, "-bin", o.engine, "sequential", "single")
+	if err != nil {
+		return err
+	}
+	o.bin = bin
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
 	fmt.Printf("Via %s. Times are medians; \"reprogrammed\" runs from the cable's change to the end of the sweep that re-programmed the fabric.\n\n", o.via)
-	fmt.Println("| fabric | cable | event | runs | reprogrammed s | light sweep s | re-discovery s | routing s | distribution s | LFT blocks sent | of | share | incremental | load |")
-	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+	fmt.Println("| fabric | cable | event | runs | reprogrammed s | light sweep s | re-discovery s | routing s | distribution s | LFT blocks sent | of | share | incremental | failed sweeps first | load |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
 	for _, r := range o.radixes {
 		if err := fabric(o, r); err != nil {
 			return fmt.Errorf("ft3-%d: %w", r, err)
@@ -116,7 +125,7 @@ func fabric(o options, radix int) error {
 		return err
 	}
 	ctx := context.Background()
-	a, err := app.New(ctx, loaded, hclog.New(&hclog.LoggerOptions{Name: "linkdown", Level: hclog.Error, Output: os.Stderr}))
+	a, err := app.New(ctx, loaded, hclog.New(&hclog.LoggerOptions{Name: "linkdown", Level: hclog.LevelFromString(o.log), Output: os.Stderr}))
 	if err != nil {
 		return err
 	}
@@ -127,7 +136,7 @@ func fabric(o options, radix int) error {
 		runCtx, stop := context.WithCancel(ctx)
 		defer stop()
 		reports := make(chan sweep, 16)
-		go a.SM.Run(runCtx, nil, func(rep *sm.Report, err error) { reports <- sweep{rep, err} })
+		go a.SM.Run(runCtx, nil, func(rep *sm.Report, err error) { reports <- sweep{rep, err, time.Now()} })
 		if sw := <-reports; sw.err != nil {
 			return fmt.Errorf("bring-up: %w", sw.err)
 		}
@@ -223,30 +232,52 @@ func hasLeafBelow(topo *topology.Topology, n int32, leaf func(int32) bool) bool 
 type sweep struct {
 	rep *sm.Report
 	err error
+	at  time.Time // when the loop reported it
 }
 
 // trapped applies fault while the sweep loop runs and waits for the sweep
 // that answers it (the switches trap; the loop coalesces the traps and
-// sweeps incrementally).
+// sweeps incrementally). Sweeps that began before the fault (a periodic
+// one still running) do not count; one that began after it and failed (a
+// Set down the cable that just changed) is retried by the loop, and the
+// time runs on to the sweep that succeeds.
 func trapped(reports <-chan sweep, fault func() error) (sample, error) {
-	// Cable events seconds apart, as an operator's are: the loop sweeps
-	// for traps at most every TrapMinInterval (0.5 s by default).
-	time.Sleep(time.Second)
-	for len(reports) > 0 {
-		<-reports // a periodic sweep's report from before
+	// Cable events seconds apart, as an operator's are: wait until the
+	// loop has been quiet for 1.5 s (it sweeps for traps at most every
+	// TrapMinInterval, 0.5 s by default).
+	for quiet := time.NewTimer(1500 * time.Millisecond); ; {
+		select {
+		case <-reports:
+			quiet.Reset(1500 * time.Millisecond)
+			continue
+		case <-quiet.C:
+		}
+		break
 	}
 	start := time.Now()
 	if err := fault(); err != nil {
 		return sample{}, err
 	}
-	select {
-	case sw := <-reports:
-		if sw.err != nil {
-			return sample{}, sw.err
+	failed := 0
+	deadline := time.After(10 * time.Minute)
+	for {
+		select {
+		case sw := <-reports:
+			if sw.rep != nil && sw.at.Add(-sw.rep.Total).Before(start) {
+				continue // began before the fault
+			}
+			if sw.err != nil {
+				if failed++; failed > 3 {
+					return sample{}, fmt.Errorf("%d sweeps after the change failed, the last: %w", failed, sw.err)
+				}
+				continue
+			}
+			out := measured(sw.rep, sw.at.Sub(start))
+			out.failed = failed
+			return out, nil
+		case <-deadline:
+			return sample{}, fmt.Errorf("no sweep within 10 minutes")
 		}
-		return measured(sw.rep, time.Since(start)), nil
-	case <-time.After(10 * time.Minute):
-		return sample{}, fmt.Errorf("no sweep within 10 minutes")
 	}
 }
 
@@ -310,6 +341,10 @@ func row(via, name, kind, event string, ss []sample) {
 	}
 	sent := med(func(s sample) float64 { return float64(s.sent) })
 	blocks := med(func(s sample) float64 { return float64(s.blocks) })
+	failed := 0
+	for _, s := range ss {
+		failed += s.failed
+	}
 	inc := "yes"
 	for _, s := range ss {
 		if !s.incremental || s.fallback != "" {
@@ -317,9 +352,9 @@ func row(via, name, kind, event string, ss []sample) {
 			break
 		}
 	}
-	fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f %% | %s | %.1f |\n",
+	fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f %% | %s | %d | %.1f |\n",
 		name, kind, event, len(ss),
 		sec(func(s sample) time.Duration { return s.total }), light,
 		sec(func(s sample) time.Duration { return s.disc }), sec(func(s sample) time.Duration { return s.route }),
-		sec(func(s sample) time.Duration { return s.dist }), sent, blocks, 100*sent/max(blocks, 1), inc, benchutil.LoadAvg())
+		sec(func(s sample) time.Duration { return s.dist }), sent, blocks, 100*sent/max(blocks, 1), inc, failed, benchutil.LoadAvg())
 }
