@@ -28,9 +28,9 @@ import (
 
 type options struct {
 	bin, out, engine, via, log string
-	engineConfig          []string
-	radixes               []int
-	runs                  int
+	engineConfig               []string
+	radixes                    []int
+	runs                       int
 }
 
 func main() {
