@@ -3,7 +3,6 @@ package mad
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/ibsm/ibsm/host/internal/fanout"
@@ -30,9 +29,8 @@ type batchDoer interface {
 // SetAll sends n Sets, the i-th as req(i) describes it, and calls done(i,
 // err) as each ends, one call at a time. Each ends as Set would end, but
 // over a transport with DoAll they travel without a goroutine each: a
-// sweep's LFT blocks, millions on the largest fabrics. req is called from
-// one goroutine at a time, more than once for the same i, and must
-// describe the same SMP each time. With M_Keys an SMP goes out with its
+// sweep's LFT blocks, millions on the largest fabrics. req is called once per
+// SMP, from one goroutine at a time. With M_Keys an SMP goes out with its
 // destination's best candidate key; one that gets no answer with it while
 // there are others, or whose answer shows the key was wrong, is sent again
 // through Set, which tries them all; a PortInfo Set that changed the
@@ -55,8 +53,7 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 		done(i, err)
 	}
 	slow := fanout.New(0)
-	viaSet := func(i int) {
-		r := set(i)
+	viaSet := func(i int, r Req) {
 		slow.Go(func() error {
 			report(i, c.do(ctx, method, r.Path, r.Attr, r.Mod, r.Val, r.Out))
 			return nil
@@ -69,14 +66,16 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 	bd, ok := t.(batchDoer)
 	if !ok {
 		for i := range n {
-			viaSet(i)
+			viaSet(i, set(i))
 		}
 		_ = slow.Wait("") // every error went to done
 		return
 	}
 	keys := c.Keys()
-	// What each Set in flight carried (DoAll keeps at most a window's worth).
+	// Each SMP in flight and the keys it carried (DoAll keeps at most a
+	// window's worth), so set is called once per SMP.
 	type sent struct {
+		r               Req
 		key, payloadKey uint64
 		cands           int
 	}
@@ -89,21 +88,21 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 			key, cands = ks[0], len(ks)
 		}
 		payloadKey, err := encodeDR(buf, method, r.Path, r.Attr, r.Mod, key, r.Val)
+		inFlight[i] = sent{r, key, payloadKey, cands}
 		if err != nil {
 			return transport.Packet{}, err
 		}
-		inFlight[i] = sent{key, payloadKey, cands}
 		return transport.Packet{DLID: smp.PermissiveLID, MAD: buf}, nil
 	}, func(i int, resp transport.Packet, err error) {
 		s := inFlight[i]
 		delete(inFlight, i)
-		r := set(i)
+		r := s.r
 		if err != nil {
 			if s.cands > 1 && ctx.Err() == nil && errors.Is(err, transport.ErrTimeout) {
-				viaSet(i) // perhaps the wrong key: Set tries the others
+				viaSet(i, r) // perhaps the wrong key: Set tries the others
 				return
 			}
-			report(i, fmt.Errorf("SMP attr %#04x mod %d via DR %s: %w", r.Attr, r.Mod, r.Path, err))
+			report(i, sendErr(r.Attr, r.Mod, r.Path, err))
 			return
 		}
 		var m smp.SMP
@@ -112,7 +111,7 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 			return
 		}
 		if keys != nil && keys.Observe(r.Path, method, s.key, &m) && s.cands > 1 {
-			viaSet(i)
+			viaSet(i, r)
 			return
 		}
 		err = answerErr(&m, method, r.Path, r.Attr, r.Mod)

@@ -94,7 +94,7 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 		}
 		resp, err := c.T.Do(ctx, transport.Packet{DLID: smp.PermissiveLID, MAD: buf})
 		if err != nil {
-			return nil, fmt.Errorf("SMP attr %#04x mod %d via DR %s: %w", attrID, mod, path, err)
+			return nil, sendErr(attrID, mod, path, err)
 		}
 		r := new(smp.SMP)
 		if err := r.Decode(resp.MAD); err != nil {
@@ -178,6 +178,11 @@ func encodeDR(buf []byte, method uint8, path Path, attrID uint16, mod uint32, ke
 		payloadKey = binary.BigEndian.Uint64(s.Data[:8])
 	}
 	return payloadKey, s.EncodeTo(buf)
+}
+
+// sendErr is the error of an SMP the transport got no answer to.
+func sendErr(attrID uint16, mod uint32, path Path, err error) error {
+	return fmt.Errorf("SMP attr %#04x mod %d via DR %s: %w", attrID, mod, path, err)
 }
 
 func malformed(attrID uint16, path Path, err error) error {

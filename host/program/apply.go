@@ -290,15 +290,17 @@ func (a *applyRun) movePorts(state uint8) error {
 	for guid, n := range a.fab.Nodes {
 		for port := range n.Ports {
 			k := portKey{guid, uint8(port)}
-			if _, ok := a.stateSet(k, state); !ok {
+			req, ok := a.stateSet(k, state)
+			if !ok {
 				continue
 			}
 			atomic.AddInt64(&a.st.StateSets, 1)
 			if g := a.foreign.pick(r, a.fab, k); g != r {
-				req, _ := a.stateSet(k, state)
 				g.Go(func() error { return a.p.C.Set(a.ctx, req.Path, req.Attr, req.Mod, req.Val, nil) })
 				continue
 			}
+			// The Set is built again when SetAll sends it: keeping the
+			// port's key, not its PortInfo, keeps 480 k of them small.
 			todo = append(todo, k)
 		}
 	}
