@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/host/lidstore"
-	"github.com/ibsm/ibsm/host/mad"
-	"github.com/ibsm/ibsm/transport"
-	"github.com/ibsm/ibsm/transport/ibsim"
 	"github.com/ibsm/ibsm/transport/netfile"
 	"github.com/ibsm/ibsm/transport/smp"
 )
@@ -67,21 +64,7 @@ func TestAuditRepairsLFTOnIBSim(t *testing.T) {
 	}
 
 	// The other client: a plain (non-SM) attachment at another CA.
-	conn, err := ibsim.Dial(ctx, ibsim.Options{SockName: r.env.Sockname, Attach: intruderNode.Name})
-	if err != nil {
-		t.Fatalf("attaching a second client to ibsim: %v", err)
-	}
-	tr := transport.New(conn, transport.Options{Timeout: 500 * time.Millisecond, Retries: 3, Window: 4})
-	defer tr.Close()
-	c := &mad.Client{T: tr}
-	leaf := mad.Path{1} // out of the CA's port 1: its switch
-	var ni smp.NodeInfo
-	if err := c.Get(ctx, leaf, smp.AttrNodeInfo, 0, &ni); err != nil {
-		t.Fatal(err)
-	}
-	if ni.NodeType != smp.NodeTypeSwitch {
-		t.Fatalf("DR %s from %s reaches node %#x of type %d, not a switch", leaf, intruderNode.Name, ni.NodeGUID, ni.NodeType)
-	}
+	c, leaf, ni := r.leafClient(t, ctx, intruderNode.Name)
 	var orig, bad, got smp.LFTBlock
 	if err := c.Get(ctx, leaf, smp.AttrLinearForwardingTable, block, &orig); err != nil {
 		t.Fatal(err)
@@ -195,18 +178,7 @@ func TestAuditMultiVLOnIBSim(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := ibsim.Dial(ctx, ibsim.Options{SockName: r.env.Sockname, Attach: cas[1].Name})
-	if err != nil {
-		t.Fatalf("attaching a second client to ibsim: %v", err)
-	}
-	tr := transport.New(conn, transport.Options{Timeout: 500 * time.Millisecond, Retries: 3, Window: 4})
-	defer tr.Close()
-	c := &mad.Client{T: tr}
-	leaf := mad.Path{1}
-	var ni smp.NodeInfo
-	if err := c.Get(ctx, leaf, smp.AttrNodeInfo, 0, &ni); err != nil {
-		t.Fatal(err)
-	}
+	c, leaf, ni := r.leafClient(t, ctx, cas[1].Name)
 	mod := smp.SL2VLMod(1, 2)
 	var orig, got smp.SL2VLTable
 	if err := c.Get(ctx, leaf, smp.AttrSLtoVLMappingTable, mod, &orig); err != nil {

@@ -14,10 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/integration/benchutil"
 	"github.com/ibsm/ibsm/integration/diags"
 	"github.com/ibsm/ibsm/sdk/topology"
+	"github.com/ibsm/ibsm/transport"
+	"github.com/ibsm/ibsm/transport/ibsim"
 	"github.com/ibsm/ibsm/transport/netfile"
+	"github.com/ibsm/ibsm/transport/smp"
 )
 
 // These tests run ibsm (and, to validate the harness, OpenSM) against a
@@ -40,6 +44,26 @@ type rig struct {
 // tools attached at toolHost. At test end it checks that ibsim is alive
 // and answers its console and a MAD (nothing the SM did stalled or killed
 // it), then stops it.
+// leafClient attaches a plain (non-SM) client to ibsim at CA ca and returns
+// it with the directed route out of the CA's port 1, checked to reach a
+// switch, and that switch's NodeInfo. The client closes when the test ends.
+func (r *rig) leafClient(t *testing.T, ctx context.Context, ca string) (*mad.Client, mad.Path, smp.NodeInfo) {
+	t.Helper()
+	conn, err := ibsim.Dial(ctx, ibsim.Options{SockName: r.env.Sockname, Attach: ca})
+	if err != nil {
+		t.Fatalf("attaching a second client to ibsim at %s: %v", ca, err)
+	}
+	tr := transport.New(conn, transport.Options{Timeout: 500 * time.Millisecond, Retries: 3, Window: 4})
+	t.Cleanup(func() { tr.Close() })
+	c := &mad.Client{T: tr}
+	leaf := mad.Path{1}
+	var ni smp.NodeInfo
+	if err := c.Get(ctx, leaf, smp.AttrNodeInfo, 0, &ni); err != nil || ni.NodeType != smp.NodeTypeSwitch {
+		t.Fatalf("DR %s from %s reaches node %#x of type %d (%v); want a switch", leaf, ca, ni.NodeGUID, ni.NodeType, err)
+	}
+	return c, leaf, ni
+}
+
 func startRig(t *testing.T, netFile, toolHost string) *rig {
 	t.Helper()
 	preload, paths, err := diags.FindTools()

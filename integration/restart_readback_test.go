@@ -13,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ibsm/ibsm/host/mad"
 	"github.com/ibsm/ibsm/host/rollout"
-	"github.com/ibsm/ibsm/transport"
-	"github.com/ibsm/ibsm/transport/ibsim"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
@@ -95,18 +92,7 @@ func TestRestartRestoresTablesOnIBSim(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	conn, err := ibsim.Dial(ctx, ibsim.Options{SockName: r.env.Sockname, Attach: cas[1].Name})
-	if err != nil {
-		t.Fatalf("attaching a second client to ibsim: %v", err)
-	}
-	tr := transport.New(conn, transport.Options{Timeout: 500 * time.Millisecond, Retries: 3, Window: 4})
-	defer tr.Close()
-	c := &mad.Client{T: tr}
-	leaf := mad.Path{1} // out of the CA's port 1: its switch
-	var ni smp.NodeInfo
-	if err := c.Get(ctx, leaf, smp.AttrNodeInfo, 0, &ni); err != nil || ni.NodeType != smp.NodeTypeSwitch {
-		t.Fatalf("DR %s from %s: node type %d, %v; want a switch", leaf, cas[1].Name, ni.NodeType, err)
-	}
+	c, leaf, ni := r.leafClient(t, ctx, cas[1].Name)
 	// The block overwritten: not the one holding the switch's own LID,
 	// which a restart reads to check the record (its probe).
 	var pi smp.PortInfo
