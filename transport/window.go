@@ -119,11 +119,7 @@ func (w *window) dest(key destKey) *dest {
 // is down (see downLocked), in the same hold of the lock.
 func (w *window) acquire(ctx context.Context, done <-chan struct{}, key destKey) (down bool, err error) {
 	w.mu.Lock()
-	// Waiters are never grantable at rest (put grants them eagerly, and
-	// only put and grow open room), so room now is room ahead of nobody.
-	if w.room(key) {
-		w.take(key)
-		down = w.downLocked(key)
+	if down, ok := w.grabLocked(key); ok {
 		w.mu.Unlock()
 		return down, nil
 	}
@@ -185,6 +181,13 @@ func (w *window) trim() {
 func (w *window) tryAcquire(key destKey) (down, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.grabLocked(key)
+}
+
+// grabLocked takes a slot for key if there is room. Waiters are never
+// grantable at rest (put grants them eagerly, and only put and grow open
+// room), so room now is room ahead of nobody.
+func (w *window) grabLocked(key destKey) (down, ok bool) {
 	if !w.room(key) {
 		return false, false
 	}
