@@ -74,24 +74,24 @@ func (s *SM) pollAndCheck(ctx context.Context) (discovery.Changes, string, error
 	return ch, full, nil
 }
 
-// checkEndpoints reads the SM's own port and, with cas, the next
+// checkEndpoints reads the SM's own port and, withCAs, the next
 // CAChecksPerSweep CA ports, all at once, and returns those that differ
 // from the plan.
-func (s *SM) checkEndpoints(ctx context.Context, fab *discovery.Fabric, a *Applied, cas bool) ([]discovery.PortRef, string) {
+func (s *SM) checkEndpoints(ctx context.Context, fab *discovery.Fabric, a *Applied, withCAs bool) ([]discovery.PortRef, string) {
 	n := s.Opts.CAChecksPerSweep
 	if n == 0 {
 		n = defaultCAChecks
 	}
-	if !cas {
-		n = -1
+	if !withCAs {
+		n = 0
 	}
 	topo, res := a.Topo, a.Result
 	eps := topo.Endpoints()
 	smLID := smLIDOf(topo, res)
-	var caIdx []int
+	var cas []int
 	for i, ep := range eps {
 		if topo.Nodes[ep.Node].Type != topology.Switch && topo.Nodes[ep.Node].GUID != fab.SMGUID {
-			caIdx = append(caIdx, i)
+			cas = append(cas, i)
 		}
 	}
 	pick := []int{}
@@ -99,11 +99,11 @@ func (s *SM) checkEndpoints(ctx context.Context, fab *discovery.Fabric, a *Appli
 		pick = append(pick, int(i))
 	}
 	s.mu.Lock()
-	for k := 0; n > 0 && k < n && k < len(caIdx); k++ {
-		pick = append(pick, caIdx[(s.caNext+k)%len(caIdx)])
+	for k := 0; n > 0 && k < n && k < len(cas); k++ {
+		pick = append(pick, cas[(s.caNext+k)%len(cas)])
 	}
-	if len(caIdx) > 0 && n > 0 {
-		s.caNext = (s.caNext + min(n, len(caIdx))) % len(caIdx)
+	if len(cas) > 0 && n > 0 {
+		s.caNext = (s.caNext + min(n, len(cas))) % len(cas)
 	}
 	s.mu.Unlock()
 	var (
