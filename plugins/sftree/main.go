@@ -46,7 +46,7 @@ func (e *engine) Info() sdk.Info {
 func (e *engine) Schema() schema.Block {
 	attrs := []schema.Attribute{
 		schema.Attr("subtree_root", cty.String,
-			`Node GUID ("0x...") of the leaf switch all down-to-up turns of switch-to-switch routes happen under. Unset, the first leaf (in ftree's leaf order) that reaches every switch on an up/down path is chosen, avoiding the leaf the SM is cabled to.`),
+			`Node GUID ("0x...") of the leaf switch all down-to-up turns of switch-to-switch routes happen under. Unset, the first leaf (in ftree's leaf order) that reaches every switch on an up/down path is chosen, avoiding the leaf the SM is cabled to. Set, it is used unless it leaves switch pairs without a route (its pod lost a cable to a top switch) that the unset choice routes: then the unset choice is used for as long as that lasts, with a warning.`),
 		schema.Attr("max_subtree_roots", cty.Number,
 			fmt.Sprintf("Subtree roots at most: 1 is the paper's single root; more let a degraded tree, where no leaf reaches every switch on an up/down path, add leaves as roots for the pairs the first cannot route. Each added root is kept only if the channel dependency graph stays acyclic (needs verify_cdg). 1 to %d.", 64)).
 			WithDefault(cty.NumberIntVal(sftree.DefaultMaxRoots)),
@@ -105,6 +105,10 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 		"via_extra_roots", rep.ViaExtraRoots, "backed_off", rep.BackedOff,
 		"reachable_pct", fmt.Sprintf("%.3f", rep.Reachability()), "cdg_checked", rep.CDGChecked, "cdg_edges", rep.CDGEdges,
 		"updown_time", rep.UpDownTime, "combine_time", rep.CombineTime, "verify_time", rep.VerifyTime, "extend_time", rep.ExtendTime)
+	if rep.ConfiguredRootReplaced {
+		e.log.Warn("the configured subtree_root cannot route every switch pair on this fabric; Algorithm 1's root is used until it can (fix the cabling into its pod or change subtree_root)",
+			"why", rep.RootHow, "subtree_root", fmt.Sprintf("0x%016x", rep.Root))
+	}
 	if rep.Unreachable > 0 {
 		e.log.Warn("some switch pairs have no deadlock-free sFtree route; they are left unrouted, not routed another way",
 			"unreachable_pairs", rep.Unreachable, "withdrawn_for_credit_loops", rep.Withdrawn, "examples", rep.Examples)

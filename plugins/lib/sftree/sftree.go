@@ -51,7 +51,10 @@ type Tree interface {
 // Options tune Route.
 type Options struct {
 	// Root forces the first subtree root (a switch node GUID); 0 selects
-	// it by Algorithm 1.
+	// it by Algorithm 1. Where the forced root leaves switch pairs without
+	// a route (its pod lost a cable to a top switch) and Algorithm 1's
+	// root routes more of them, Algorithm 1's is used and the report says
+	// so (ConfiguredRootReplaced).
 	Root uint64
 	// MaxRoots bounds the subtree roots: 1 is the paper's single root,
 	// more lets degraded trees add roots for the pairs the first cannot
@@ -71,6 +74,9 @@ type Report struct {
 	Root    uint64
 	RootHow string
 	Roots   []uint64
+	// ConfiguredRootReplaced is set when Options.Root left pairs
+	// unroutable and Algorithm 1's root routed more of them.
+	ConfiguredRootReplaced bool
 	// Pairs counts ordered (source switch, destination switch) pairs,
 	// s != d, among ranked switches.
 	Pairs int64
@@ -119,23 +125,10 @@ func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, op
 	if base == nil || !base.IsPlanes() || len(base.Planes) != len(eps) {
 		return nil, nil, fmt.Errorf("sftree: the fat-tree routes must be planes for all %d endpoints", len(eps))
 	}
-	rep := &Report{}
 	ud, err := newUpDown(g, tree)
 	if err != nil {
 		return nil, nil, err
 	}
-	start := time.Now()
-	rows, err := ud.planes(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep.UpDownTime = time.Since(start)
-
-	root, how, err := chooseRoot(g, tree, rows, opt.Root)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep.RootHow = how
 	maxRoots := opt.MaxRoots
 	if maxRoots == 0 {
 		maxRoots = DefaultMaxRoots
@@ -143,6 +136,42 @@ func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, op
 	if maxRoots < 1 || maxRoots > maxRootsLimit {
 		return nil, nil, fmt.Errorf("sftree: %d subtree roots: give 1 (the paper's single root) to %d", maxRoots, maxRootsLimit)
 	}
+	out, rep, err := routeFrom(ctx, g, tree, base, ud, opt.Root, maxRoots, opt.SkipVerify)
+	if err != nil || opt.Root == 0 || rep.Unreachable == 0 || opt.SkipVerify {
+		return out, rep, err
+	}
+	// A configured root whose pod lost a cable to a top switch reaches that
+	// switch on no up*/down* path, and the extra roots cannot always route
+	// the rest without a credit loop. Leaving the pairs dark would make the
+	// host refuse every plan and keep routes through the dead cable, so
+	// Algorithm 1 gets to choose, and the report says why.
+	alt, altRep, err := routeFrom(ctx, g, tree, base, ud, 0, maxRoots, opt.SkipVerify)
+	if err != nil || altRep.Unreachable >= rep.Unreachable {
+		return out, rep, nil
+	}
+	altRep.RootHow = fmt.Sprintf("configured subtree_root 0x%016x left %d switch pairs without a deadlock-free route; instead %s", opt.Root, rep.Unreachable, altRep.RootHow)
+	altRep.ConfiguredRootReplaced = true
+	return alt, altRep, nil
+}
+
+// routeFrom is one sFtree routing with the first root forced (a GUID) or,
+// for 0, chosen by Algorithm 1.
+func routeFrom(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, ud *upDown, forced uint64, maxRoots int, skipVerify bool) (*plan.Routes, *Report, error) {
+	t := g.Topo
+	eps := t.Endpoints()
+	rep := &Report{}
+	start := time.Now()
+	rows, err := ud.planes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.UpDownTime = time.Since(start)
+
+	root, how, err := chooseRoot(g, tree, rows, forced)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.RootHow = how
 
 	start = time.Now()
 	c := newCombiner(g, ud, rows, root)
@@ -159,7 +188,7 @@ func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, op
 		out.Planes[e] = plan.DestPlanes{Planes: []plan.Plane{rows[d]}}
 	}
 
-	if !opt.SkipVerify {
+	if !skipVerify {
 		start = time.Now()
 		if err := c.verify(ctx, out, rep); err != nil {
 			return nil, nil, err

@@ -239,8 +239,13 @@ func TestExtraRoots(t *testing.T) {
 			g = route.NewGraph(topo)
 			base, tree = ftreeBase(t, topo, 0)
 			var reps [2]*Report
-			for i, max := range []int{1, 0} {
-				r, rep, err := Route(context.Background(), g, tree, base, Options{MaxRoots: max, Root: rep.Root})
+			ud, err := newUpDown(g, tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, max := range []int{1, DefaultMaxRoots} {
+				// routeFrom keeps the configured root whatever it leaves dark.
+				r, rep, err := routeFrom(context.Background(), g, tree, base, ud, rep.Root, max, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -264,6 +269,23 @@ func TestExtraRoots(t *testing.T) {
 			}
 			if multi.ViaSubtree != single.ViaSubtree || multi.UpDown != single.UpDown {
 				t.Errorf("extra roots changed first-root routes: subtree %d -> %d, up/down %d -> %d", single.ViaSubtree, multi.ViaSubtree, single.UpDown, multi.UpDown)
+			}
+			if single.ConfiguredRootReplaced || multi.ConfiguredRootReplaced {
+				t.Errorf("the root was replaced although it was not configured")
+			}
+			// The same root configured: pairs it leaves dark would make the
+			// host refuse every plan, so Algorithm 1's root takes over.
+			r, pinned, err := Route(context.Background(), g, tree, base, Options{Root: rep.Root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, topo, base, r, pinned, 0)
+			if !pinned.ConfiguredRootReplaced || pinned.Root == rep.Root || pinned.Unreachable != 0 {
+				t.Errorf("configured root 0x%016x leaving %d pairs dark: got root 0x%016x (%s), replaced %v, unreachable %d",
+					rep.Root, multi.Unreachable, pinned.Root, pinned.RootHow, pinned.ConfiguredRootReplaced, pinned.Unreachable)
+			}
+			if !strings.Contains(pinned.RootHow, fmt.Sprintf("configured subtree_root 0x%016x", rep.Root)) {
+				t.Errorf("the report does not say why the configured root was replaced: %q", pinned.RootHow)
 			}
 		})
 	}
