@@ -29,13 +29,16 @@ func (d *Dispatcher) DoAll(ctx context.Context, n int, build func(i int, buf []b
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	next := 0
-	var pend *batchState // built, waiting for a slot
+	// pend is built and waits for a slot (held by value: a heap
+	// batchState per request was one allocation per SMP).
+	var pend batchState
+	havePend := false
 	for {
-		for len(b.live) < most && (pend != nil || next < n) {
-			if pend == nil {
-				pend = b.build(next, build)
+		for len(b.live) < most && (havePend || next < n) {
+			if !havePend {
+				havePend = b.build(&pend, next, build)
 				next++
-				if pend == nil {
+				if !havePend {
 					continue
 				}
 			}
@@ -50,15 +53,15 @@ func (d *Dispatcher) DoAll(ctx context.Context, n int, build func(i int, buf []b
 					if ctx.Err() == nil {
 						err = d.endErr()
 					}
-					b.abort(pend, next, n, err)
+					b.abort(&pend, havePend, next, n, err)
 					return
 				}
 			}
-			b.start(pend, to, down)
-			pend = nil
+			b.start(&pend, to, down)
+			havePend = false
 		}
 		if len(b.live) == 0 {
-			if pend == nil && next >= n {
+			if !havePend && next >= n {
 				return
 			}
 			continue
@@ -73,10 +76,10 @@ func (d *Dispatcher) DoAll(ctx context.Context, n int, build func(i int, buf []b
 		case now := <-timer.C:
 			b.expire(now)
 		case <-ctx.Done():
-			b.abort(pend, next, n, ctx.Err())
+			b.abort(&pend, havePend, next, n, ctx.Err())
 			return
 		case <-d.done:
-			b.abort(pend, next, n, d.endErr())
+			b.abort(&pend, havePend, next, n, d.endErr())
 			return
 		}
 	}
@@ -122,8 +125,8 @@ type batch struct {
 // never is a deadline that does not come: the call's answer is on its way.
 var never = time.Now().Add(100 * 365 * 24 * time.Hour)
 
-// build builds request i, or ends it (nil) if build fails.
-func (b *batch) build(i int, build func(int, []byte) (Packet, error)) *batchState {
+// build builds request i into st, or ends it (false) if build fails.
+func (b *batch) build(st *batchState, i int, build func(int, []byte) (Packet, error)) bool {
 	var buf []byte
 	if k := len(b.free); k > 0 {
 		buf, b.free = b.free[k-1], b.free[:k-1]
@@ -137,9 +140,10 @@ func (b *batch) build(i int, build func(int, []byte) (Packet, error)) *batchStat
 	if err != nil {
 		b.free = append(b.free, buf)
 		b.done(i, Packet{}, err)
-		return nil
+		return false
 	}
-	return &batchState{idx: i, req: req, buf: buf}
+	*st = batchState{idx: i, req: req, buf: buf}
+	return true
 }
 
 // start sends st's first attempt, which holds a window slot for to.
@@ -285,8 +289,9 @@ func (b *batch) finish(c *call, resp Packet, err error) {
 }
 
 // abort ends what is in flight with err (an answer already in ev wins),
-// then pend and the requests from next on, which were never sent.
-func (b *batch) abort(pend *batchState, next, n int, err error) {
+// then pend (if havePend) and the requests from next on, which were never
+// sent.
+func (b *batch) abort(pend *batchState, havePend bool, next, n int, err error) {
 	d := b.d
 	d.mu.Lock()
 	for _, c := range b.live {
@@ -303,7 +308,7 @@ func (b *batch) abort(pend *batchState, next, n int, err error) {
 	for len(b.live) > 0 {
 		b.finish(b.live[0], Packet{}, err)
 	}
-	if pend != nil {
+	if havePend {
 		b.done(pend.idx, Packet{}, err)
 	}
 	for i := next; i < n; i++ {

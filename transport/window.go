@@ -186,13 +186,23 @@ func (w *window) tryAcquire(key destKey) (down, ok bool) {
 
 // grabLocked takes a slot for key if there is room. Waiters are never
 // grantable at rest (put grants them eagerly, and only put and grow open
-// room), so room now is room ahead of nobody.
+// room), so room now is room ahead of nobody. One map lookup: this runs
+// once per MAD.
 func (w *window) grabLocked(key destKey) (down, ok bool) {
-	if !w.room(key) {
+	if w.inflight >= w.all.limit() {
 		return false, false
 	}
-	w.take(key)
-	return w.downLocked(key), true
+	d := w.dests[key]
+	if d != nil && d.inflight >= d.w.limit() {
+		return false, false
+	}
+	if d == nil {
+		d = &dest{w: aimd{float64(w.ceiling)}}
+		w.dests[key] = d
+	}
+	w.inflight++
+	d.inflight++
+	return d.down(), true
 }
 
 func (w *window) room(key destKey) bool {
@@ -211,10 +221,15 @@ func (w *window) take(key destKey) {
 // put frees a slot of key and grants waiters, oldest first, skipping those
 // whose destination is full.
 func (w *window) put(key destKey) {
+	w.putDest(key, w.dests[key])
+}
+
+// putDest is put with key's dest (nil: none) already looked up.
+func (w *window) putDest(key destKey, d *dest) {
 	w.inflight--
-	if d := w.dests[key]; d != nil {
+	if d != nil {
 		d.inflight--
-		if now := time.Now(); d.inflight == 0 && d.w.cur >= float64(w.ceiling) && now.After(d.downUntil) && now.After(d.slowUntil) {
+		if d.inflight == 0 && d.w.cur >= float64(w.ceiling) && d.forgettable() {
 			delete(w.dests, key) // at the ceiling: nothing to remember
 		}
 	}
@@ -232,22 +247,33 @@ func (w *window) put(key destKey) {
 	w.trim()
 }
 
+// forgettable reports whether d holds nothing a fresh dest would not: it
+// is neither down nor slow now. The clock is read only when it might be.
+func (d *dest) forgettable() bool {
+	if d.downUntil.IsZero() && d.slowUntil.IsZero() {
+		return true
+	}
+	now := time.Now()
+	return now.After(d.downUntil) && now.After(d.slowUntil)
+}
+
 // release ends a request to key: answered on its first attempt (the
 // windows open), answered later, or not.
 func (w *window) release(key destKey, answered, firstTry bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if answered {
-		w.aliveLocked(key)
+	d := w.dests[key]
+	if answered && d != nil {
+		d.downUntil = time.Time{} // aliveLocked
 	}
 	if firstTry {
 		w.all.grow(w.ceiling)
-		if d := w.dests[key]; d != nil {
+		if d != nil {
 			d.w.grow(w.ceiling)
 			d.lateness *= 0.9
 		}
 	}
-	w.put(key)
+	w.putDest(key, d)
 }
 
 // timeout records that an attempt to key sent at sent went unanswered.
@@ -316,7 +342,12 @@ func (w *window) aliveLocked(key destKey) {
 // request keeps its retries: they cost nobody else anything.
 func (w *window) downLocked(key destKey) bool {
 	d := w.dests[key]
-	return d != nil && d.inflight > 1 && time.Now().Before(d.downUntil)
+	return d != nil && d.down()
+}
+
+// down is downLocked for a looked-up d.
+func (d *dest) down() bool {
+	return d.inflight > 1 && !d.downUntil.IsZero() && time.Now().Before(d.downUntil)
 }
 
 // floor is as far as a window (a destination's or the overall one)

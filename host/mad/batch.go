@@ -80,6 +80,10 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 		cands           int
 	}
 	inFlight := map[int]sent{}
+	// done runs on DoAll's goroutine one call at a time, so one SMP
+	// holds every answer in turn (Observe keeps none): one allocation
+	// per batch, not per SMP.
+	m := new(smp.SMP)
 	bd.DoAll(ctx, n, func(i int, buf []byte) (transport.Packet, error) {
 		r := set(i)
 		key, cands := c.MKey, 1
@@ -105,20 +109,19 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 			report(i, sendErr(r.Attr, r.Mod, r.Path, err))
 			return
 		}
-		var m smp.SMP
 		if err := m.Decode(resp.MAD); err != nil {
 			report(i, malformed(r.Attr, r.Path, err))
 			return
 		}
-		if keys != nil && keys.Observe(r.Path, method, s.key, &m) && s.cands > 1 {
+		if keys != nil && keys.Observe(r.Path, method, s.key, m) && s.cands > 1 {
 			viaSet(i, r)
 			return
 		}
-		err = answerErr(&m, method, r.Path, r.Attr, r.Mod)
+		err = answerErr(m, method, r.Path, r.Attr, r.Mod)
 		if err == nil && r.Out != nil {
-			err = unmarshal(r.Out, &m, r.Attr, r.Path)
+			err = unmarshal(r.Out, m, r.Attr, r.Path)
 		}
-		if err != nil || !keyChanged(keys, method, r.Attr, s.key, s.payloadKey, &m) {
+		if err != nil || !keyChanged(keys, method, r.Attr, s.key, s.payloadKey, m) {
 			report(i, err)
 			return
 		}

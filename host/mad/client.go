@@ -156,7 +156,9 @@ func (c *Client) stopLease(ctx context.Context, k Keys, path Path, mod uint32, k
 }
 
 // encodeDR writes a directed-route SMP into buf (smp.MADLen bytes) and
-// returns the first 8 bytes of a's payload (a PortInfo's M_Key).
+// returns the first 8 bytes of a's payload (a PortInfo's M_Key). a is
+// marshalled straight into buf's data field: through a copy in an smp.SMP
+// the interface call moved that SMP to the heap, one allocation per SMP.
 func encodeDR(buf []byte, method uint8, path Path, attrID uint16, mod uint32, key uint64, a Attribute) (uint64, error) {
 	s := smp.SMP{
 		MgmtClass:    smp.ClassSMPDR,
@@ -170,14 +172,17 @@ func encodeDR(buf []byte, method uint8, path Path, attrID uint16, mod uint32, ke
 		DrDLID:       smp.PermissiveLID,
 	}
 	copy(s.InitialPath[1:], path)
-	var payloadKey uint64
-	if a != nil {
-		if err := a.MarshalTo(s.Data[:]); err != nil {
-			return 0, err
-		}
-		payloadKey = binary.BigEndian.Uint64(s.Data[:8])
+	if err := s.EncodeTo(buf); err != nil {
+		return 0, err
 	}
-	return payloadKey, s.EncodeTo(buf)
+	if a == nil {
+		return 0, nil
+	}
+	data := buf[smp.DataOffset : smp.DataOffset+smp.DataLen] // zeroed by EncodeTo
+	if err := a.MarshalTo(data); err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(data[:8]), nil
 }
 
 // sendErr is the error of an SMP the transport got no answer to.

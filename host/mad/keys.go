@@ -32,7 +32,8 @@ type Keys interface {
 	// answered with GetResp) and the key it carried, and the response. It returns true when the answer shows that the key
 	// is not the port's (a PortInfo Get at protection level 1 hides the
 	// M_Key from a wrong key but is answered), so that the Client asks
-	// again with the next candidate.
+	// again with the next candidate. It must not keep resp, which a
+	// batch reuses for the next answer.
 	Observe(path Path, method uint8, key uint64, resp *smp.SMP) (wrongKey bool)
 	// Want returns the M_Key settings the SM wants on the port with this
 	// GUID (a switch: its port GUID) and whether it manages M_Keys at

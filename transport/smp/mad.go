@@ -10,7 +10,9 @@ const (
 	MADLen    = 256 // every MAD handled here is exactly 256 bytes
 	HeaderLen = 24  // common MAD header
 	DataLen   = 64  // SMP data area
-	MaxHops   = 63  // largest directed-route hop count
+	// DataOffset is where the SMP data area starts in both layouts.
+	DataOffset = 64
+	MaxHops    = 63 // largest directed-route hop count
 )
 
 // BaseVersion is the only MAD base version defined by the spec.

@@ -94,7 +94,7 @@ func (s *SMP) EncodeTo(b []byte) error {
 	b[18], b[19] = 0, 0
 	binary.BigEndian.PutUint32(b[20:], s.AttrMod)
 	binary.BigEndian.PutUint64(b[24:], s.MKey)
-	copy(b[64:128], s.Data[:])
+	copy(b[DataOffset:DataOffset+DataLen], s.Data[:])
 	switch s.MgmtClass {
 	case ClassSMPLID:
 		binary.BigEndian.PutUint16(b[4:], s.Status)
@@ -158,7 +158,7 @@ func (s *SMP) Decode(b []byte) error {
 	s.AttrID = binary.BigEndian.Uint16(b[16:])
 	s.AttrMod = binary.BigEndian.Uint32(b[20:])
 	s.MKey = binary.BigEndian.Uint64(b[24:])
-	copy(s.Data[:], b[64:128])
+	copy(s.Data[:], b[DataOffset:DataOffset+DataLen])
 	st := binary.BigEndian.Uint16(b[4:])
 	if s.MgmtClass == ClassSMPLID {
 		s.Status = st
