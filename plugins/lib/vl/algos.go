@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
+	"slices"
 
 	"github.com/ibsm/ibsm/sdk/route"
 )
@@ -241,36 +243,122 @@ func DFSSSP(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error)
 // The per-(switch, destination) state is kept switch-major (index
 // s*destinations + d): every tree node on channel c sits at c's switch and
 // its parent at c's far switch, so a channel's nodes, listed by ascending
-// destination, are read as two forward scans. The fitness of each layer is
+// destination, are read as forward scans — the node's state, its weight,
+// and its children as a bit mask over the switch's neighbours (the
+// neighbours' weights are forward scans too). The fitness of each layer is
 // summed per channel in parallel (each channel alone, in that order, so the
 // sums and the plan do not depend on the workers).
 func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
-	out := newLayers(f)
-	out.PerHop = true
-	nd := len(f.DLIDs)
-	// Per channel, the destinations whose tree uses it, ascending (CSR).
-	nc := f.Chans()
-	off := make([]int32, nc+1)
-	for d := 0; d < nd; d++ {
-		for s := int32(0); s < int32(f.N); s++ {
-			if t, p := tr.Next(d, s); t >= 0 {
-				off[f.Chan(s, p)+1]++
+	k, widest := 0, int32(0) // most switch-to-switch ports on one switch
+	for s := int32(0); s < int32(f.N); s++ {
+		n := 0
+		for c := f.chanBase[s]; c < f.chanBase[s+1]; c++ {
+			if f.peerSw[c] >= 0 {
+				n++
 			}
 		}
+		if n > k {
+			k, widest = n, s
+		}
+	}
+	switch {
+	case k <= 16:
+		return acroW[uint16](ctx, f, tr, max)
+	case k <= 32:
+		return acroW[uint32](ctx, f, tr, max)
+	case k <= 64:
+		return acroW[uint64](ctx, f, tr, max)
+	}
+	return nil, fmt.Errorf("acro: switch 0x%016x has %d switch-to-switch ports; acro handles at most 64 — use dfsssp or layered", f.G.SwitchGUID(widest), k)
+}
+
+// kidWord holds a bit per switch-to-switch port of a switch.
+type kidWord interface{ ~uint16 | ~uint32 | ~uint64 }
+
+// neighbour is a switch-to-switch port of switch s seen from the far end:
+// the channel into s (k's port toward s), the switch k, and that port.
+type neighbour struct {
+	in, k int32
+	port  uint8
+}
+
+func acroW[W kidWord](ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
+	out := newLayers(f)
+	out.PerHop = true
+	nd, n := len(f.DLIDs), f.N
+	nc := f.Chans()
+	// nbr[nOff[s]:nOff[s+1]]: s's switch-to-switch ports in port order;
+	// bit i of a kid mask at s is nbr[nOff[s]+i].
+	nOff := make([]int32, n+1)
+	var nbr []neighbour
+	for s := int32(0); s < int32(n); s++ {
+		for c := f.chanBase[s] + 1; c < f.chanBase[s+1]; c++ {
+			if k := f.peerSw[c]; k >= 0 {
+				q := f.peerPort[c]
+				nbr = append(nbr, neighbour{in: f.Chan(k, q), k: k, port: q})
+			}
+		}
+		nOff[s+1] = int32(len(nbr))
+	}
+	// Per switch, read its own forwarding row (LID order) for the
+	// destinations each of its channels carries, and its neighbours' rows
+	// for its children toward each destination: every switch alone, in
+	// parallel, in three passes (count, place, fill) so the per-channel
+	// lists (CSR) come out ascending.
+	const block = 16 // switches per work item
+	items := (n + block - 1) / block
+	each := func(do func(s int32)) error {
+		_, err := route.Each(ctx, items, 0, func(_, b int) error {
+			for s := b * block; s < min(n, (b+1)*block); s++ {
+				do(int32(s))
+			}
+			return nil
+		})
+		return err
+	}
+	// out-channel of s toward lid, -1 when s delivers or has no route (as
+	// tr.Next).
+	outChan := func(s int32, lid uint16) int32 {
+		p := f.R.LFT[s][lid]
+		if p == 0 || int32(p) >= f.chanBase[s+1]-f.chanBase[s] || f.peerSw[f.chanBase[s]+int32(p)] < 0 {
+			return -1
+		}
+		return f.chanBase[s] + int32(p)
+	}
+	off := make([]int32, nc+1)
+	kidMask := make([]W, n*nd)
+	if err := each(func(s int32) {
+		for _, lid := range f.DLIDs {
+			if c := outChan(s, lid); c >= 0 {
+				off[c+1]++
+			}
+		}
+		row := kidMask[int(s)*nd : (int(s)+1)*nd]
+		for i, nb := range nbr[nOff[s]:nOff[s+1]] {
+			lft, bit := f.R.LFT[nb.k], W(1)<<i
+			for d, lid := range f.DLIDs {
+				if lft[lid] == nb.port {
+					row[d] |= bit
+				}
+			}
+		}
+	}); err != nil {
+		return nil, err
 	}
 	for c := 0; c < nc; c++ {
 		off[c+1] += off[c]
 	}
 	dests := make([]int32, off[nc])
 	fill := append([]int32(nil), off[:nc]...)
-	for d := 0; d < nd; d++ {
-		for s := int32(0); s < int32(f.N); s++ {
-			if t, p := tr.Next(d, s); t >= 0 {
-				c := f.Chan(s, p)
+	if err := each(func(s int32) {
+		for d, lid := range f.DLIDs {
+			if c := outChan(s, lid); c >= 0 {
 				dests[fill[c]] = int32(d)
 				fill[c]++
 			}
 		}
+	}); err != nil {
+		return nil, err
 	}
 	from := make([]int32, nc) // a channel's switch
 	for c := range from {
@@ -279,8 +367,8 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 	// Weights, leaves first: w = 1 for a leaf, else N * sum of children.
 	// Destinations are independent: 64 of them per work item, so a
 	// switch's entries a worker writes share cache lines.
-	w := make([]float64, nd*f.N)
-	marked := make([]bool, nd*f.N)
+	w := make([]float64, nd*n)
+	marked := make([]bool, nd*n)
 	const dchunk = 64
 	unsettled := make([]int, (nd+dchunk-1)/dchunk)
 	if _, err := route.Each(ctx, len(unsettled), 0, func(_, b int) error {
@@ -295,7 +383,7 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 					for _, k := range kids {
 						sum += w[int(k)*nd+d]
 					}
-					w[x] = float64(f.N) * sum
+					w[x] = float64(n) * sum
 				}
 				if t, _ := tr.Next(d, s); t < 0 {
 					marked[x] = true // delivers: its channel is settled from the start
@@ -312,6 +400,9 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 	for _, u := range unsettled {
 		remaining += u
 	}
+	// layer[s*nd+d]: the layer (s, d) settles in, copied into out.L
+	// (destination-major) at the end.
+	layer := make([]uint8, nd*n)
 	F := make([]float64, nc)
 	h := &heap{pos: make([]int32, nc), key: F}
 	const chunk = 256 // channels per fitness work item
@@ -359,36 +450,49 @@ func ACRO(ctx context.Context, f *Fabric, tr *Trees, max int) (*Layers, error) {
 			s, t := from[c], f.peerSw[c]
 			ms := marked[int(s)*nd : (int(s)+1)*nd]
 			mt := marked[int(t)*nd : (int(t)+1)*nd]
-			for _, d32 := range dests[off[c]:off[c+1]] {
-				if ms[d32] || !mt[d32] {
+			ls := layer[int(s)*nd : (int(s)+1)*nd]
+			ks := kidMask[int(s)*nd : (int(s)+1)*nd]
+			nbs := nbr[nOff[s]:nOff[s+1]]
+			settled := false
+			for _, d := range dests[off[c]:off[c+1]] {
+				if ms[d] || !mt[d] {
 					continue
 				}
-				d := int(d32)
 				ms[d] = true
 				remaining--
-				out.L[d][s] = uint8(i)
-				out.N = maxInt(out.N, i+1)
-				if i >= f.Cap(c) {
-					return nil, &LimitError{Algo: "acro", Needed: i + 1, Available: f.Cap(c),
-						Why: fmt.Sprintf("channel %s toward DLID %d is settled in layer %d but its link carries %d VLs", f.ChanName(c), f.DLIDs[d], i, f.Cap(c))}
-				}
+				ls[d] = uint8(i)
+				settled = true
 				// s's children toward d are unsettled (a node settles
 				// after its parent): their channels lose their weight.
-				for _, k := range tr.Kids(d, s) {
-					x := int(k)*nd + d
-					_, kp := tr.Next(d, k)
-					kc := f.Chan(k, kp)
-					if h.pos[kc] >= 0 {
-						F[kc] -= w[x]
-						if F[kc] < 0 || math.Abs(F[kc]) < 1e-9*w[x] {
+				for m := ks[d]; m != 0; m &= m - 1 {
+					nb := nbs[bits.TrailingZeros64(uint64(m))]
+					if kc := nb.in; h.pos[kc] >= 0 {
+						wx := w[int(nb.k)*nd+int(d)]
+						F[kc] -= wx
+						if F[kc] < 0 || math.Abs(F[kc]) < 1e-9*wx {
 							F[kc] = 0
 						}
 						h.up(h.pos[kc])
 					}
 				}
 			}
+			if settled {
+				out.N = maxInt(out.N, i+1)
+				if i >= f.Cap(c) {
+					d := slices.IndexFunc(dests[off[c]:off[c+1]], func(d int32) bool { return ls[d] == uint8(i) && ms[d] })
+					return nil, &LimitError{Algo: "acro", Needed: i + 1, Available: f.Cap(c),
+						Why: fmt.Sprintf("channel %s toward DLID %d is settled in layer %d but its link carries %d VLs", f.ChanName(c), f.DLIDs[dests[off[c]+int32(d)]], i, f.Cap(c))}
+				}
+			}
 		}
 		out.Pop = append(out.Pop, pop)
+	}
+	if err := each(func(s int32) {
+		for d, x := range layer[int(s)*nd : (int(s)+1)*nd] {
+			out.L[d][s] = x
+		}
+	}); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
