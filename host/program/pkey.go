@@ -352,50 +352,63 @@ func (p *PKeys) enforce(ctx context.Context, ports []*managed, lid func(discover
 }
 
 // setEnforcement turns the enforcement bits on at ports and returns the
-// ports that answered without them.
+// ports that answered without them. Each port's PortInfo is read, then set
+// where the bits are off, each step one batch (GetAll, SetAll): 44 k ports
+// on ft3-56, a Get and a Set each through a goroutine before.
 func (p *PKeys) setEnforcement(ctx context.Context, ports []*managed, st *PKeyStats) ([]discovery.PortRef, error) {
 	r := fanout.New(p.Parallel)
 	keys := p.C.Keys()
-	var mu sync.Mutex
-	var refused []discovery.PortRef
-	for _, m := range ports {
-		n := m.n
-		path, port, ref := m.path, uint32(m.ref.Port), m.ref
-		r.Go(func() error {
-			// A PortInfo Set writes every field: start from what the port
-			// holds now, not from the discovery that preceded this
-			// sweep's programming (OperationalVLs, VLHighLimit, HOQLife).
-			var pi, got smp.PortInfo
-			if err := p.C.Get(ctx, path, smp.AttrPortInfo, port, &pi); err != nil {
-				return err
-			}
-			if !pi.PartitionEnforcementInbound || !pi.PartitionEnforcementOutbound {
-				noChange(&pi)
-				withKey(keys, n, uint8(port), &pi)
-				pi.PartitionEnforcementInbound, pi.PartitionEnforcementOutbound = true, true
-				atomic.AddInt64(&st.EnforceSets, 1)
-				if err := p.C.Set(ctx, path, smp.AttrPortInfo, port, &pi, &got); err != nil {
-					return err
-				}
-			} else {
-				got = pi
-			}
-			if !got.PartitionEnforcementInbound || !got.PartitionEnforcementOutbound {
-				mu.Lock()
-				refused = append(refused, ref)
-				mu.Unlock()
-				return nil
-			}
-			p.mu.Lock()
-			if k := p.known[ref]; k != nil {
-				k.enforced = true
-			}
-			p.mu.Unlock()
-			return nil
-		})
+	// A PortInfo Set writes every field: start from what the port holds
+	// now, not from the discovery that preceded this sweep's programming
+	// (OperationalVLs, VLHighLimit, HOQLife). The Set's answer replaces
+	// the read.
+	pis := make([]smp.PortInfo, len(ports))
+	ok := make([]bool, len(ports))
+	p.C.GetAll(ctx, len(ports), func(i int) mad.Req {
+		m := ports[i]
+		return mad.Req{Path: m.path, Attr: smp.AttrPortInfo, Mod: uint32(m.ref.Port), Out: &pis[i]}
+	}, func(i int, err error) {
+		r.Add(err)
+		ok[i] = err == nil
+	})
+	var set []int // indices into ports
+	for i := range ports {
+		if ok[i] && !enforcing(&pis[i]) {
+			set = append(set, i)
+		}
 	}
+	atomic.AddInt64(&st.EnforceSets, int64(len(set)))
+	p.C.SetAll(ctx, len(set), func(j int) mad.Req {
+		i := set[j]
+		m := ports[i]
+		pi := pis[i]
+		noChange(&pi)
+		withKey(keys, m.n, m.ref.Port, &pi)
+		pi.PartitionEnforcementInbound, pi.PartitionEnforcementOutbound = true, true
+		return mad.Req{Path: m.path, Attr: smp.AttrPortInfo, Mod: uint32(m.ref.Port), Val: &pi, Out: &pis[i]}
+	}, func(j int, err error) {
+		r.Add(err)
+		ok[set[j]] = err == nil
+	})
+	var refused []discovery.PortRef
+	p.mu.Lock()
+	for i, m := range ports {
+		switch {
+		case !ok[i]:
+		case !enforcing(&pis[i]):
+			refused = append(refused, m.ref)
+		case p.known[m.ref] != nil:
+			p.known[m.ref].enforced = true
+		}
+	}
+	p.mu.Unlock()
 	err := r.Wait("turning on partition enforcement")
 	return refused, err
+}
+
+// enforcing reports whether pi has both partition enforcement bits on.
+func enforcing(pi *smp.PortInfo) bool {
+	return pi.PartitionEnforcementInbound && pi.PartitionEnforcementOutbound
 }
 
 // sameKeys reports whether block b of a and b are equal (missing entries
