@@ -34,20 +34,21 @@ func TestConfigure(t *testing.T) {
 		name    string
 		v       cty.Value
 		root    uint64
-		verify  bool
+		check   sftree.CDGCheck
 		wantErr string
 	}{
-		{"defaults", e.Schema().Defaults(), 0, true, ""},
-		{"null", cty.NullVal(e.Schema().ObjectType()), 0, true, ""},
-		{"root and no verify", obj(map[string]cty.Value{"subtree_root": cty.StringVal(" 0x2c90000000002"), "verify_cdg": cty.False}), 0x2c90000000002, false, ""},
-		{"root without prefix", obj(map[string]cty.Value{"subtree_root": cty.StringVal("1234")}), 0, true, "0x prefix"},
-		{"zero root", obj(map[string]cty.Value{"subtree_root": cty.StringVal("0x0")}), 0, true, "non-zero"},
-		{"bad ftree root", obj(map[string]cty.Value{"root_guids": cty.ListVal([]cty.Value{cty.StringVal("0xzz")})}), 0, true, "root_guids"},
-		{"verify not bool", obj(map[string]cty.Value{"verify_cdg": cty.StringVal("yes")}), 0, true, "must be a bool"},
-		{"one root", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberIntVal(1)}), 0, true, ""},
-		{"zero roots", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberIntVal(0)}), 0, true, "1 (the paper's single root) to 64"},
-		{"too many roots", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberIntVal(65)}), 0, true, "to 64"},
-		{"fractional roots", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberFloatVal(2.5)}), 0, true, "whole number"},
+		{"defaults", e.Schema().Defaults(), 0, sftree.CDGWhenNeeded, ""},
+		{"null", cty.NullVal(e.Schema().ObjectType()), 0, sftree.CDGWhenNeeded, ""},
+		{"root and no verify", obj(map[string]cty.Value{"subtree_root": cty.StringVal(" 0x2c90000000002"), "verify_cdg": cty.False}), 0x2c90000000002, sftree.CDGWhenNeeded, ""},
+		{"always verify", obj(map[string]cty.Value{"verify_cdg": cty.True}), 0, sftree.CDGAlways, ""},
+		{"root without prefix", obj(map[string]cty.Value{"subtree_root": cty.StringVal("1234")}), 0, 0, "0x prefix"},
+		{"zero root", obj(map[string]cty.Value{"subtree_root": cty.StringVal("0x0")}), 0, 0, "non-zero"},
+		{"bad ftree root", obj(map[string]cty.Value{"root_guids": cty.ListVal([]cty.Value{cty.StringVal("0xzz")})}), 0, 0, "root_guids"},
+		{"verify not bool", obj(map[string]cty.Value{"verify_cdg": cty.StringVal("yes")}), 0, 0, "must be a bool"},
+		{"one root", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberIntVal(1)}), 0, sftree.CDGWhenNeeded, ""},
+		{"zero roots", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberIntVal(0)}), 0, 0, "1 (the paper's single root) to 64"},
+		{"too many roots", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberIntVal(65)}), 0, 0, "to 64"},
+		{"fractional roots", obj(map[string]cty.Value{"max_subtree_roots": cty.NumberFloatVal(2.5)}), 0, 0, "whole number"},
 	}
 	for _, tc := range tests {
 		err := e.Configure(tc.v)
@@ -65,8 +66,8 @@ func TestConfigure(t *testing.T) {
 		if tc.name == "one root" {
 			wantRoots = 1
 		}
-		if e.opt.Root != tc.root || e.opt.SkipVerify == tc.verify || e.opt.MaxRoots != wantRoots {
-			t.Errorf("%s: options %+v, want root %x verify %v", tc.name, e.opt, tc.root, tc.verify)
+		if e.opt.Root != tc.root || e.opt.CDG != tc.check || e.opt.MaxRoots != wantRoots {
+			t.Errorf("%s: options %+v, want root %x check %v", tc.name, e.opt, tc.root, tc.check)
 		}
 	}
 	if info := e.Info(); info.Name != "sftree" || info.Kind != "routing_engine" {

@@ -218,6 +218,16 @@ func (c *combiner) combine(d int32, sc *passScratch) {
 	c.stats[d] = st
 }
 
+// unrouted reports whether some ranked switch pair has no route.
+func (c *combiner) unrouted() bool {
+	for d := range c.stats {
+		if c.stats[d].unreachable > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // ranked counts the ranked switches.
 func (c *combiner) ranked() int64 { return int64(len(c.ud.order)) }
 

@@ -20,11 +20,12 @@
 // then nobody reaches that switch through the root either. Route then adds
 // further subtree roots, tried in order only by the switches the earlier
 // ones cannot serve (see combiner.addRoots). The paper's proof does not
-// cover several subtrees, so this package does not rely on an argument: it
-// builds the CDG of all planes, switch traffic included, and on a cycle
-// backs off the extra roots' routes first and withdraws first-root routes
-// only if a cycle remains (reporting the pairs), so the result never depends
-// on an unchecked proof.
+// cover several subtrees, so before adding any this package does not rely
+// on an argument: it builds the CDG of all planes, switch traffic included,
+// and on a cycle backs off the extra roots' routes first and withdraws
+// first-root routes only if a cycle remains (reporting the pairs). Routes
+// through one root are left to the paper's argument unless Options.CDG asks
+// for the check; the host verifies every plan's CDG either way.
 package sftree
 
 import (
@@ -59,13 +60,30 @@ type Options struct {
 	// MaxRoots bounds the subtree roots: 1 is the paper's single root,
 	// more lets degraded trees add roots for the pairs the first cannot
 	// route; 0 means DefaultMaxRoots. Extra roots are only added with the
-	// CDG check on (SkipVerify false): their deadlock-freedom rests on it.
+	// CDG built (CDG not CDGNever): their deadlock-freedom rests on it.
 	MaxRoots int
-	// SkipVerify skips the CDG check of the combined planes. Only for
-	// measurements: without it nothing backs the deadlock-freedom claim on
-	// irregular trees.
-	SkipVerify bool
+	// CDG says when the channel dependency graph of the combined planes is
+	// built and checked.
+	CDG CDGCheck
 }
+
+// CDGCheck says when Route checks the channel dependency graph.
+type CDGCheck int
+
+const (
+	// CDGWhenNeeded checks it when the first root leaves switch pairs
+	// unrouted, before extra roots are tried (their deadlock-freedom rests
+	// on the check). Routes through one root are the paper's case: all
+	// down-to-up turns on one tree converging on one leaf; the host's
+	// verifier checks every plan's dependency graph in any case.
+	CDGWhenNeeded CDGCheck = iota
+	// CDGAlways checks it also where the paper's argument covers the
+	// routes, withdrawing switch routes that close a credit loop.
+	CDGAlways
+	// CDGNever skips it and with it the extra roots. Only for
+	// measurements.
+	CDGNever
+)
 
 // Report says what Route did and what it could not do.
 type Report struct {
@@ -136,8 +154,8 @@ func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, op
 	if maxRoots < 1 || maxRoots > maxRootsLimit {
 		return nil, nil, fmt.Errorf("sftree: %d subtree roots: give 1 (the paper's single root) to %d", maxRoots, maxRootsLimit)
 	}
-	out, rep, err := routeFrom(ctx, g, tree, base, ud, opt.Root, maxRoots, opt.SkipVerify)
-	if err != nil || opt.Root == 0 || rep.Unreachable == 0 || opt.SkipVerify {
+	out, rep, err := routeFrom(ctx, g, tree, base, ud, opt.Root, maxRoots, opt.CDG)
+	if err != nil || opt.Root == 0 || rep.Unreachable == 0 || opt.CDG == CDGNever {
 		return out, rep, err
 	}
 	// A configured root whose pod lost a cable to a top switch reaches that
@@ -145,7 +163,7 @@ func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, op
 	// the rest without a credit loop. Leaving the pairs dark would make the
 	// host refuse every plan and keep routes through the dead cable, so
 	// Algorithm 1 gets to choose, and the report says why.
-	alt, altRep, err := routeFrom(ctx, g, tree, base, ud, 0, maxRoots, opt.SkipVerify)
+	alt, altRep, err := routeFrom(ctx, g, tree, base, ud, 0, maxRoots, opt.CDG)
 	if err != nil || altRep.Unreachable >= rep.Unreachable {
 		return out, rep, nil
 	}
@@ -156,7 +174,7 @@ func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, op
 
 // routeFrom is one sFtree routing with the first root forced (a GUID) or,
 // for 0, chosen by Algorithm 1.
-func routeFrom(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, ud *upDown, forced uint64, maxRoots int, skipVerify bool) (*plan.Routes, *Report, error) {
+func routeFrom(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, ud *upDown, forced uint64, maxRoots int, check CDGCheck) (*plan.Routes, *Report, error) {
 	t := g.Topo
 	eps := t.Endpoints()
 	rep := &Report{}
@@ -188,7 +206,7 @@ func routeFrom(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes
 		out.Planes[e] = plan.DestPlanes{Planes: []plan.Plane{rows[d]}}
 	}
 
-	if !skipVerify {
+	if check == CDGAlways || (check == CDGWhenNeeded && maxRoots > 1 && c.unrouted()) {
 		start = time.Now()
 		if err := c.verify(ctx, out, rep); err != nil {
 			return nil, nil, err

@@ -112,9 +112,22 @@ func TestFullTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// checkResult proves the tables acyclic whatever Route checked.
 			checkResult(t, topo, base, r, rep, f.lmc)
-			if rep.Unreachable != 0 || rep.Withdrawn != 0 || !rep.CDGChecked {
-				t.Errorf("full tree: %+v", rep)
+			if rep.Unreachable != 0 || rep.Withdrawn != 0 || rep.CDGChecked {
+				t.Errorf("full tree, one root: want every pair routed and the CDG left to the paper's argument: %+v", rep)
+			}
+			always, arep, err := Route(context.Background(), g, tree, base, Options{CDG: CDGAlways})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !arep.CDGChecked || arep.Withdrawn != 0 || arep.CDGEdges == 0 {
+				t.Errorf("CDGAlways on a full tree: %+v", arep)
+			}
+			for e := range r.Planes {
+				if !slices.EqualFunc(r.Planes[e].Planes, always.Planes[e].Planes, func(a, b plan.Plane) bool { return slices.Equal(a, b) }) {
+					t.Fatalf("endpoint %d: the CDG check changed a route on a full tree", e)
+				}
 			}
 			if rep.ViaSubtree == 0 {
 				t.Errorf("no pair went through the subtree; spine-to-spine pairs need it: %+v", rep)
@@ -123,7 +136,7 @@ func TestFullTrees(t *testing.T) {
 				t.Errorf("subtree root is the SM's leaf 0x%016x", rep.Root)
 			}
 			t.Logf("root 0x%016x (%s); pairs %d: up/down %d, subtree %d; CDG edges %d; times updown %v combine %v verify %v",
-				rep.Root, rep.RootHow, rep.Pairs, rep.UpDown, rep.ViaSubtree, rep.CDGEdges, rep.UpDownTime, rep.CombineTime, rep.VerifyTime)
+				rep.Root, rep.RootHow, rep.Pairs, rep.UpDown, rep.ViaSubtree, arep.CDGEdges, rep.UpDownTime, rep.CombineTime, arep.VerifyTime)
 		})
 	}
 }
@@ -185,7 +198,7 @@ func TestDegradedTrees(t *testing.T) {
 
 // benchTree times Route alone (the fat-tree base is built before the
 // timer); run with -bench FatTree -benchtime 3x.
-func benchTree(b *testing.B, k int, verify bool) {
+func benchTree(b *testing.B, k int, check CDGCheck) {
 	topo, err := sdktest.FatTree3(k)
 	if err != nil {
 		b.Fatal(err)
@@ -195,7 +208,7 @@ func benchTree(b *testing.B, k int, verify bool) {
 	var rep *Report
 	testfab.Bench(b, func() error {
 		var err error
-		_, rep, err = Route(context.Background(), g, tree, base, Options{SkipVerify: !verify})
+		_, rep, err = Route(context.Background(), g, tree, base, Options{CDG: check})
 		return err
 	})
 	b.ReportMetric(rep.Reachability(), "reach-%")
@@ -203,9 +216,9 @@ func benchTree(b *testing.B, k int, verify bool) {
 	b.ReportMetric(float64(rep.VerifyTime.Milliseconds()), "verify-ms")
 }
 
-func BenchmarkFatTree36(b *testing.B)         { benchTree(b, 36, true) }
-func BenchmarkFatTree36NoVerify(b *testing.B) { benchTree(b, 36, false) }
-func BenchmarkFatTree48(b *testing.B)         { benchTree(b, 48, true) }
+func BenchmarkFatTree36(b *testing.B)       { benchTree(b, 36, CDGWhenNeeded) }
+func BenchmarkFatTree36Always(b *testing.B) { benchTree(b, 36, CDGAlways) }
+func BenchmarkFatTree48(b *testing.B)       { benchTree(b, 48, CDGWhenNeeded) }
 
 // TestExtraRoots cuts the cable from a top switch into the first root's
 // pod, so that the top switch reaches the root on no up*/down* path, and
@@ -245,7 +258,7 @@ func TestExtraRoots(t *testing.T) {
 			}
 			for i, max := range []int{1, DefaultMaxRoots} {
 				// routeFrom keeps the configured root whatever it leaves dark.
-				r, rep, err := routeFrom(context.Background(), g, tree, base, ud, rep.Root, max, false)
+				r, rep, err := routeFrom(context.Background(), g, tree, base, ud, rep.Root, max, CDGWhenNeeded)
 				if err != nil {
 					t.Fatal(err)
 				}
