@@ -115,25 +115,25 @@ func (u *upDown) row(d int32, pl plan.Plane, sc *scratch) error {
 		if pl[s] != plan.NoPort {
 			continue
 		}
+		// One pass: the candidates restart whenever a closer parent shows.
 		best := route.Unreachable
+		c := sc.cand[:0]
 		for _, l := range u.up[s] {
-			if dp := sc.dist[l.Peer]; dp < best {
+			switch dp := sc.dist[l.Peer]; {
+			case dp < best:
 				best = dp
+				c = append(c[:0], l.Port)
+			case dp == best && dp != route.Unreachable:
+				c = append(c, l.Port)
 			}
 		}
+		sc.cand = c
 		if best == route.Unreachable {
 			continue
 		}
 		if best >= route.MaxHops {
 			return fmt.Errorf("sftree: up*/down* path from switch 0x%016x longer than %d hops", u.g.SwitchGUID(s), route.MaxHops)
 		}
-		c := sc.cand[:0]
-		for _, l := range u.up[s] {
-			if sc.dist[l.Peer] == best {
-				c = append(c, l.Port)
-			}
-		}
-		sc.cand = c
 		pl[s] = c[int(d)%len(c)]
 		sc.dist[s] = best + 1
 	}
