@@ -102,6 +102,9 @@ const (
 // switch-major, so 64 consecutive LIDs share a cache line per switch.
 const chunkLIDs = 64
 
+// rowGroup LFT rows are read together (worker.hopWords).
+const rowGroup = 8
+
 // Analyse measures the realised routing r under the VL plan vls (nil: one SL,
 // one VL). It returns an error only when the inputs are malformed (shapes that
 // cannot be indexed); routing defects are reported in the Report.
@@ -150,15 +153,27 @@ type worker struct {
 	f   *fabric
 	opt Options
 
-	st     []uint8
-	cols   []uint8 // the chunk's LFT columns, LID-major
-	out    []uint8 // per switch: its LFT entry for the LID walked (a column of cols)
+	st []uint8
+	// hopCols holds the chunk's hop words, LID-major (hopCols[j*nsw+s] is
+	// switch s toward the chunk's LID j, see hopWord); hop is the column of
+	// the LID being walked.
+	hopCols []uint32
+	hop     []uint32
+	rowBuf  [rowGroup * chunkLIDs]uint8 // rowGroup rows' entries for the chunk
+	// flowCols holds, LID-major like hopCols, what plainLID leaves for flush
+	// to add to the switch's out-channel (see flowWord); zero: nothing.
+	flowCols []uint32
+	// Per chunk LID: the VL bit its traffic holds and where its one-VL
+	// dependencies go (packed into chans[].succ, or a bitset, or nowhere:
+	// VL15), set by plainLID for flush.
+	lidVL  []uint16
+	lidDep [][]uint64
+	lidPkd []bool
+	dsts   []int32 // per chunk LID: its owner
 	carry  []bool  // per switch: traffic of the plain LID's sources crosses it
 	code   []uint8
 	at     []int32
 	depth  []uint16
-	next   []int32
-	nextIn []uint8 // per switch: the port its next hop receives on
 	order  []int32
 	path   []int32
 	wCA    []int32
@@ -201,8 +216,10 @@ func newWorker(f *fabric, opt Options) *worker {
 	n := f.nsw
 	return &worker{
 		f: f, opt: opt,
-		st: make([]uint8, n), cols: make([]uint8, chunkLIDs*n), carry: make([]bool, n), code: make([]uint8, n), at: make([]int32, n),
-		depth: make([]uint16, n), next: make([]int32, n), nextIn: make([]uint8, n), order: make([]int32, 0, n),
+		st: make([]uint8, n), hopCols: make([]uint32, chunkLIDs*n), flowCols: make([]uint32, chunkLIDs*n),
+		lidVL: make([]uint16, chunkLIDs), lidDep: make([][]uint64, chunkLIDs), lidPkd: make([]bool, chunkLIDs), dsts: make([]int32, chunkLIDs),
+		carry: make([]bool, n), code: make([]uint8, n), at: make([]int32, n),
+		depth: make([]uint16, n), order: make([]int32, 0, n),
 		wCA: make([]int32, n), wSW: make([]int32, n), acc: make([]int32, n),
 		active: make([]bool, n), slOvSw: make([]bool, n),
 		hops:        make([]int64, 8),
@@ -219,45 +236,147 @@ func newWorker(f *fabric, opt Options) *worker {
 	}
 }
 
-// runChunk analyses lids (at most chunkLIDs, ascending). Their columns of
-// the forwarding tables are copied out first, switch by switch: the
-// tables are switch-major, one row per switch, so walking a LID down the
-// rows touches a separate page per switch (at 3,920 switches, more than
-// the TLB holds, for every LID and pass), where the copy touches each
-// row once per chunk and the walks then read one short column.
+// A hop word says where switch s sends one LID, in four bytes:
+// bits 0-15 the next switch + 1 when the entry forwards to a switch over
+// an up link (else 0), bits 16-23 the port that switch receives on (else
+// the failure code, fNone when the LID arrives here: s owns it or
+// delivers it to its owner), bits 24-31 the LFT entry itself.
+func hopNext(h uint32) int32 { return int32(h&0xffff) - 1 }
+func hopIn(h uint32) uint8   { return uint8(h >> 16) }
+func hopOut(h uint32) uint8  { return uint8(h >> 24) }
+
+// A flow word is what a plain LID's traffic does to switch s's
+// out-channel: bits 0-15 the CA sources crossing it (at most the CAs,
+// each of which holds a LID, so below 49,152), bits 16-23 the next
+// switch's out-port when a dependency (channel, next channel) is to be
+// recorded (else 0), bit 24 set when any traffic crosses it (its VL).
+const flowCarry = 1 << 24
+
+// runChunk analyses lids (at most chunkLIDs, ascending) switch-major
+// where it can: hopWords resolves every (switch, LID) entry with the
+// switch's links in cache, each LID's tree is then walked over its own
+// short column of hop words, and flush adds the plain LIDs' loads and
+// dependencies to the channels switch by switch. Walking a LID down all
+// switches instead looked up a different switch's links and channel
+// records at every step (223,440 switch ports at ft3-56, beyond the
+// core's caches).
 func (w *worker) runChunk(lids []uint16) *chunkResult {
 	res := &chunkResult{}
 	n := w.f.nsw
-	cols := w.cols[:len(lids)*n]
-	rows := w.f.r.LFT
-	// Eight rows at a time: their lines are eight independent misses the
-	// core waits for together (each row is on its own page), and each
-	// column takes eight bytes per pass.
-	s := 0
-	for ; s+8 <= n; s += 8 {
-		r0, r1, r2, r3, r4, r5, r6, r7 := rows[s], rows[s+1], rows[s+2], rows[s+3], rows[s+4], rows[s+5], rows[s+6], rows[s+7]
-		for j, d := range lids {
-			c := cols[j*n+s : j*n+s+8]
-			c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7] = r0[d], r1[d], r2[d], r3[d], r4[d], r5[d], r6[d], r7[d]
-		}
-	}
-	for ; s < n; s++ {
-		for j, d := range lids {
-			cols[j*n+s] = rows[s][d]
-		}
-	}
+	w.hopWords(lids)
 	for j, d := range lids {
-		w.out = cols[j*n : (j+1)*n]
-		w.lid(d, res)
+		w.hop = w.hopCols[j*n : (j+1)*n]
+		w.lid(j, d, res)
 	}
+	w.flush(lids)
 	return res
 }
 
-// walk computes, for every switch, whether following the LFTs toward d
-// arrives at endpoint dst, and the forwarding tree (next, depth, order).
-func (w *worker) walk(d uint16, dst int32, res *chunkResult) {
+// hopWords fills the chunk's hop words, one switch at a time: its LFT row
+// holds the chunk's LIDs in one or two cache lines and its links stay in
+// L1 while they are resolved. The rows are read eight at a time first, so
+// the core waits for eight row misses at once (each row is on its own
+// page).
+func (w *worker) hopWords(lids []uint16) {
 	f := w.f
-	st, code, at, depth, next, outs := w.st, w.code, w.at, w.depth, w.next, w.out
+	n, m := f.nsw, len(lids)
+	dsts := w.dsts[:m]
+	for j, d := range lids {
+		dsts[j] = f.r.LIDOwner[d] - 1
+	}
+	hops := w.hopCols[:m*n]
+	buf := &w.rowBuf
+	lo, hi := int(lids[0]), int(lids[m-1])+1
+	dense := hi-lo == m // the chunk's LIDs are consecutive: copy row slices
+	for s0 := 0; s0 < n; s0 += rowGroup {
+		g := min(rowGroup, n-s0)
+		for i := range g {
+			row, b := f.r.LFT[s0+i], buf[i*chunkLIDs:(i+1)*chunkLIDs]
+			if dense {
+				copy(b, row[lo:hi])
+				continue
+			}
+			for j, d := range lids {
+				b[j] = row[d]
+			}
+		}
+		for i := range g {
+			s := s0 + i
+			pb := int(f.portBase[s])
+			np := f.np[s]
+			links := f.link[pb : pb+int(np)+1]
+			peers := f.peerEp[pb : pb+int(np)+1]
+			own := f.swEp[s]
+			for j, out := range buf[i*chunkLIDs : i*chunkLIDs+m] {
+				h := uint32(out) << 24
+				switch {
+				case out == plan.NoPort:
+					h |= uint32(fNoRoute) << 16
+				case out > np:
+					h |= uint32(fNoSuchPort) << 16
+				case out == 0:
+					if own != dsts[j] {
+						h |= uint32(fPort0) << 16
+					}
+				default:
+					switch lk := links[out]; {
+					case lk.sw1 != 0:
+						h |= uint32(lk.sw1) | uint32(lk.port)<<16
+					case lk.stat == portUnconnected:
+						h |= uint32(fUnconnected) << 16
+					case lk.stat == portDown:
+						h |= uint32(fDown) << 16
+					case peers[out] != dsts[j]:
+						h |= uint32(fWrongPort) << 16
+					}
+				}
+				hops[j*n+s] = h
+			}
+		}
+	}
+}
+
+// flush adds what plainLID left in the flow words of the chunk's LIDs to
+// the channels, switch by switch, so that a switch's channel records stay
+// in cache while its LIDs are added (one LID at a time they were one
+// miss per (LID, switch)).
+func (w *worker) flush(lids []uint16) {
+	f := w.f
+	n := f.nsw
+	flows, hops := w.flowCols[:len(lids)*n], w.hopCols[:len(lids)*n]
+	for s := range n {
+		chans := w.chans[f.portBase[s]:f.portBase[s+1]]
+		for j := range lids {
+			fl := flows[j*n+s]
+			if fl == 0 {
+				continue
+			}
+			h := hops[j*n+s]
+			cv := &chans[hopOut(h)]
+			cv.v += uint64(fl & 0xffff)
+			if fl&flowCarry != 0 {
+				cv.v |= uint64(w.lidVL[j]) << loadBits
+			}
+			tout := uint8(fl >> 16)
+			switch {
+			case tout == 0:
+			case w.lidPkd[j]:
+				cv.succ |= 1 << tout
+			default:
+				t := hopNext(h)
+				i := f.edgeBase[t] + int(hopIn(h))*(int(f.np[t])+1) + int(tout)
+				w.lidDep[j][i>>6] |= 1 << (i & 63)
+			}
+		}
+	}
+}
+
+// walk computes, for every switch, whether following the LFTs toward d
+// arrives at endpoint dst, and the forwarding tree (depth, order; the
+// next hops are in the hop words).
+func (w *worker) walk(d uint16, res *chunkResult) {
+	f := w.f
+	st, code, at, depth, hop := w.st, w.code, w.at, w.depth, w.hop
 	clear(st)
 	w.order = w.order[:0]
 	loopFound := false
@@ -273,54 +392,32 @@ func (w *worker) walk(d uint16, dst int32, res *chunkResult) {
 		for {
 			st[cur] = stProgress
 			path = append(path, cur)
-			next[cur] = -1
-			out := outs[cur]
+			h := hop[cur]
 			rSt, rCode, rAt, rDepth = stFail, fNone, cur, 0
-			switch {
-			case out == plan.NoPort:
-				rCode = fNoRoute
-			case out == 0:
-				if f.swEp[cur] == dst {
+			ps := hopNext(h)
+			if ps < 0 {
+				if rCode = hopIn(h); rCode == fNone {
 					rSt, rDepth = stArrive, 1
-				} else {
-					rCode = fPort0
 				}
-			case out > f.np[cur]:
-				rCode = fNoSuchPort
-			default:
-				fp := int(f.portBase[cur]) + int(out)
-				switch lk := f.link[fp]; lk.stat {
-				case portUnconnected:
-					rCode = fUnconnected
-				case portDown:
-					rCode = fDown
-				default:
-					if ps := lk.sw(); ps >= 0 {
-						next[cur], w.nextIn[cur] = ps, lk.port
-						switch st[ps] {
-						case stUnknown:
-							cur = ps
-							continue
-						case stProgress:
-							rCode, rAt = fLoop, ps
-							if !loopFound {
-								loopFound = true
-								w.loopLIDs++
-								if len(res.loops) < w.opt.Samples {
-									res.loops = append(res.loops, Loop{DLID: d, Switch: f.swName(ps), Port: f.r.LFT[ps][d]})
-								}
-							}
-						case stArrive:
-							rSt, rDepth = stArrive, depth[ps]+1
-						default:
-							rCode, rAt = code[ps], at[ps]
-						}
-					} else if f.peerEp[fp] == dst {
-						rSt, rDepth = stArrive, 1
-					} else {
-						rCode = fWrongPort
+				break
+			}
+			switch st[ps] {
+			case stUnknown:
+				cur = ps
+				continue
+			case stProgress:
+				rCode, rAt = fLoop, ps
+				if !loopFound {
+					loopFound = true
+					w.loopLIDs++
+					if len(res.loops) < w.opt.Samples {
+						res.loops = append(res.loops, Loop{DLID: d, Switch: f.swName(ps), Port: hopOut(hop[ps])})
 					}
 				}
+			case stArrive:
+				rSt, rDepth = stArrive, depth[ps]+1
+			default:
+				rCode, rAt = code[ps], at[ps]
 			}
 			break
 		}
@@ -329,7 +426,7 @@ func (w *worker) walk(d uint16, dst int32, res *chunkResult) {
 		if rSt == stFail && rAt == cur && rCode != fNoRoute && rCode != fLoop {
 			w.bad++
 			if len(res.bad) < w.opt.Samples {
-				res.bad = append(res.bad, BadEntry{Switch: f.swName(cur), LID: d, Port: f.r.LFT[cur][d], Code: failNames[rCode]})
+				res.bad = append(res.bad, BadEntry{Switch: f.swName(cur), LID: d, Port: hopOut(hop[cur]), Code: failNames[rCode]})
 			}
 		}
 		for i := len(path) - 1; i >= 0; i-- {
@@ -344,21 +441,23 @@ func (w *worker) walk(d uint16, dst int32, res *chunkResult) {
 	}
 }
 
-func (w *worker) lid(d uint16, res *chunkResult) {
+func (w *worker) lid(j int, d uint16, res *chunkResult) {
 	f := w.f
-	dst := f.r.LIDOwner[d] - 1
+	dst := w.dsts[j]
 	pl := f.lids.Ports[dst]
 	l := pl.LMC
 	k := uint8(d - pl.Base)
 	c := cls(l, k)
 	dstCA := f.isCA[dst]
-	w.walk(d, dst, res)
+	w.walk(d, res)
 	st := w.st
 
+	flows := w.flowCols[j*f.nsw : (j+1)*f.nsw]
 	if w.plain(d, dst) {
-		w.plainLID(d, dst, l, k, c, dstCA, res)
+		w.plainLID(j, flows, d, dst, l, k, c, dstCA, res)
 		return
 	}
+	clear(flows) // the general path adds to the channels itself
 	w.weights(dst, l, k, c, dstCA)
 
 	// Reachability, hops and the CA out-port loads.
@@ -415,13 +514,13 @@ func (w *worker) lid(d uint16, res *chunkResult) {
 		}
 		for i := len(order) - 1; i >= 0; i-- {
 			s := order[i]
-			if st[s] == stArrive && w.next[s] >= 0 {
-				w.acc[w.next[s]] += w.acc[s]
+			if t := hopNext(w.hop[s]); st[s] == stArrive && t >= 0 {
+				w.acc[t] += w.acc[s]
 			}
 		}
 		for s := 0; s < f.nsw; s++ {
 			if st[s] == stArrive && w.acc[s] > 0 {
-				if out := w.out[s]; out != 0 {
+				if out := hopOut(w.hop[s]); out != 0 {
 					w.chans[int(f.portBase[s])+int(out)].v += uint64(w.acc[s])
 				}
 			}
@@ -487,12 +586,15 @@ func (w *worker) plain(d uint16, dst int32) bool {
 // pairs reached and their hops, the channel loads, and the channel
 // dependencies, which sit on a single VL. The sources at a switch are
 // the counts of the CA class and of the switch's own port 0; their
-// totals over all switches are precomputed (fabric.classTotal).
-func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, res *chunkResult) {
+// totals over all switches are precomputed (fabric.classTotal). What
+// crosses each out-channel goes to the LID's flow words (flows), which
+// flush adds to the channels with the rest of the chunk.
+func (w *worker) plainLID(j int, flows []uint32, d uint16, dst int32, l, k uint8, c int, dstCA bool, res *chunkResult) {
 	f := w.f
-	st, next, outs, depth, acc, carry := w.st, w.next, w.out, w.depth, w.acc, w.carry
+	st, hop, depth, acc, carry := w.st, w.hop, w.depth, w.acc, w.carry
 	clear(acc)
 	clear(carry)
+	clear(flows)
 	ds := f.epSw[dst]
 	selfSel := f.offset(dst, l) == k
 	x := f.sl(d)
@@ -508,6 +610,7 @@ func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, re
 			w.dep[vt][vt] = dep
 		}
 	}
+	w.lidVL[j], w.lidDep[j], w.lidPkd[j] = vbit, dep, packed
 	var reached, lidReached int64
 	found, anyCA := false, false
 	for i := len(w.order) - 1; i >= 0; i-- {
@@ -541,8 +644,8 @@ func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, re
 				reached++
 			}
 		}
-		out := outs[s]
-		if out == 0 {
+		h := hop[s]
+		if hopOut(h) == 0 {
 			continue // s owns d
 		}
 		if nca > 0 {
@@ -552,33 +655,28 @@ func (w *worker) plainLID(d uint16, dst int32, l, k uint8, c int, dstCA bool, re
 			found = true
 			carry[s] = true
 		}
-		ch := int(f.portBase[s]) + int(out)
 		a := acc[s]
-		cv := &w.chans[ch]
 		if dstCA {
 			a += int32(nca)
-			if a > 0 {
-				cv.v += uint64(a)
-			}
+		}
+		var fl uint32
+		if a > 0 {
+			fl = uint32(a)
 		}
 		if carry[s] {
-			cv.v |= uint64(vbit) << loadBits
+			fl |= flowCarry
 		}
-		t := next[s]
+		t := hopNext(h)
 		if t < 0 {
+			flows[s] = fl
 			continue
 		}
 		acc[t] += a
-		if !carry[s] || (dep == nil && !packed) {
-			continue // nothing crosses s, or VL15 dropped it
+		if carry[s] && (dep != nil || packed) {
+			carry[t] = true
+			fl |= uint32(hopOut(hop[t])) << 16
 		}
-		carry[t] = true
-		if tout := outs[t]; tout != 0 && packed {
-			cv.succ |= 1 << tout
-		} else if tout != 0 {
-			i := f.edgeBase[t] + int(w.nextIn[s])*(int(f.np[t])+1) + int(tout)
-			dep[i>>6] |= 1 << (i & 63)
-		}
+		flows[s] = fl
 	}
 	if found {
 		w.slsUsed |= 1 << x
@@ -737,7 +835,7 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 			if st[s] != stArrive {
 				continue
 			}
-			out := w.out[s]
+			out := hopOut(w.hop[s])
 			if w.slOvSw[s] {
 				m[s] = w.originMixed(s, out, d, dst, k, x)
 			} else {
@@ -754,7 +852,7 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 				continue
 			}
 			found = true
-			out := w.out[s]
+			out := hopOut(w.hop[s])
 			if f.isCA[o.src] {
 				w.caSLOv[o.src] |= 1 << x
 				if out != 0 {
@@ -770,7 +868,7 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 	}
 	// Leaves first: reverse resolution order visits every switch before
 	// its next hop, so m[s] is complete when s is reached.
-	order, next := w.order, w.next
+	order, hop := w.order, w.hop
 	for i := len(order) - 1; i >= 0; i-- {
 		s := order[i]
 		ms := m[s]
@@ -778,18 +876,19 @@ func (w *worker) depWalk(d uint16, dst int32, k uint8, x uint8, ovs []slOv) bool
 			continue
 		}
 		pb := int(f.portBase[s])
-		out := w.out[s]
+		h := hop[s]
+		out := hopOut(h)
 		w.chans[pb+int(out)].v |= uint64(ms) << loadBits
 		ms &^= 1 << 15 // VL15 drops the packet here: no dependency beyond
-		t := next[s]
+		t := hopNext(h)
 		if t < 0 || ms == 0 {
 			continue
 		}
-		tout := w.out[t]
+		tout := hopOut(hop[t])
 		if tout == 0 {
 			continue // t owns d
 		}
-		in := f.link[pb+int(out)].port
+		in := hopIn(h)
 		vt := f.vl(t, in, tout, x) & 15
 		m[t] |= 1 << vt
 		if vt == 15 {

@@ -17,7 +17,11 @@ import (
 // a single pass over their tree; on intact and on damaged tables (holes,
 // bad ports, loops, links down), with LMC and spread DLIDs and with VL
 // plans of one table (VL15 included), its report is the general path's
-// and its dependency graph the exact one.
+// and its dependency graph the exact one. Plans with per-source SL
+// overrides on some DLIDs mix both paths in one chunk of LIDs; ft3-8
+// (208 LIDs) spreads over several chunks and workers. Pairs, hops and
+// loads also match a brute-force walk of every pair, and the report does
+// not depend on the number of workers.
 func TestPlainMatchesGeneral(t *testing.T) {
 	fabs := []struct {
 		name  string
@@ -28,6 +32,7 @@ func TestPlainMatchesGeneral(t *testing.T) {
 		{"fat tree updown", func() (*topology.Topology, error) { return analysistest.FatTree2(3, 2, 2, 4) }, updownSpine},
 		{"ft3-4 minhop", func() (*topology.Topology, error) { return analysistest.FatTree3(4, 4) }, analysistest.MinHop},
 		{"torus 3x3 updown", func() (*topology.Topology, error) { return analysistest.Torus2D(3, 3, 1, 4) }, updown},
+		{"ft3-8 minhop", func() (*topology.Topology, error) { return analysistest.FatTree3(8, 4) }, analysistest.MinHop},
 	}
 	seeds := 16
 	if testing.Short() {
@@ -52,7 +57,7 @@ func TestPlainMatchesGeneral(t *testing.T) {
 					damageTables(rng, r)
 				}
 				var v *plan.VLPlan
-				switch rng.IntN(3) {
+				switch rng.IntN(4) {
 				case 1:
 					v = &plan.VLPlan{SLByDLID: make([]uint8, int(r.TopLID)+1), VLs: 4}
 					for i := range v.SLByDLID {
@@ -66,6 +71,15 @@ func TestPlainMatchesGeneral(t *testing.T) {
 					}
 				case 2:
 					v = &plan.VLPlan{VLs: 1}
+				case 3:
+					// One SL override toward every seventh DLID: those
+					// LIDs take the general path, their neighbours not.
+					v = &plan.VLPlan{VLs: 2}
+					v.Default[1] = 1
+					for lid := 1; lid <= int(r.TopLID); lid += 7 {
+						src := int32(rng.IntN(len(topo.Endpoints())))
+						v.Overrides = append(v.Overrides, plan.SLOverride{Src: src, DLID: uint16(lid), SL: 1})
+					}
 				}
 				opt := analysis.Options{Samples: 1000}
 				plain, err := analysis.Analyse(r, v, opt)
@@ -80,6 +94,20 @@ func TestPlainMatchesGeneral(t *testing.T) {
 					t.Fatalf("plain path:\n%+v\ngeneral path:\n%+v", plain, general)
 				}
 				checkExact(t, r, plain, exactDeps(r, v, false))
+				one, err := analysis.Analyse(r, v, analysis.Options{Samples: 1000, Workers: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(plain, one) {
+					t.Fatalf("report depends on worker count:\n%+v\none worker:\n%+v", plain, one)
+				}
+				want := bruteForce(r)
+				if plain.CAPairs != want.ca || plain.SwitchPairs != want.sw || !reflect.DeepEqual(trim(plain.Hops), trim(want.hops)) ||
+					plain.Load.Max != want.maxLoad || plain.Load.MaxSwitchLink != want.maxSwLoad {
+					t.Fatalf("pairs CA %+v SW %+v hops %v load %d/%d, brute force CA %+v SW %+v hops %v load %d/%d",
+						plain.CAPairs, plain.SwitchPairs, plain.Hops, plain.Load.Max, plain.Load.MaxSwitchLink,
+						want.ca, want.sw, want.hops, want.maxLoad, want.maxSwLoad)
+				}
 			})
 		}
 	}
