@@ -116,6 +116,7 @@ type Fabric struct {
 	}
 	trapTID atomic.Uint64
 	st      counters
+	blocks  blockPool
 }
 
 type node struct {

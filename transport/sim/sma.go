@@ -337,7 +337,7 @@ func (f *Fabric) lftBlock(n *node, s *smp.SMP, set bool) uint16 {
 	if set {
 		var b smp.LFTBlock
 		copy(b[:], s.Data[:smp.LFTBlockLen])
-		slot.Store(&b) // copy-on-write: forwarding reads without locks
+		slot.Store(f.blocks.get(&b)) // copy-on-write: forwarding reads without locks
 	}
 	if b := slot.Load(); b != nil {
 		copy(s.Data[:], b[:])
