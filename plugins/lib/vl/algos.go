@@ -300,11 +300,11 @@ func acroW[W kidWord](ctx context.Context, f *Fabric, tr *Trees, max int) (*Laye
 		}
 		nOff[s+1] = int32(len(nbr))
 	}
-	// Per switch, read its own forwarding row (LID order) for the
-	// destinations each of its channels carries, and its neighbours' rows
-	// for its children toward each destination: every switch alone, in
-	// parallel, in three passes (count, place, fill) so the per-channel
-	// lists (CSR) come out ascending.
+	// Per switch, its forwarding row (LID order) gives the destinations
+	// each of its channels carries (CSR, ascending: count, place, fill),
+	// then its in-channels' lists give its children toward each
+	// destination. Every switch writes only its own entries, so each pass
+	// runs over the switches in parallel.
 	const block = 16 // switches per work item
 	items := (n + block - 1) / block
 	each := func(do func(s int32)) error {
@@ -326,20 +326,10 @@ func acroW[W kidWord](ctx context.Context, f *Fabric, tr *Trees, max int) (*Laye
 		return f.chanBase[s] + int32(p)
 	}
 	off := make([]int32, nc+1)
-	kidMask := make([]W, n*nd)
 	if err := each(func(s int32) {
 		for _, lid := range f.DLIDs {
 			if c := outChan(s, lid); c >= 0 {
 				off[c+1]++
-			}
-		}
-		row := kidMask[int(s)*nd : (int(s)+1)*nd]
-		for i, nb := range nbr[nOff[s]:nOff[s+1]] {
-			lft, bit := f.R.LFT[nb.k], W(1)<<i
-			for d, lid := range f.DLIDs {
-				if lft[lid] == nb.port {
-					row[d] |= bit
-				}
 			}
 		}
 	}); err != nil {
@@ -359,6 +349,25 @@ func acroW[W kidWord](ctx context.Context, f *Fabric, tr *Trees, max int) (*Laye
 		}
 	}); err != nil {
 		return nil, err
+	}
+	kidMask := make([]W, n*nd)
+	if err := each(func(s int32) {
+		row := kidMask[int(s)*nd : (int(s)+1)*nd]
+		for i, nb := range nbr[nOff[s]:nOff[s+1]] {
+			bit := W(1) << i
+			for _, d := range dests[off[nb.in]:off[nb.in+1]] {
+				row[d] |= bit
+			}
+		}
+	}); err != nil {
+		return nil, err
+	}
+	// live[c]: how many of c's destinations, at the front of its list,
+	// may still be unsettled; each layer's fitness pass drops the settled
+	// ones, so the serial settling scans only the rest.
+	live := make([]int32, nc)
+	for c := range live {
+		live[c] = off[c+1] - off[c]
 	}
 	from := make([]int32, nc) // a channel's switch
 	for c := range from {
@@ -425,11 +434,18 @@ func acroW[W kidWord](ctx context.Context, f *Fabric, tr *Trees, max int) (*Laye
 				mt := marked[int(f.peerSw[c])*nd : (int(f.peerSw[c])+1)*nd]
 				ws := w[int(from[c])*nd : (int(from[c])+1)*nd]
 				var sum float64
-				for _, d := range dests[off[c]:off[c+1]] {
-					if !ms[d] && !mt[d] {
-						sum += ws[d]
+				ds := dests[off[c] : off[c]+live[c]]
+				j := 0
+				for _, d := range ds {
+					if !ms[d] {
+						ds[j] = d
+						j++
+						if !mt[d] {
+							sum += ws[d]
+						}
 					}
 				}
+				live[c] = int32(j)
 				F[c] = sum
 			}
 			return nil
@@ -454,7 +470,7 @@ func acroW[W kidWord](ctx context.Context, f *Fabric, tr *Trees, max int) (*Laye
 			ks := kidMask[int(s)*nd : (int(s)+1)*nd]
 			nbs := nbr[nOff[s]:nOff[s+1]]
 			settled := false
-			for _, d := range dests[off[c]:off[c+1]] {
+			for _, d := range dests[off[c] : off[c]+live[c]] {
 				if ms[d] || !mt[d] {
 					continue
 				}
@@ -479,7 +495,7 @@ func acroW[W kidWord](ctx context.Context, f *Fabric, tr *Trees, max int) (*Laye
 			if settled {
 				out.N = maxInt(out.N, i+1)
 				if i >= f.Cap(c) {
-					d := slices.IndexFunc(dests[off[c]:off[c+1]], func(d int32) bool { return ls[d] == uint8(i) && ms[d] })
+					d := slices.IndexFunc(dests[off[c]:off[c]+live[c]], func(d int32) bool { return ls[d] == uint8(i) && ms[d] })
 					return nil, &LimitError{Algo: "acro", Needed: i + 1, Available: f.Cap(c),
 						Why: fmt.Sprintf("channel %s toward DLID %d is settled in layer %d but its link carries %d VLs", f.ChanName(c), f.DLIDs[dests[off[c]+int32(d)]], i, f.Cap(c))}
 				}
