@@ -272,3 +272,52 @@ func TestHopPlanWords(t *testing.T) {
 		})
 	}
 }
+
+// TestACROWords: ACRO keeps a switch's children toward a destination as a
+// bit mask of 16, 32 or 64 bits by its switch-to-switch port count; every
+// width that holds the ports gives the same layers, and a fabric with more
+// ports than the widest holds is refused by name.
+func TestACROWords(t *testing.T) {
+	cases := []struct {
+		name   string
+		rrg    gen.RRG
+		widths []int // 0: vl.ACRO itself
+		refuse bool
+	}{
+		{"rrg32x6", gen.RRG{Switches: 32, NetPorts: 6, CAsPerSwitch: 2, Seed: 2}, []int{0, 16, 32, 64}, false},
+		{"rrg40x30", gen.RRG{Switches: 40, NetPorts: 30, CAsPerSwitch: 1, Seed: 1}, []int{0, 32, 64}, false},
+		{"rrg72x64", gen.RRG{Switches: 72, NetPorts: 64, CAsPerSwitch: 1, Seed: 1}, []int{0, 64}, false},
+		{"rrg72x66 refused", gen.RRG{Switches: 72, NetPorts: 66, CAsPerSwitch: 1, Seed: 1}, []int{0}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			topo, err := gen.Topology(c.rrg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, tr := fabricTrees(t, topo, vltest.MinHop(t, topo))
+			var first *vl.Layers
+			for _, w := range c.widths {
+				run := vl.ACRO
+				if w > 0 {
+					run = vl.ACROWords(w)
+				}
+				ly, err := run(context.Background(), f, tr, 8)
+				if c.refuse {
+					if err == nil || !strings.Contains(err.Error(), "66 switch-to-switch ports") {
+						t.Fatalf("err = %v, want a refusal naming the 66 switch-to-switch ports", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("%d-bit masks: %v", w, err)
+				}
+				if first == nil {
+					first = ly
+				} else if !reflect.DeepEqual(first, ly) {
+					t.Errorf("%d-bit masks give other layers than ACRO's own width", w)
+				}
+			}
+		})
+	}
+}
