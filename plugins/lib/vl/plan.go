@@ -406,7 +406,7 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 	// bit is e's in-index bit) and settles e's VL against next's current
 	// one. Recording first means any later raise of next re-checks e.
 	use := func(c *class, e, next int32, bit W) bool {
-		y, want := -1, 0
+		y, want, same := -1, 0, false
 		if next >= 0 {
 			ns := &c.st[next]
 			if *ns&bit == 0 {
@@ -414,10 +414,16 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 				*ns |= bit
 			}
 			y = vlOf(*ns)
-			want = lowest(y, next)
+			// lowest(y, next), keeping ok(y, y, next) for the check
+			// below (a second call would give the same answer).
+			if same = ok(y, y, next); same {
+				want = y
+			} else {
+				want = y + 1
+			}
 		}
 		cur := vlOf(c.st[e])
-		if cur >= 0 && (next < 0 || ok(cur, y, next)) {
+		if cur >= 0 && (next < 0 || cur > y || cur == y && same) {
 			return true
 		}
 		return raise(c, e, max(want, cur))
