@@ -3,8 +3,10 @@ package analysis
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 
 	"github.com/ibsm/ibsm/sdk/plan"
 
@@ -170,11 +172,14 @@ type worker struct {
 	lidDep [][]uint64
 	lidPkd []bool
 	dsts   []int32 // per chunk LID: its owner
-	carry  []bool  // per switch: traffic of the plain LID's sources crosses it
+	// flowAcc: per switch, plainLID's CA sources crossing it and whether
+	// any traffic does.
+	flowAcc []uint32
 	code   []uint8
 	at     []int32
 	depth  []uint16
 	order  []int32
+	visit  []int32 // the order arrived visits the switches in: the last complete order
 	path   []int32
 	wCA    []int32
 	wSW    []int32
@@ -214,15 +219,15 @@ type worker struct {
 
 func newWorker(f *fabric, opt Options) *worker {
 	n := f.nsw
-	return &worker{
+	w := &worker{
 		f: f, opt: opt,
 		st: make([]uint8, n), hopCols: make([]uint32, chunkLIDs*n), flowCols: make([]uint32, chunkLIDs*n),
 		lidVL: make([]uint16, chunkLIDs), lidDep: make([][]uint64, chunkLIDs), lidPkd: make([]bool, chunkLIDs), dsts: make([]int32, chunkLIDs),
-		carry: make([]bool, n), code: make([]uint8, n), at: make([]int32, n),
-		depth: make([]uint16, n), order: make([]int32, 0, n),
+		flowAcc: make([]uint32, n), code: make([]uint8, n), at: make([]int32, n),
+		depth: make([]uint16, n), order: make([]int32, 0, n), visit: make([]int32, n),
 		wCA: make([]int32, n), wSW: make([]int32, n), acc: make([]int32, n),
 		active: make([]bool, n), slOvSw: make([]bool, n),
-		hops:        make([]int64, 8),
+		hops:        make([]int64, n+1), // a path crosses each switch once at most
 		chans:       make([]chanAcc, f.nChan),
 		packedVT:    -1,
 		arrByClass:  make([]int32, n*f.nc),
@@ -234,6 +239,10 @@ func newWorker(f *fabric, opt Options) *worker {
 		caSLByClass: make([]uint16, f.nc),
 		caSLOv:      map[int32]uint16{},
 	}
+	for i := range w.visit {
+		w.visit[i] = int32(i)
+	}
+	return w
 }
 
 // A hop word says where switch s sends one LID, in four bytes:
@@ -372,9 +381,15 @@ func (w *worker) flush(lids []uint16) {
 }
 
 // walk computes, for every switch, whether following the LFTs toward d
-// arrives at endpoint dst, and the forwarding tree (depth, order; the
-// next hops are in the hop words).
+// arrives at endpoint dst, and the forwarding tree: depth, and order,
+// the switches that arrive, each after its next hop (the next hops are
+// in the hop words). Where every switch arrives, arrived does it;
+// otherwise the switches are walked again in index order, which names
+// loops and failures where earlier versions did.
 func (w *worker) walk(d uint16, res *chunkResult) {
+	if w.arrived() {
+		return
+	}
 	f := w.f
 	st, code, at, depth, hop := w.st, w.code, w.at, w.depth, w.hop
 	clear(st)
@@ -429,16 +444,80 @@ func (w *worker) walk(d uint16, res *chunkResult) {
 				res.bad = append(res.bad, BadEntry{Switch: f.swName(cur), LID: d, Port: hopOut(hop[cur]), Code: failNames[rCode]})
 			}
 		}
-		for i := len(path) - 1; i >= 0; i-- {
-			s := path[i]
-			st[s], code[s], at[s] = rSt, rCode, rAt
-			if rSt == stArrive {
-				depth[s] = rDepth + uint16(len(path)-1-i)
+		if rSt == stArrive {
+			for i, s := range slices.Backward(path) {
+				st[s], depth[s] = stArrive, rDepth+uint16(len(path)-1-i)
+				w.order = append(w.order, s)
 			}
-			w.order = append(w.order, s)
+		} else {
+			for _, s := range path {
+				st[s], code[s], at[s] = rSt, rCode, rAt
+			}
 		}
 		w.path = path
 	}
+}
+
+// arrived walks the tree toward the current LID when every switch
+// arrives, and reports false, leaving st and order to walk, as soon as
+// one does not. It visits the switches in the order the last such tree
+// resolved them (the next hop first): neighbouring LIDs' trees are
+// alike, so a switch's next hop is mostly resolved already and each
+// branch goes the way it went for the switch before. Depth alone is the
+// state while it runs (0: not yet, inProgress: on the current path).
+func (w *worker) arrived() bool {
+	const inProgress = math.MaxUint16
+	n := w.f.nsw
+	depth, hop := w.depth[:n], w.hop[:n]
+	if len(w.order) == n {
+		w.visit, w.order = w.order, w.visit
+	}
+	clear(depth)
+	order := w.order[:0]
+	for _, s0 := range w.visit {
+		if depth[s0] != 0 {
+			continue
+		}
+		if ps := hopNext(hop[s0]); ps >= 0 {
+			if dp := depth[ps]; dp != 0 && dp != inProgress {
+				depth[s0] = dp + 1
+				order = append(order, s0)
+				continue
+			}
+		}
+		path := w.path[:0]
+		var dd uint16
+		for cur := s0; ; {
+			depth[cur] = inProgress
+			path = append(path, cur)
+			h := hop[cur]
+			ps := hopNext(h)
+			if ps < 0 {
+				if hopIn(h) != fNone {
+					return false
+				}
+				dd = 1
+				break
+			}
+			if dd = depth[ps]; dd == 0 {
+				cur = ps
+				continue
+			}
+			if dd == inProgress {
+				return false // a loop
+			}
+			dd++
+			break
+		}
+		for i, s := range slices.Backward(path) {
+			depth[s] = dd + uint16(len(path)-1-i)
+			order = append(order, s)
+		}
+		w.path = path
+	}
+	w.order = order
+	copy(w.st, w.f.allArrive)
+	return true
 }
 
 func (w *worker) lid(j int, d uint16, res *chunkResult) {
@@ -591,9 +670,9 @@ func (w *worker) plain(d uint16, dst int32) bool {
 // flush adds to the channels with the rest of the chunk.
 func (w *worker) plainLID(j int, flows []uint32, d uint16, dst int32, l, k uint8, c int, dstCA bool, res *chunkResult) {
 	f := w.f
-	st, hop, depth, acc, carry := w.st, w.hop, w.depth, w.acc, w.carry
+	n := f.nsw
+	st, hop, depth, acc := w.st, w.hop, w.depth[:n], w.flowAcc[:n]
 	clear(acc)
-	clear(carry)
 	clear(flows)
 	ds := f.epSw[dst]
 	selfSel := f.offset(dst, l) == k
@@ -611,36 +690,33 @@ func (w *worker) plainLID(j int, flows []uint32, d uint16, dst int32, l, k uint8
 		}
 	}
 	w.lidVL[j], w.lidDep[j], w.lidPkd[j] = vbit, dep, packed
+	deps := dep != nil || packed // VL15 drops the traffic: no dependencies
+	// acc holds per switch the CA sources whose traffic crosses it, and
+	// the accCarry bit when any (CA or switch) traffic reaches it over a
+	// dependency.
+	const accCarry = 1 << 31
+	srcs, hops, arr, nc := f.srcs[c*n:(c+1)*n], w.hops[:n+1], w.arrByClass, f.nc
 	var reached, lidReached int64
-	found, anyCA := false, false
-	for i := len(w.order) - 1; i >= 0; i-- {
-		s := w.order[i]
-		if st[s] != stArrive {
-			continue
-		}
-		nca := int64(f.caClass[int(s)*f.nc+c])
-		self := f.offset(f.swEp[s], l) == k
+	var anyCA, anySrc uint32
+	for _, s := range slices.Backward(w.order) {
+		src := srcs[s]
+		nca, self := src&srcCAs, src&srcSelf
 		if s == ds && selfSel {
 			if dstCA {
 				nca--
 			} else {
-				self = false
+				self = 0
 			}
 		}
 		if dstCA {
-			reached += nca
-			lidReached += int64(f.caCount[s])
-			h := int(depth[s])
-			for h >= len(w.hops) {
-				w.hops = append(w.hops, 0)
-			}
-			w.hops[h] += nca
-			if f.caCount[s] > 0 {
-				w.arrByClass[int(s)*f.nc+c]++
-			}
+			cas := src >> srcCountShift
+			reached += int64(nca)
+			lidReached += int64(cas)
+			hops[depth[s]] += int64(nca)
+			arr[int(s)*nc+c] += int32((cas + srcCAs) >> 8) // 1 where s has CAs: no branch to mispredict
 		} else {
 			lidReached++
-			if self {
+			if self != 0 {
 				reached++
 			}
 		}
@@ -648,40 +724,32 @@ func (w *worker) plainLID(j int, flows []uint32, d uint16, dst int32, l, k uint8
 		if hopOut(h) == 0 {
 			continue // s owns d
 		}
-		if nca > 0 {
-			anyCA = true
-		}
-		if self || nca > 0 {
-			found = true
-			carry[s] = true
-		}
-		a := acc[s]
+		anyCA |= nca
+		anySrc |= nca | self
+		ac := acc[s]
+		a := ac &^ accCarry
 		if dstCA {
-			a += int32(nca)
+			a += nca
 		}
-		var fl uint32
-		if a > 0 {
-			fl = uint32(a)
-		}
-		if carry[s] {
+		carry := ac&accCarry != 0 || nca|self != 0
+		fl := a
+		if carry {
 			fl |= flowCarry
 		}
-		t := hopNext(h)
-		if t < 0 {
-			flows[s] = fl
-			continue
-		}
-		acc[t] += a
-		if carry[s] && (dep != nil || packed) {
-			carry[t] = true
-			fl |= uint32(hopOut(hop[t])) << 16
+		if t := hopNext(h); t >= 0 {
+			acc[t] += a
+			if carry && deps {
+				acc[t] |= accCarry
+				fl |= uint32(hopOut(hop[t])) << 16
+			}
 		}
 		flows[s] = fl
 	}
+	found := anySrc != 0
 	if found {
 		w.slsUsed |= 1 << x
 	}
-	if anyCA {
+	if anyCA != 0 {
 		w.caSLByClass[c] |= 1 << x
 	}
 	arrives := ds >= 0 && st[ds] == stArrive

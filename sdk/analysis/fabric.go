@@ -29,6 +29,13 @@ type swLink struct {
 // switch over an up link.
 func (l swLink) sw() int32 { return int32(l.sw1) - 1 }
 
+// Fields of fabric.srcs.
+const (
+	srcCAs        = 0xff
+	srcSelf       = 1 << 8
+	srcCountShift = 16
+)
+
 // maxSwitches is what swLink can index: every switch holds a LID, so a
 // fabric in the unicast LID space has fewer.
 const maxSwitches = 1<<16 - 1
@@ -89,6 +96,12 @@ type fabric struct {
 	// classTotal[c] sums caClass over the switches; swClassTotal[c] counts
 	// the switches whose port-0 endpoint selects class c.
 	classTotal, swClassTotal []int64
+	// srcs[c*nsw+s] packs what plainLID needs of switch s's sources
+	// toward a LID of class c: its CAs of the class (srcCAs), its port 0
+	// (srcSelf) and all its CAs (from srcCountShift on).
+	srcs []uint32
+	// allArrive is stArrive for every switch (worker.arrived copies it).
+	allArrive []uint8
 	spread                   bool
 	dlidOvs                  map[int32][]dlidOv // by destination endpoint
 	dlidOvAt                 map[[2]int32]uint8 // (src, dst) -> offset
@@ -305,9 +318,20 @@ func newFabric(r *plan.Realized, vls *plan.VLPlan) (*fabric, error) {
 			f.classTotal[c]++
 		}
 	}
+	f.allArrive = make([]uint8, f.nsw)
+	for s := range f.allArrive {
+		f.allArrive[s] = stArrive
+	}
+	f.srcs = make([]uint32, f.nc*f.nsw)
 	for s := range f.nsw {
+		for c := range f.nc {
+			// At most 255 ports, so the counts fit their 8 bits.
+			f.srcs[c*f.nsw+s] = uint32(f.caClass[s*f.nc+c]) | uint32(f.caCount[s])<<srcCountShift
+		}
 		for _, l := range f.lmcs {
-			f.swClassTotal[cls(l, f.offset(f.swEp[s], l))]++
+			c := cls(l, f.offset(f.swEp[s], l))
+			f.swClassTotal[c]++
+			f.srcs[c*f.nsw+s] |= srcSelf
 		}
 	}
 
