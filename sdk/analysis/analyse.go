@@ -175,17 +175,17 @@ type worker struct {
 	// flowAcc: per switch, plainLID's CA sources crossing it and whether
 	// any traffic does.
 	flowAcc []uint32
-	code   []uint8
-	at     []int32
-	depth  []uint16
-	order  []int32
-	visit  []int32 // the order arrived visits the switches in: the last complete order
-	path   []int32
-	wCA    []int32
-	wSW    []int32
-	acc    []int32 // per switch: CA sources whose traffic toward the LID crosses it (at most 49,151)
-	active []bool
-	slOvSw []bool // switch holds a source with an SL override for this LID
+	code    []uint8
+	at      []int32
+	depth   []uint16
+	order   []int32
+	visit   []int32 // the order arrived visits the switches in: the last complete order
+	path    []int32
+	wCA     []int32
+	wSW     []int32
+	acc     []int32 // per switch: CA sources whose traffic toward the LID crosses it (at most 49,151)
+	active  []bool
+	slOvSw  []bool // switch holds a source with an SL override for this LID
 
 	caPairs, swPairs, caLID, swLID PairStats
 	loopLIDs                       int

@@ -102,12 +102,12 @@ type fabric struct {
 	srcs []uint32
 	// allArrive is stArrive for every switch (worker.arrived copies it).
 	allArrive []uint8
-	spread                   bool
-	dlidOvs                  map[int32][]dlidOv // by destination endpoint
-	dlidOvAt                 map[[2]int32]uint8 // (src, dst) -> offset
-	slOvs                    map[uint16][]slOv  // by DLID
-	slOvAt                   map[slKey]uint8    // (src, dlid) -> SL
-	lidList                  []uint16           // assigned LIDs, ascending
+	spread    bool
+	dlidOvs   map[int32][]dlidOv // by destination endpoint
+	dlidOvAt  map[[2]int32]uint8 // (src, dst) -> offset
+	slOvs     map[uint16][]slOv  // by DLID
+	slOvAt    map[slKey]uint8    // (src, dlid) -> SL
+	lidList   []uint16           // assigned LIDs, ascending
 
 	// SL2VL: tables[0] is VLPlan.Default; tabIdx[edge] picks the table of a
 	// switch port pair (nil when the plan lists no switch entries); caTab
