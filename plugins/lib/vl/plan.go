@@ -230,12 +230,17 @@ type hopWord interface{ ~uint32 | ~uint64 }
 // predBits is how many in-indices a W holds.
 func predBits[W hopWord]() int { return int(unsafe.Sizeof(W(0)))*8 - 4 }
 
+// vlOf is a hop word's VL, -1 when the hop is unused.
+func vlOf[W hopWord](w W) int { return int(w>>predBits[W]()) - 1 }
+
+// withVL is w on VL x, its predecessors kept.
+func withVL[W hopWord](w W, x int) W {
+	return w&(W(1)<<predBits[W]()-1) | W(x+1)<<predBits[W]()
+}
+
 func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs, maxSLs int) (*plan.VLPlan, Stats, error) {
 	maxVLs = max(1, min(maxVLs, 15)) // VL15 is management
-	shift := uint(predBits[W]())
-	predMask := W(1)<<shift - 1
-	vlOf := func(w W) int { return int(w>>shift) - 1 } // -1: unused
-	withVL := func(w W, x int) W { return w&predMask | W(x+1)<<shift }
+	predMask := W(1)<<predBits[W]() - 1
 	ne := hx.base[f.N]
 	nc := f.Chans()
 	t := f.R.Topo
@@ -379,23 +384,23 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 			return false
 		}
 		save(c, e)
-		c.st[e] = withVL(c.st[e], x)
+		c.st[e] = withVL[W](c.st[e], x)
 		work = append(work[:0], e)
 		for len(work) > 0 {
 			e := work[len(work)-1]
 			work = work[:len(work)-1]
-			y := vlOf(c.st[e])
+			y := vlOf[W](c.st[e])
 			m := uint64(c.st[e] & predMask)
 			h := &hops[e]
 			for ; m != 0; m &= m - 1 {
 				pe := h.up + int32(bits.TrailingZeros64(m))
-				if px := vlOf(c.st[pe]); !ok(px, y, e) {
+				if px := vlOf[W](c.st[pe]); !ok(px, y, e) {
 					nx := lowest(y, e)
 					if nx >= capOf(pe) {
 						return false
 					}
 					save(c, pe)
-					c.st[pe] = withVL(c.st[pe], nx)
+					c.st[pe] = withVL[W](c.st[pe], nx)
 					work = append(work, pe)
 				}
 			}
@@ -413,16 +418,22 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 				save(c, next)
 				*ns |= bit
 			}
-			y = vlOf(*ns)
+			y = vlOf[W](*ns)
 			// lowest(y, next), keeping ok(y, y, next) for the check
-			// below (a second call would give the same answer).
-			if same = ok(y, y, next); same {
+			// below (a second call would give the same answer); ACRO's
+			// layers are read here, the closure only for VLs above them.
+			if y < len(pos) {
+				same = hops[next].okm>>y&1 != 0
+			} else {
+				same = ok(y, y, next)
+			}
+			if same {
 				want = y
 			} else {
 				want = y + 1
 			}
 		}
-		cur := vlOf(c.st[e])
+		cur := vlOf[W](c.st[e])
 		if cur >= 0 && (next < 0 || cur > y || cur == y && same) {
 			return true
 		}
@@ -655,7 +666,7 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 	raised := make([]bool, ne)
 	for k, c := range cls {
 		for e, w := range c.st {
-			if x := vlOf(w); x > 0 {
+			if x := vlOf[W](w); x > 0 {
 				rows[e][k] = uint8(x)
 				raised[e] = true
 				nvl = max(nvl, x+1)
