@@ -21,6 +21,16 @@ import (
 // Dispatcher closes, those in flight and those not yet sent end with the
 // error Do would return.
 func (d *Dispatcher) DoAll(ctx context.Context, n int, build func(i int, buf []byte) (Packet, error), done func(i int, resp Packet, err error)) {
+	d.DoEach(ctx, 0, func() int { return n }, build, done)
+}
+
+// DoEach is DoAll over requests first to n()-1 where n may grow while it
+// runs (done may add requests: a walk whose answers tell what to ask
+// next). It asks n whenever it has room for another request and returns
+// once every request below n() has ended and none is in flight, with the
+// index of the first request it did not handle; requests added after that
+// are the caller's to send.
+func (d *Dispatcher) DoEach(ctx context.Context, first int, n func() int, build func(i int, buf []byte) (Packet, error), done func(i int, resp Packet, err error)) (end int) {
 	lim := d.lim.Load()
 	// At most one answer and one bounce per request in flight wait in ev,
 	// so the receiver never blocks on it.
@@ -28,13 +38,13 @@ func (d *Dispatcher) DoAll(ctx context.Context, n int, build func(i int, buf []b
 	b := &batch{d: d, ctx: ctx, lim: lim, done: done, ev: make(chan batchEvent, 2*most)}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	next := 0
+	next := first
 	// pend is built and waits for a slot (held by value: a heap
 	// batchState per request was one allocation per SMP).
 	var pend batchState
 	havePend := false
 	for {
-		for len(b.live) < most && (havePend || next < n) {
+		for len(b.live) < most && (havePend || next < n()) {
 			if !havePend {
 				havePend = b.build(&pend, next, build)
 				next++
@@ -53,16 +63,15 @@ func (d *Dispatcher) DoAll(ctx context.Context, n int, build func(i int, buf []b
 					if ctx.Err() == nil {
 						err = d.endErr()
 					}
-					b.abort(&pend, havePend, next, n, err)
-					return
+					return b.abort(&pend, havePend, next, n, err)
 				}
 			}
 			b.start(&pend, to, down)
 			havePend = false
 		}
 		if len(b.live) == 0 {
-			if !havePend && next >= n {
-				return
+			if !havePend && next >= n() {
+				return next
 			}
 			continue
 		}
@@ -76,11 +85,9 @@ func (d *Dispatcher) DoAll(ctx context.Context, n int, build func(i int, buf []b
 		case now := <-timer.C:
 			b.expire(now)
 		case <-ctx.Done():
-			b.abort(&pend, havePend, next, n, ctx.Err())
-			return
+			return b.abort(&pend, havePend, next, n, ctx.Err())
 		case <-d.done:
-			b.abort(&pend, havePend, next, n, d.endErr())
-			return
+			return b.abort(&pend, havePend, next, n, d.endErr())
 		}
 	}
 }
@@ -290,8 +297,8 @@ func (b *batch) finish(c *call, resp Packet, err error) {
 
 // abort ends what is in flight with err (an answer already in ev wins),
 // then pend (if havePend) and the requests from next on, which were never
-// sent.
-func (b *batch) abort(pend *batchState, havePend bool, next, n int, err error) {
+// sent, and returns the index after the last it ended.
+func (b *batch) abort(pend *batchState, havePend bool, next int, n func() int, err error) int {
 	d := b.d
 	d.mu.Lock()
 	for _, c := range b.live {
@@ -311,7 +318,9 @@ func (b *batch) abort(pend *batchState, havePend bool, next, n int, err error) {
 	if havePend {
 		b.done(pend.idx, Packet{}, err)
 	}
-	for i := next; i < n; i++ {
+	end := n()
+	for i := next; i < end; i++ {
 		b.done(i, Packet{}, err)
 	}
+	return max(end, next)
 }

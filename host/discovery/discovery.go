@@ -60,8 +60,10 @@ type Fabric struct {
 type Discoverer struct {
 	C   *mad.Client
 	Log hclog.Logger
-	// Parallel bounds the SMP-issuing goroutines (the transport's window
-	// bounds what is actually on the wire).
+	// Parallel is not used: discovery's SMPs travel as one growing batch
+	// (mad.Client.GetEach) that the transport's window bounds.
+	//
+	// Deprecated: set the transport's window instead.
 	Parallel int
 	// OnNode, when set, hears the number of nodes found each time a new
 	// one is (progress on a terminal); it must not block.
@@ -72,13 +74,15 @@ type walk struct {
 	d   *Discoverer
 	ctx context.Context
 
-	// A fixed pool of workers drains a task queue; tasks queue more tasks.
-	// Unlike a goroutine per SMP this keeps memory flat on fabrics with
-	// hundreds of thousands of ports.
-	qmu     sync.Mutex
-	qcond   *sync.Cond
-	queue   []func()
-	running int
+	// The SMPs asked and not yet ended, the first at index base, in one
+	// growing batch (mad.Client.GetEach): an answer's continuation asks
+	// the next SMPs, and they join the batch in flight. A goroutine per
+	// SMP (or a worker pool calling Get) cost twice the CPU per SMP on
+	// the 450 k Gets of the largest fabrics.
+	qmu  sync.Mutex
+	asks []ask
+	base int // index of asks[0]
+	low  int // every ask below low has ended
 
 	mu   sync.Mutex
 	f    *Fabric
@@ -93,62 +97,69 @@ type walk struct {
 }
 
 func newWalk(ctx context.Context, d *Discoverer, f *Fabric) *walk {
-	w := &walk{d: d, ctx: ctx, f: f}
-	w.qcond = sync.NewCond(&w.qmu)
-	return w
+	return &walk{d: d, ctx: ctx, f: f}
 }
 
-// drain runs par workers until no task is queued or running.
-func (w *walk) drain(par int) {
-	// Wake idle workers when ctx ends so they can return.
-	stop := context.AfterFunc(w.ctx, func() { w.qmu.Lock(); w.qcond.Broadcast(); w.qmu.Unlock() })
-	defer stop()
-	var wg sync.WaitGroup
-	for i := 0; i < par; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.work() }()
-	}
-	wg.Wait()
+// ask is one Get of the walk and what to do when it ends.
+type ask struct {
+	path mad.Path
+	attr uint16
+	mod  uint32
+	out  mad.Attribute
+	then func(err error) // nil once it ran
 }
 
-func (d *Discoverer) parallel() int {
-	if d.Parallel <= 0 {
-		return 256
-	}
-	return d.Parallel
-}
-
-// spawn queues f.
-func (w *walk) spawn(f func()) {
+// ask queues a Get of attr (mod) at path into out; then runs when it
+// ends (out holds the answer if err is nil). then must not block: it runs
+// on the batch's goroutine, and may ask more.
+func (w *walk) ask(path mad.Path, attr uint16, mod uint32, out mad.Attribute, then func(err error)) {
+	w.smps.Add(1)
 	w.qmu.Lock()
-	w.queue = append(w.queue, f)
+	w.asks = append(w.asks, ask{path, attr, mod, out, then})
 	w.qmu.Unlock()
-	w.qcond.Signal()
 }
 
-// work runs tasks until the queue is empty and no task is running (no more
-// can appear) or ctx is done.
-func (w *walk) work() {
+// drain sends what is asked, and what their answers ask, until nothing
+// more is; a cancelled ctx ends it without running the continuations.
+func (w *walk) drain() {
+	w.d.C.GetEach(w.ctx, w.asked, w.req, w.answered)
+	w.qmu.Lock()
+	w.asks, w.base, w.low = nil, 0, 0 // every ask ended
+	w.qmu.Unlock()
+}
+
+func (w *walk) asked() int {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
-	for {
-		for len(w.queue) == 0 && w.running > 0 && w.ctx.Err() == nil {
-			w.qcond.Wait()
-		}
-		if len(w.queue) == 0 || w.ctx.Err() != nil {
-			w.qcond.Broadcast()
-			return
-		}
-		// FIFO keeps the walk breadth-first, so DR paths stay short.
-		f := w.queue[0]
-		w.queue[0] = nil
-		w.queue = w.queue[1:]
-		w.running++
-		w.qmu.Unlock()
-		f()
-		w.qmu.Lock()
-		w.running--
+	return w.base + len(w.asks)
+}
+
+func (w *walk) req(i int) mad.Req {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	a := &w.asks[i-w.base]
+	return mad.Req{Path: a.path, Attr: a.attr, Mod: a.mod, Out: a.out}
+}
+
+func (w *walk) answered(i int, err error) {
+	w.qmu.Lock()
+	a := w.asks[i-w.base]
+	w.asks[i-w.base] = ask{}
+	// Drop the ended front once it is most of the list, so a walk of
+	// 450 k Gets holds only what is still to answer.
+	for w.low < w.base+len(w.asks) && w.asks[w.low-w.base].then == nil {
+		w.low++
 	}
+	if k := w.low - w.base; k >= 1024 && 2*k >= len(w.asks) {
+		n := copy(w.asks, w.asks[k:])
+		clear(w.asks[n:])
+		w.asks, w.base = w.asks[:n], w.low
+	}
+	w.qmu.Unlock()
+	if w.ctx.Err() != nil {
+		return // Run and Update return ctx's error
+	}
+	a.then(err)
 }
 
 // Run discovers the fabric. It fails only if the SM's own node cannot be
@@ -163,7 +174,7 @@ func (d *Discoverer) Run(ctx context.Context) (*Fabric, error) {
 	w.f.SMGUID, w.f.SMPort = ni.NodeGUID, ni.LocalPortNum
 	n := w.register(ni, nil)
 	w.explore(n, ni.LocalPortNum)
-	w.drain(d.parallel())
+	w.drain()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -251,36 +262,31 @@ func (w *walk) register(ni smp.NodeInfo, path mad.Path) *Node {
 	return n
 }
 
-func (w *walk) get(path mad.Path, attr uint16, mod uint32, out mad.Attribute) error {
-	w.smps.Add(1)
-	return w.d.C.Get(w.ctx, path, attr, mod, out)
-}
-
 // explore reads a newly found node. via is the port it was reached through
 // (a CA's only known port; ignored for switches, whose ports are all read).
 func (w *walk) explore(n *Node, via uint8) {
-	w.spawn(func() {
-		var nd smp.NodeDescription
-		if err := w.get(n.Path, smp.AttrNodeDescription, 0, &nd); err != nil {
+	nd := new(smp.NodeDescription)
+	w.ask(n.Path, smp.AttrNodeDescription, 0, nd, func(err error) {
+		if err != nil {
 			w.warn("node 0x%016x: NodeDescription: %v", n.Info.NodeGUID, err)
-		} else {
-			n.mu.Lock()
-			n.Desc = nd.Text
-			n.mu.Unlock()
+			return
 		}
+		n.mu.Lock()
+		n.Desc = nd.Text
+		n.mu.Unlock()
 	})
 	if n.Info.NodeType != smp.NodeTypeSwitch {
 		w.readPort(n, via, n.Path, n.Info.PortGUID)
 		return
 	}
-	w.spawn(func() {
-		var si smp.SwitchInfo
-		if err := w.get(n.Path, smp.AttrSwitchInfo, 0, &si); err != nil {
+	si := new(smp.SwitchInfo)
+	w.ask(n.Path, smp.AttrSwitchInfo, 0, si, func(err error) {
+		if err != nil {
 			w.warn("switch 0x%016x: SwitchInfo: %v", n.Info.NodeGUID, err)
 			return
 		}
 		n.mu.Lock()
-		n.Switch = &si
+		n.Switch = si
 		n.mu.Unlock()
 	})
 	for p := 0; p <= int(n.Info.NumPorts); p++ {
@@ -298,14 +304,14 @@ func (w *walk) readPort(n *Node, p uint8, path mad.Path, guid uint64) {
 	if w.inc != nil && !w.inc.claim(n, p) {
 		return // an update already read it
 	}
-	w.spawn(func() {
-		var pi smp.PortInfo
-		if err := w.get(path, smp.AttrPortInfo, uint32(p), &pi); err != nil {
+	pi := new(smp.PortInfo)
+	w.ask(path, smp.AttrPortInfo, uint32(p), pi, func(err error) {
+		if err != nil {
 			w.warn("node 0x%016x port %d: PortInfo: %v", n.Info.NodeGUID, p, err)
 			return
 		}
 		n.mu.Lock()
-		n.Ports[p].Info, n.Ports[p].Valid, n.Ports[p].GUID = pi, true, guid
+		n.Ports[p].Info, n.Ports[p].Valid, n.Ports[p].GUID = *pi, true, guid
 		linked := n.Ports[p].PeerGUID != 0
 		n.mu.Unlock()
 		if p == 0 || linked || pi.PortState < smp.PortStateInit {
@@ -323,16 +329,24 @@ func (w *walk) readPort(n *Node, p uint8, path mad.Path, guid uint64) {
 // probe reads NodeInfo through port p of switch (or the SM's CA) n.
 func (w *walk) probe(n *Node, p uint8) {
 	path := n.Path.Extend(p)
-	var ni smp.NodeInfo
-	if err := w.get(path, smp.AttrNodeInfo, 0, &ni); err != nil {
-		w.noteLocked(path, err)
-		if w.inc != nil {
-			w.inc.fail(n, p, n.Path, "NodeInfo of the far end", err)
+	ni := new(smp.NodeInfo)
+	w.ask(path, smp.AttrNodeInfo, 0, ni, func(err error) {
+		if err != nil {
+			w.noteLocked(path, err)
+			if w.inc != nil {
+				w.inc.fail(n, p, n.Path, "NodeInfo of the far end", err)
+				return
+			}
+			w.warn("node 0x%016x port %d: no answer from the far end: %v", n.Info.NodeGUID, p, err)
 			return
 		}
-		w.warn("node 0x%016x port %d: no answer from the far end: %v", n.Info.NodeGUID, p, err)
-		return
-	}
+		w.found(n, p, path, *ni)
+	})
+}
+
+// found records the node ni that answered through port p of n (at path)
+// and reads what is new there.
+func (w *walk) found(n *Node, p uint8, path mad.Path, ni smp.NodeInfo) {
 	if ni.NodeGUID == 0 || int(ni.LocalPortNum) > int(ni.NumPorts) || ni.LocalPortNum == 0 {
 		w.warn("node 0x%016x port %d: far end sent an invalid NodeInfo (GUID 0x%016x, port %d of %d)", n.Info.NodeGUID, p, ni.NodeGUID, ni.LocalPortNum, ni.NumPorts)
 		return

@@ -125,16 +125,16 @@ func (w *walk) check(n *Node, p uint8, path mad.Path) {
 	if !w.inc.claim(n, p) {
 		return
 	}
-	w.spawn(func() {
-		var pi smp.PortInfo
-		if err := w.get(path, smp.AttrPortInfo, uint32(p), &pi); err != nil {
+	pi := new(smp.PortInfo)
+	w.ask(path, smp.AttrPortInfo, uint32(p), pi, func(err error) {
+		if err != nil {
 			w.inc.fail(n, p, path, "PortInfo", err)
 			return
 		}
 		isSwitch := n.Info.NodeType == smp.NodeTypeSwitch
 		n.mu.Lock()
 		old := n.Ports[p]
-		n.Ports[p].Info, n.Ports[p].Valid = pi, true
+		n.Ports[p].Info, n.Ports[p].Valid = *pi, true
 		if isSwitch {
 			n.Ports[p].GUID = n.Info.PortGUID
 		}
@@ -308,7 +308,6 @@ func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabr
 		}
 		w.check(n, r.Port, n.Path)
 	}
-	par := d.parallel()
 	var waiting []failure // failed reads whose route crosses a pending switch
 	for round := 1; ; round++ {
 		w.inc.sum.Rounds = round
@@ -321,7 +320,7 @@ func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabr
 				w.check(n, uint8(p), n.Path)
 			}
 		}
-		w.drain(par)
+		w.drain()
 		if err := ctx.Err(); err != nil {
 			return nil, w.inc.sum, err
 		}

@@ -21,9 +21,9 @@ type Req struct {
 }
 
 // batchDoer is a transport that keeps many requests in flight from one
-// goroutine (transport.Dispatcher.DoAll).
+// goroutine (transport.Dispatcher.DoEach).
 type batchDoer interface {
-	DoAll(ctx context.Context, n int, build func(i int, buf []byte) (transport.Packet, error), done func(i int, resp transport.Packet, err error))
+	DoEach(ctx context.Context, first int, n func() int, build func(i int, buf []byte) (transport.Packet, error), done func(i int, resp transport.Packet, err error)) int
 }
 
 // SetAll sends n Sets, the i-th as req(i) describes it, and calls done(i,
@@ -37,15 +37,24 @@ type batchDoer interface {
 // port's M_Key is followed by Set's Get with the new key (see stopLease)
 // before SetAll returns.
 func (c *Client) SetAll(ctx context.Context, n int, req func(i int) Req, done func(i int, err error)) {
-	c.all(ctx, smp.MethodSet, n, req, done)
+	c.all(ctx, smp.MethodSet, func() int { return n }, req, done)
 }
 
 // GetAll is SetAll's Gets: req(i).Out receives each answer.
 func (c *Client) GetAll(ctx context.Context, n int, req func(i int) Req, done func(i int, err error)) {
+	c.all(ctx, smp.MethodGet, func() int { return n }, req, done)
+}
+
+// GetEach is GetAll over a list that grows while it runs: every i below
+// n() is asked, and done may raise n (a walk whose answers tell it what to
+// read next: discovery). n is called from one goroutine at a time, done
+// may be running meanwhile. GetEach returns once every Get below n() has
+// ended.
+func (c *Client) GetEach(ctx context.Context, n func() int, req func(i int) Req, done func(i int, err error)) {
 	c.all(ctx, smp.MethodGet, n, req, done)
 }
 
-func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) Req, done func(i int, err error)) {
+func (c *Client) all(ctx context.Context, method uint8, n func() int, set func(i int) Req, done func(i int, err error)) {
 	var mu sync.Mutex
 	report := func(i int, err error) {
 		mu.Lock()
@@ -65,10 +74,12 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 	}
 	bd, ok := t.(batchDoer)
 	if !ok {
-		for i := range n {
-			viaSet(i, set(i))
+		for from := 0; from < n(); {
+			for end := n(); from < end; from++ {
+				viaSet(from, set(from))
+			}
+			_ = slow.Wait("") // every error went to done, which may add more
 		}
-		_ = slow.Wait("") // every error went to done
 		return
 	}
 	keys := c.Keys()
@@ -78,26 +89,29 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 		r               Req
 		key, payloadKey uint64
 		cands           int
+		known           bool // the port at the end of the path answered before
 	}
 	inFlight := map[int]sent{}
 	// done runs on DoAll's goroutine one call at a time, so one SMP
 	// holds every answer in turn (Observe keeps none): one allocation
 	// per batch, not per SMP.
 	m := new(smp.SMP)
-	bd.DoAll(ctx, n, func(i int, buf []byte) (transport.Packet, error) {
+	build := func(i int, buf []byte) (transport.Packet, error) {
 		r := set(i)
-		key, cands := c.MKey, 1
+		key, cands, known := c.MKey, 1, false
 		if keys != nil {
-			ks, _ := keys.Candidates(r.Path)
+			var ks []uint64
+			ks, known = keys.Candidates(r.Path)
 			key, cands = ks[0], len(ks)
 		}
 		payloadKey, err := encodeDR(buf, method, r.Path, r.Attr, r.Mod, key, r.Val)
-		inFlight[i] = sent{r, key, payloadKey, cands}
+		inFlight[i] = sent{r, key, payloadKey, cands, known}
 		if err != nil {
 			return transport.Packet{}, err
 		}
 		return transport.Packet{DLID: smp.PermissiveLID, MAD: buf}, nil
-	}, func(i int, resp transport.Packet, err error) {
+	}
+	answer := func(i int, resp transport.Packet, err error) {
 		s := inFlight[i]
 		delete(inFlight, i)
 		r := s.r
@@ -106,7 +120,12 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 				viaSet(i, r) // perhaps the wrong key: Set tries the others
 				return
 			}
-			report(i, sendErr(r.Attr, r.Mod, r.Path, err))
+			err = sendErr(r.Attr, r.Mod, r.Path, err)
+			if keys != nil && ctx.Err() == nil && errors.Is(err, transport.ErrTimeout) {
+				// As Set says it: perhaps the port holds another key.
+				err = &KeyError{Path: r.Path, Tried: s.cands, Known: s.known, Err: err}
+			}
+			report(i, err)
 			return
 		}
 		if err := m.Decode(resp.MAD); err != nil {
@@ -130,6 +149,18 @@ func (c *Client) all(ctx context.Context, method uint8, n int, set func(i int) R
 			report(i, nil)
 			return nil
 		})
-	})
-	_ = slow.Wait("") // every error went to done
+	}
+	// The SMPs sent again through Set end on their own goroutines after
+	// DoEach returned, and their done may add more.
+	for from := 0; from < n(); {
+		if ctx.Err() != nil {
+			for end := n(); from < end; from++ {
+				r := set(from)
+				report(from, sendErr(r.Attr, r.Mod, r.Path, ctx.Err()))
+			}
+		} else {
+			from = bd.DoEach(ctx, from, n, build, answer)
+		}
+		_ = slow.Wait("") // every error went to done
+	}
 }

@@ -2,6 +2,7 @@ package mad_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -135,5 +136,99 @@ func TestSetAllKeyChange(t *testing.T) {
 	must(t, err)
 	if n := len(k.observed); n < 2 || k.observed[n-1] != newKey || k.methods[n-1] != smp.MethodGet {
 		t.Fatalf("after the key change: observed keys %#x methods %v; want a Get with %#x last", k.observed, k.methods, newKey)
+	}
+}
+
+// TestGetEach: requests that done adds while the batch runs are sent in
+// the same call, each ends exactly once with its own answer (a dead end
+// with its error), over DoAll and without it; a cancelled context ends
+// every request, those added after it too.
+func TestGetEach(t *testing.T) {
+	paths := []mad.Path{{1}, {1, 2}, {1, 3}} // SW1, SW2, nowhere
+	want := []uint64{guidSW1, guidSW2, 0}
+	const most = 300
+	for _, tc := range []struct {
+		name     string
+		batched  bool
+		cancelAt int // cancel once this many ended (0: never)
+	}{
+		{"DoAll", true, 0},
+		{"without DoAll", false, 0},
+		{"DoAll cancelled", true, 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c, tr := lineFabric(t)
+			if !tc.batched {
+				c = &mad.Client{T: plainTransport{tr}}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var mu sync.Mutex
+			outs := []*smp.NodeInfo{new(smp.NodeInfo)}
+			ends, errs := []int{0}, []error{nil}
+			ended := 0
+			n := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(outs)
+			}
+			c.GetEach(ctx, n, func(i int) mad.Req {
+				mu.Lock()
+				defer mu.Unlock()
+				return mad.Req{Path: paths[i%3], Attr: smp.AttrNodeInfo, Out: outs[i]}
+			}, func(i int, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				ends[i]++
+				errs[i] = err
+				if ended++; ended == tc.cancelAt {
+					cancel()
+				}
+				// Each answer asks two more, up to most (after a cancel too).
+				for k := 0; k < 2 && len(outs) < most; k++ {
+					outs, ends, errs = append(outs, new(smp.NodeInfo)), append(ends, 0), append(errs, nil)
+				}
+			})
+			if len(outs) != most {
+				t.Fatalf("%d requests asked, want %d", len(outs), most)
+			}
+			for i := range outs {
+				switch {
+				case ends[i] != 1:
+					t.Fatalf("request %d ended %d times", i, ends[i])
+				case tc.cancelAt > 0:
+					// Early ones answered, the rest cancelled.
+				case want[i%3] == 0:
+					if errs[i] == nil || !strings.Contains(errs[i].Error(), "via DR [1,3]") {
+						t.Fatalf("request %d down a dead end: %v", i, errs[i])
+					}
+				case errs[i] != nil || outs[i].NodeGUID != want[i%3]:
+					t.Fatalf("request %d via %s: GUID %#x, %v", i, paths[i%3], outs[i].NodeGUID, errs[i])
+				}
+			}
+			if tc.cancelAt > 0 && !errors.Is(errs[most-1], context.Canceled) {
+				t.Fatalf("last request after the cancel: %v", errs[most-1])
+			}
+		})
+	}
+}
+
+// TestGetAllKeyError: a batched Get that its one guessed M_Key does not
+// open fails with the KeyError Get gives (discovery tells locked ports by
+// it), known or not as the keys said.
+func TestGetAllKeyError(t *testing.T) {
+	for _, known := range []bool{false, true} {
+		fab, _, tr := lineFabric(t)
+		must(t, fab.SetMKey(guidSW1, 0, 0x51, 2, 0))
+		k := &fakeKeys{known: known, cands: map[string][]uint64{"[1]": {0x50}}}
+		c := &mad.Client{T: mad.WithKeys(tr, k)}
+		var err error
+		c.GetAll(context.Background(), 1, func(int) mad.Req {
+			return mad.Req{Path: mad.Path{1}, Attr: smp.AttrNodeInfo, Out: new(smp.NodeInfo)}
+		}, func(_ int, e error) { err = e })
+		var ke *mad.KeyError
+		if !errors.As(err, &ke) || ke.Known != known || !errors.Is(err, transport.ErrTimeout) {
+			t.Fatalf("known %v: %v", known, err)
+		}
 	}
 }
