@@ -208,6 +208,7 @@ func (a *applyRun) forwardingTables() {
 	st.LFTBlocksRead, st.LFTRestored = p.learn(a.ctx, fab, topo, blocks, a.smLID)
 	sw := topo.Switches()
 	var send []uint32 // the blocks to send: switch index << blockBits | block
+	paths := make([]mad.Path, len(sw))
 	var blocksDone atomic.Int64
 	blockDone := func() {
 		if p.OnBlocks != nil {
@@ -217,6 +218,7 @@ func (a *applyRun) forwardingTables() {
 	for s, node := range sw {
 		guid := topo.Nodes[node].GUID
 		n := fab.Nodes[guid]
+		paths[s] = n.Path
 		lft := rz.LFT[s]
 		st.LFTBlocksTotal += int64(blocks)
 		known := p.knownFor(guid, n)
@@ -243,7 +245,7 @@ func (a *applyRun) forwardingTables() {
 	// in flight itself (SetAll) rather than a goroutine each.
 	p.C.SetAll(a.ctx, len(send), func(i int) mad.Req {
 		s, b := int(send[i]>>blockBits), int(send[i]&(1<<blockBits-1))
-		return mad.Req{Path: fab.Nodes[topo.Nodes[sw[s]].GUID].Path, Attr: smp.AttrLinearForwardingTable, Mod: uint32(b), Val: lftBlock(rz.LFT[s], b)}
+		return mad.Req{Path: paths[s], Attr: smp.AttrLinearForwardingTable, Mod: uint32(b), Val: lftBlock(rz.LFT[s], b)}
 	}, func(_ int, err error) {
 		a.r.Add(err)
 		blockDone()
@@ -256,14 +258,15 @@ const blockBits = 10
 
 // lftBlock is block b of lft (entries past its end forward nothing).
 func lftBlock(lft []uint8, b int) *smp.LFTBlock {
-	var blk smp.LFTBlock
-	for k := range blk {
-		blk[k] = plan.NoPort
-		if lid := b*64 + k; lid < len(lft) {
-			blk[k] = lft[lid]
-		}
+	blk := new(smp.LFTBlock)
+	n := 0
+	if lo := b * smp.LFTBlockLen; lo < len(lft) {
+		n = copy(blk[:], lft[lo:])
 	}
-	return &blk
+	for k := n; k < smp.LFTBlockLen; k++ {
+		blk[k] = plan.NoPort
+	}
+	return blk
 }
 
 // remember records, once phase 1 succeeded, the tables as written and

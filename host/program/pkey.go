@@ -237,6 +237,11 @@ func (p *PKeys) Apply(ctx context.Context, pl *PKeyPlan, lid func(discovery.Port
 	ports := pl.ports
 	st.Ports = len(ports)
 	r := fanout.New(p.Parallel)
+	type block struct {
+		m *managed
+		b int
+	}
+	var send []block
 	p.mu.Lock()
 	for _, m := range ports {
 		want := pl.Tables[m.ref]
@@ -245,17 +250,20 @@ func (p *PKeys) Apply(ctx context.Context, pl *PKeyPlan, lid func(discovery.Port
 			cur = k.table
 		}
 		for b := 0; b < m.blocks(); b++ {
-			var blk smp.PKeyBlock
-			copy(blk[:], want[b*smp.PKeyBlockLen:min(len(want), (b+1)*smp.PKeyBlockLen)])
-			if cur != nil && sameKeys(cur, want, b) {
-				continue
+			if cur == nil || !sameKeys(cur, want, b) {
+				send = append(send, block{m, b})
 			}
-			atomic.AddInt64(&st.BlocksSent, 1)
-			path, mod := m.path, m.mod(b)
-			r.Go(func() error { return p.C.Set(ctx, path, smp.AttrPKeyTable, mod, &blk, nil) })
 		}
 	}
 	p.mu.Unlock()
+	st.BlocksSent = int64(len(send))
+	p.C.SetAll(ctx, len(send), func(i int) mad.Req {
+		m, b := send[i].m, send[i].b
+		want := pl.Tables[m.ref]
+		var blk smp.PKeyBlock
+		copy(blk[:], want[b*smp.PKeyBlockLen:min(len(want), (b+1)*smp.PKeyBlockLen)])
+		return mad.Req{Path: m.path, Attr: smp.AttrPKeyTable, Mod: m.mod(b), Val: &blk}
+	}, func(_ int, err error) { r.Add(err) })
 	if err := r.Wait("programming P_Key tables"); err != nil {
 		p.Forget() // what the ports hold is now uncertain: read back next time
 		return st, err
