@@ -168,7 +168,7 @@ type worker struct {
 	// Per chunk LID: the VL bit its traffic holds and where its one-VL
 	// dependencies go (packed into chans[].succ, or a bitset, or nowhere:
 	// VL15), set by plainLID for flush.
-	lidVL  []uint16
+	lidVL  []uint64 // as in chanAcc.v
 	lidDep [][]uint64
 	lidPkd []bool
 	dsts   []int32 // per chunk LID: its owner
@@ -200,6 +200,10 @@ type worker struct {
 	chans      []chanAcc
 	packedVT   int8    // the VL whose dependencies chans[].succ holds; -1 none yet
 	arrByClass []int32 // nsw*nc: CA-destination LIDs of a class arriving from a switch
+	// arrAll[c]: CA-destination LIDs of class c that every switch reaches
+	// (plainLID), to add to arrByClass of every switch with CAs.
+	arrAll     []int32
+	allArrived bool // the last walk found every switch arriving
 	caAdj      map[int32]int64
 	selfArr    []bool // per endpoint: own selected LID arrives (shared slot per worker, merged by OR)
 	orphanOut  map[int32]int64
@@ -222,7 +226,7 @@ func newWorker(f *fabric, opt Options) *worker {
 	w := &worker{
 		f: f, opt: opt,
 		st: make([]uint8, n), hopCols: make([]uint32, chunkLIDs*n), flowCols: make([]uint32, chunkLIDs*n),
-		lidVL: make([]uint16, chunkLIDs), lidDep: make([][]uint64, chunkLIDs), lidPkd: make([]bool, chunkLIDs), dsts: make([]int32, chunkLIDs),
+		lidVL: make([]uint64, chunkLIDs), lidDep: make([][]uint64, chunkLIDs), lidPkd: make([]bool, chunkLIDs), dsts: make([]int32, chunkLIDs),
 		flowAcc: make([]uint32, n), code: make([]uint8, n), at: make([]int32, n),
 		depth: make([]uint16, n), order: make([]int32, 0, n), visit: make([]int32, n),
 		wCA: make([]int32, n), wSW: make([]int32, n), acc: make([]int32, n),
@@ -231,6 +235,7 @@ func newWorker(f *fabric, opt Options) *worker {
 		chans:       make([]chanAcc, f.nChan),
 		packedVT:    -1,
 		arrByClass:  make([]int32, n*f.nc),
+		arrAll:      make([]int32, f.nc),
 		caAdj:       map[int32]int64{},
 		selfArr:     make([]bool, len(f.eps)),
 		orphanOut:   map[int32]int64{},
@@ -362,10 +367,11 @@ func (w *worker) flush(lids []uint16) {
 			}
 			h := hops[j*n+s]
 			cv := &chans[hopOut(h)]
-			cv.v += uint64(fl & 0xffff)
+			v := cv.v + uint64(fl&0xffff)
 			if fl&flowCarry != 0 {
-				cv.v |= uint64(w.lidVL[j]) << loadBits
+				v |= w.lidVL[j]
 			}
+			cv.v = v
 			tout := uint8(fl >> 16)
 			switch {
 			case tout == 0:
@@ -387,7 +393,7 @@ func (w *worker) flush(lids []uint16) {
 // otherwise the switches are walked again in index order, which names
 // loops and failures where earlier versions did.
 func (w *worker) walk(d uint16, res *chunkResult) {
-	if w.arrived() {
+	if w.allArrived = w.arrived(); w.allArrived {
 		return
 	}
 	f := w.f
@@ -689,7 +695,7 @@ func (w *worker) plainLID(j int, flows []uint32, d uint16, dst int32, l, k uint8
 			w.dep[vt][vt] = dep
 		}
 	}
-	w.lidVL[j], w.lidDep[j], w.lidPkd[j] = vbit, dep, packed
+	w.lidVL[j], w.lidDep[j], w.lidPkd[j] = uint64(vbit)<<loadBits, dep, packed
 	deps := dep != nil || packed // VL15 drops the traffic: no dependencies
 	// acc holds per switch the CA sources whose traffic crosses it, and
 	// the accCarry bit when any (CA or switch) traffic reaches it over a
@@ -697,6 +703,19 @@ func (w *worker) plainLID(j int, flows []uint32, d uint16, dst int32, l, k uint8
 	const accCarry = 1 << 31
 	srcs, hops, arr, nc := f.srcs[c*n:(c+1)*n], w.hops[:n+1], w.arrByClass, f.nc
 	var reached, lidReached int64
+	// When every switch arrives, the sums over them are the fabric's.
+	count := !w.allArrived
+	if !count {
+		if dstCA {
+			reached, lidReached = f.classTotal[c], int64(f.caStart[n])
+			w.arrAll[c]++
+		} else {
+			reached, lidReached = f.swClassTotal[c], int64(n)
+		}
+		if ds >= 0 && selfSel {
+			reached-- // the destination itself
+		}
+	}
 	var anyCA, anySrc uint32
 	for _, s := range slices.Backward(w.order) {
 		src := srcs[s]
@@ -709,12 +728,16 @@ func (w *worker) plainLID(j int, flows []uint32, d uint16, dst int32, l, k uint8
 			}
 		}
 		if dstCA {
+			hops[depth[s]] += int64(nca)
+		}
+		switch {
+		case !count:
+		case dstCA:
 			cas := src >> srcCountShift
 			reached += int64(nca)
 			lidReached += int64(cas)
-			hops[depth[s]] += int64(nca)
 			arr[int(s)*nc+c] += int32((cas + srcCAs) >> 8) // 1 where s has CAs: no branch to mispredict
-		} else {
+		default:
 			lidReached++
 			if self != 0 {
 				reached++
@@ -1190,6 +1213,13 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 		}
 		for i, v := range w.arrByClass {
 			arr[i] += int64(v)
+		}
+		for s := range f.nsw {
+			if f.caCount[s] > 0 {
+				for c, v := range w.arrAll {
+					arr[s*f.nc+c] += int64(v)
+				}
+			}
 		}
 		for i, v := range w.selfArr {
 			selfArr[i] = selfArr[i] || v
