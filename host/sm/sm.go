@@ -193,7 +193,7 @@ func New(t transport.Transport, pipe *pipeline.Runner, opts Options, log hclog.L
 	return &SM{
 		T: t, Pipe: pipe, Opts: opts, Log: log,
 		client: c,
-		disc:   &discovery.Discoverer{C: c, Log: log.Named("discovery"), Parallel: opts.Parallel},
+		disc:   &discovery.Discoverer{C: c, Log: log.Named("discovery")},
 		prog:   &program.Programmer{C: c, Log: log.Named("program"), Parallel: opts.Parallel, Record: programRecord(rec, opts.AuditSMPs < 0)},
 		elect:  newElection(opts.Election),
 		rec:    rec,
