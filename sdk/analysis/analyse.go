@@ -157,13 +157,13 @@ type worker struct {
 
 	st []uint8
 	// hopCols holds the chunk's hop words, LID-major (hopCols[j*nsw+s] is
-	// switch s toward the chunk's LID j, see hopWord); hop is the column of
+	// switch s toward the chunk's LID j, see hopNext); hop is the column of
 	// the LID being walked.
 	hopCols []uint32
 	hop     []uint32
 	rowBuf  [rowGroup * chunkLIDs]uint8 // rowGroup rows' entries for the chunk
 	// flowCols holds, LID-major like hopCols, what plainLID leaves for flush
-	// to add to the switch's out-channel (see flowWord); zero: nothing.
+	// to add to the switch's out-channel (see flowCarry); zero: nothing.
 	flowCols []uint32
 	// Per chunk LID: the VL bit its traffic holds and where its one-VL
 	// dependencies go (packed into chans[].succ, or a bitset, or nowhere:
