@@ -11,6 +11,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
+	"slices"
 
 	"github.com/ibsm/ibsm/plugins/lib/paths"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -42,9 +44,9 @@ type Report struct {
 // the balance is for; switch destinations are routed on the current
 // weights without adding to them).
 //
-// Cost: one Dijkstra per plane over switches only, with an indexed binary
-// heap on flat arrays: O(P·E·log N) for P planes, E channels, N switches;
-// memory O(N + E) besides the planes.
+// Cost: one Dijkstra per plane over switches only, with an indexed radix
+// heap on flat arrays: O(P·(E + N·log W)) for P planes, E channels, N
+// switches and distances below W; memory O(N + E) besides the planes.
 func Route(ctx context.Context, t *topology.Topology, lmc uint8) ([]plan.DestPlanes, *Report, error) {
 	if t == nil {
 		return nil, nil, fmt.Errorf("sssp: no topology in the request")
@@ -168,18 +170,31 @@ func Route(ctx context.Context, t *topology.Topology, lmc uint8) ([]plan.DestPla
 
 // dijkstra holds one shortest-path-tree search toward a switch, reused
 // across destinations.
+//
+// Its queue is a radix heap: Dijkstra pops distances in increasing order,
+// so a queued switch sits in the bucket of the highest bit where its
+// distance differs from the last one popped (bucket 0: equal). The lowest
+// non-empty bucket holds the minimum; emptying it moves its switches to
+// lower buckets only, so each switch moves a few times at most. Bucket 0
+// holds exactly the switches at the popped distance and gives up the
+// lowest switch index first, so switches pop in (distance, index) order,
+// as from a binary heap with that order, and the trees are the same.
 type dijkstra struct {
 	f      *paths.Fabric
 	dist   []int64
 	parent []int32 // channel next→s (the reverse of s's way toward the root), -1 if none / root
 	order  []int32 // settle order, root first
-	heap   []int32
-	pos    []int32 // -1: not in heap
+	bucket [65][]int32
+	used   uint64  // bit b-1 set when bucket b (1..64) is non-empty
+	last   int64   // the distance popped last
+	sorted bool    // bucket 0 is in descending index order
+	in     []int8  // a queued switch's bucket, -1 if not queued
+	pos    []int32 // a queued switch's place in its bucket
 }
 
 func newDijkstra(f *paths.Fabric) *dijkstra {
 	return &dijkstra{f: f, dist: make([]int64, f.N), parent: make([]int32, f.N), order: make([]int32, 0, f.N),
-		heap: make([]int32, 0, f.N), pos: make([]int32, f.N)}
+		in: make([]int8, f.N), pos: make([]int32, f.N)}
 }
 
 // run builds the tree of shortest routes toward switch root: distances
@@ -190,14 +205,17 @@ func (d *dijkstra) run(root int32, back []int64) {
 	for i := range d.dist {
 		d.dist[i] = math.MaxInt64
 		d.parent[i] = -1
-		d.pos[i] = -1
+		d.in[i] = -1
 	}
 	d.order = d.order[:0]
-	d.heap = d.heap[:0]
+	d.last = 0
 	d.dist[root] = 0
 	d.push(root)
-	for len(d.heap) > 0 {
+	for {
 		t := d.popMin()
+		if t < 0 {
+			return
+		}
 		d.order = append(d.order, t)
 		dt := d.dist[t]
 		for r := f.Off[t]; r < f.Off[t+1]; r++ {
@@ -205,62 +223,74 @@ func (d *dijkstra) run(root int32, back []int64) {
 			if nd := dt + back[r]; nd < d.dist[s] {
 				d.dist[s] = nd
 				d.parent[s] = r
-				if d.pos[s] < 0 {
-					d.push(s)
-				} else {
-					d.up(int(d.pos[s]))
+				if d.in[s] >= 0 {
+					d.remove(s)
 				}
+				d.push(s)
 			}
 		}
 	}
 }
 
+// push queues s by its distance.
 func (d *dijkstra) push(s int32) {
-	d.pos[s] = int32(len(d.heap))
-	d.heap = append(d.heap, s)
-	d.up(len(d.heap) - 1)
-}
-
-func (d *dijkstra) less(a, b int32) bool {
-	return d.dist[a] < d.dist[b] || (d.dist[a] == d.dist[b] && a < b)
-}
-
-func (d *dijkstra) up(i int) {
-	h := d.heap
-	for i > 0 {
-		p := (i - 1) / 2
-		if !d.less(h[i], h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		d.pos[h[i]], d.pos[h[p]] = int32(i), int32(p)
-		i = p
+	b := 0
+	if x := uint64(d.dist[s] ^ d.last); x != 0 {
+		b = 64 - bits.LeadingZeros64(x)
+		d.used |= 1 << (b - 1)
 	}
+	if b == 0 {
+		d.sorted = false
+	}
+	d.in[s] = int8(b)
+	d.pos[s] = int32(len(d.bucket[b]))
+	d.bucket[b] = append(d.bucket[b], s)
 }
 
+// remove takes queued s out of its bucket.
+func (d *dijkstra) remove(s int32) {
+	b := d.in[s]
+	q := d.bucket[b]
+	i, j := d.pos[s], len(q)-1
+	q[i] = q[j]
+	d.pos[q[i]] = i
+	d.bucket[b] = q[:j]
+	if j == 0 && b > 0 {
+		d.used &^= 1 << (b - 1)
+	}
+	d.in[s] = -1
+}
+
+// popMin takes the queued switch of least (distance, index), -1 if none.
 func (d *dijkstra) popMin() int32 {
-	h := d.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	d.pos[h[0]] = 0
-	d.heap = h[:last]
-	d.pos[top] = -2 // settled
-	h = d.heap
-	for i := 0; ; {
-		l, best := 2*i+1, i
-		if l < len(h) && d.less(h[l], h[best]) {
-			best = l
+	if len(d.bucket[0]) == 0 {
+		if d.used == 0 {
+			return -1
 		}
-		if r := l + 1; r < len(h) && d.less(h[r], h[best]) {
-			best = r
+		b := bits.TrailingZeros64(d.used) + 1
+		q := d.bucket[b]
+		m := d.dist[q[0]]
+		for _, s := range q[1:] {
+			m = min(m, d.dist[s])
 		}
-		if best == i {
-			break
+		d.last = m
+		d.bucket[b] = q[:0]
+		d.used &^= 1 << (b - 1)
+		for _, s := range q {
+			d.push(s)
 		}
-		h[i], h[best] = h[best], h[i]
-		d.pos[h[i]], d.pos[h[best]] = int32(i), int32(best)
-		i = best
 	}
+	// Bucket 0 is kept in descending index order, so the last switch is
+	// the next one; with unit weights early on it holds hundreds of ties.
+	q := d.bucket[0]
+	if !d.sorted {
+		slices.SortFunc(q, func(a, b int32) int { return int(b - a) })
+		for i, s := range q {
+			d.pos[s] = int32(i)
+		}
+		d.sorted = true
+	}
+	top := q[len(q)-1]
+	d.remove(top)
 	return top
 }
