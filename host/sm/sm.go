@@ -35,7 +35,10 @@ type Options struct {
 	// ProgrammedFile, when set, records what was last programmed (in the
 	// background) for ibsm plan diff (rollout.ProgrammedFile).
 	ProgrammedFile string
-	// Parallel bounds SMP-issuing goroutines in discovery and programming.
+	// Parallel bounds the goroutines of the SMPs still sent one Set or Get
+	// at a time (polls, SL2VL and VLArbitration tables, ports with a foreign
+	// M_Key); discovery and the bulk of programming go out in batches that
+	// the MAD window bounds.
 	Parallel int
 	// TrapCoalesce is how long the sweep loop waits after a trap for more
 	// traps before it re-routes once for all of them (default 50ms).
