@@ -284,7 +284,8 @@ func (d *dijkstra) popMin() int32 {
 	// the next one; with unit weights early on it holds hundreds of ties.
 	q := d.bucket[0]
 	if !d.sorted {
-		slices.SortFunc(q, func(a, b int32) int { return int(b - a) })
+		slices.Sort(q)
+		slices.Reverse(q)
 		for i, s := range q {
 			d.pos[s] = int32(i)
 		}
