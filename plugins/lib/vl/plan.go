@@ -6,6 +6,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -195,10 +196,36 @@ type hopIndex struct {
 	in     []int16
 	width  int   // the largest k+1: pred bits a hop needs
 	widest int32 // a switch with that many
+	chans  cdg.Channels
+	peer   []uint8 // Fabric.peerPort
+}
+
+// hop is the hop entering s on port in and leaving on port out (a
+// switch-to-switch port).
+func (hx *hopIndex) hop(s int32, in, out uint8) int32 {
+	b := hx.chans[s]
+	return hx.base[s] + int32(hx.in[b+int32(out)]-1)*hx.stride[s] + int32(hx.in[b+int32(in)])
+}
+
+// next is the hop at s's parent p toward d that carries d's traffic on
+// from s's out-port (-1 when p delivers).
+func (hx *hopIndex) next(tr *Trees, s, p int32, out uint8, d int) int32 {
+	if pp, pout := tr.Next(d, p); pp >= 0 {
+		return hx.hop(p, hx.peer[hx.chans[s]+int32(out)], pout)
+	}
+	return -1
+}
+
+// transit is the hop at s that takes d's traffic from child u on, and its
+// in-index at s.
+func (hx *hopIndex) transit(tr *Trees, s, u int32, out uint8, d int) (int32, int16) {
+	_, uo := tr.Next(d, u)
+	in := hx.peer[hx.chans[u]+int32(uo)]
+	return hx.hop(s, in, out), hx.in[hx.chans[s]+int32(in)]
 }
 
 func newHopIndex(f *Fabric) *hopIndex {
-	hx := &hopIndex{base: make([]int32, f.N+1), stride: make([]int32, f.N), in: make([]int16, f.Chans())}
+	hx := &hopIndex{base: make([]int32, f.N+1), stride: make([]int32, f.N), in: make([]int16, f.Chans()), chans: f.chanBase, peer: f.peerPort}
 	for i := range hx.in {
 		hx.in[i] = -1
 	}
@@ -267,12 +294,6 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 			}
 		}
 	}
-	// hop is the hop entering s on port in and leaving on port out (a
-	// switch-to-switch port).
-	hop := func(s int32, in, out uint8) int32 {
-		b := f.chanBase[s]
-		return hx.base[s] + int32(hx.in[b+int32(out)]-1)*hx.stride[s] + int32(hx.in[b+int32(in)])
-	}
 	// For hop h: up the hop (upstream switch, in-index 0, out-port toward
 	// h), so that up + i is the hop feeding h from in-index i there; capv
 	// the VLs its out-channel carries; okm bit y set when ACRO's layer y
@@ -300,7 +321,7 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 				if f.peerSw[oc] < 0 {
 					continue
 				}
-				e := hop(s, uint8(in), uint8(out))
+				e := hx.hop(s, uint8(in), uint8(out))
 				h := &hops[e]
 				h.capv = f.capv[oc]
 				edge[e] = -1 // source ports share the hop
@@ -439,21 +460,6 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 		}
 		return raise(c, e, max(want, cur))
 	}
-	// next is the hop at s's parent that carries d's traffic on from s's
-	// out-channel (-1 when the parent delivers).
-	next := func(s, p int32, out uint8, d int) int32 {
-		if pp, pout := tr.Next(d, p); pp >= 0 {
-			return hop(p, f.peerPort[f.Chan(s, out)], pout)
-		}
-		return -1
-	}
-	// transit is the hop at s that takes d's traffic from child u on, and
-	// its in-index bit (a source hop's is 1: in-index 0).
-	transit := func(s, u int32, out uint8, d int) (int32, W) {
-		_, uo := tr.Next(d, u)
-		in := f.peerPort[f.Chan(u, uo)]
-		return hop(s, in, out), W(1) << hx.in[f.Chan(s, in)]
-	}
 	// steps lists destination d's hops into seq, each with the hop it
 	// feeds, root outwards: built once per destination, walked by every
 	// class tried. It reads the trees only, so it runs beside placement.
@@ -469,13 +475,13 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 			if p < 0 {
 				continue // delivers: hops into it take the default VL 0
 			}
-			nx := next(s, p, out, d)
-			if len(srcIn[s]) > 0 {
-				seq = append(seq, step{hop(s, srcIn[s][0], out), nx, 1})
+			nx := hx.next(tr, s, p, out, d)
+			if len(srcIn[s]) > 0 { // a source hop's in-index bit is 1: in-index 0
+				seq = append(seq, step{hx.hop(s, srcIn[s][0], out), nx, 1})
 			}
 			for _, u := range tr.Kids(d, s) {
-				e, bit := transit(s, u, out, d)
-				seq = append(seq, step{e, nx, bit})
+				e, in := hx.transit(tr, s, u, out, d)
+				seq = append(seq, step{e, nx, W(1) << in})
 			}
 		}
 		return seq
@@ -535,11 +541,12 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 		for i := len(path) - 1; i >= 0; i-- {
 			s := path[i]
 			p, out := tr.Next(d, s)
-			e, bit := hop(s, srcIn[s][0], out), W(1) // the caller checked u has sources
+			e, bit := hx.hop(s, srcIn[s][0], out), W(1) // the caller checked u has sources
 			if i > 0 {
-				e, bit = transit(s, path[i-1], out, d)
+				te, in := hx.transit(tr, s, path[i-1], out, d)
+				e, bit = te, W(1)<<in
 			}
-			if !use(c, e, next(s, p, out, d), bit) {
+			if !use(c, e, hx.next(tr, s, p, out, d), bit) {
 				return false
 			}
 		}
@@ -683,7 +690,7 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 					if f.peerSw[f.Chan(s, uint8(out))] < 0 {
 						continue
 					}
-					if e := hop(s, uint8(in), uint8(out)); raised[e] {
+					if e := hx.hop(s, uint8(in), uint8(out)); raised[e] {
 						add(s, uint8(in), uint8(out), e)
 					}
 				}
