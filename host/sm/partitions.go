@@ -22,6 +22,7 @@ type partitionState struct {
 	mu    sync.Mutex
 	parts []conf.Partition
 	set   bool
+	gen   uint64 // counts SetPartitions: a read-back started before one is stale
 	pk    *program.PKeys
 	plan  *program.PKeyPlan
 	stats program.PKeyStats
@@ -38,6 +39,7 @@ type partitionState struct {
 func (s *SM) SetPartitions(ps []conf.Partition) {
 	s.parts.mu.Lock()
 	s.parts.parts, s.parts.set = append([]conf.Partition(nil), ps...), len(ps) > 0
+	s.parts.gen++
 	if !s.parts.set {
 		s.parts.plan = nil
 	}
@@ -59,13 +61,30 @@ func (s *SM) PKeyStats() program.PKeyStats {
 	return s.parts.stats
 }
 
-// syncPartitions resolves the partitions on fab (as discovered), checks
-// the P_Key plan and programs what differs. A plan the verifier rejects
-// is logged and changes nothing (the last one stays in force); a failed
-// Set is returned, so the sweep is retried.
-func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result, rep *Report) error {
+// pkeyRead is the P_Key side of a sweep started before its routing: the
+// partitions resolved on the discovered fabric and the tables read back
+// (PKeys.Plan), which need no plan, so their Gets (48 k on ft3-36, 179 k on
+// ft3-56) overlap the routing phase instead of following distribution.
+type pkeyRead struct {
+	done  chan struct{}
+	gen   uint64
+	parts int
+	pk    *program.PKeys
+	mem   program.Membership
+	warns []string
+	pl    *program.PKeyPlan
+	st    program.PKeyStats
+	took  time.Duration
+	gets  uint64 // SMPs sent meanwhile (no other sweep phase sends during routing)
+	sets  uint64
+}
+
+// readPartitions starts the P_Key read-back on fab and returns it (nil
+// when partitions are not managed). The caller waits for it (wait) before
+// it sends anything else, so each phase's SMP counts stay its own.
+func (s *SM) readPartitions(ctx context.Context, fab *discovery.Fabric) *pkeyRead {
 	s.parts.mu.Lock()
-	parts, set := s.parts.parts, s.parts.set
+	parts, set, gen := s.parts.parts, s.parts.set, s.parts.gen
 	if set && s.parts.pk == nil {
 		s.parts.pk = &program.PKeys{C: s.client, Log: s.Log.Named("pkey"), Parallel: s.Opts.Parallel}
 	}
@@ -74,13 +93,60 @@ func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *to
 	if !set {
 		return nil
 	}
+	r := &pkeyRead{done: make(chan struct{}), gen: gen, parts: len(parts), pk: pk}
+	go func() {
+		defer close(r.done)
+		start, st0 := time.Now(), s.T.Stats()
+		r.mem, r.warns = program.ResolvePartitions(parts, fab)
+		r.pl, r.st = pk.Plan(ctx, fab, r.mem)
+		r.took = time.Since(start)
+		r.gets, r.sets = delta(st0, s.T.Stats())
+	}()
+	return r
+}
+
+// wait waits for the read-back (r may be nil).
+func (r *pkeyRead) wait() {
+	if r != nil {
+		<-r.done
+	}
+}
+
+// syncPartitions checks the P_Key plan of the partitions resolved on fab
+// (as discovered) by pre, the read-back started with the sweep, and
+// programs what differs; without pre, or when SetPartitions came since,
+// it reads back itself. A plan the verifier rejects is logged and changes
+// nothing (the last one stays in force); a failed Set is returned, so the
+// sweep is retried. The report's partitions phase is the time the sweep
+// spent on P_Keys after distribution, its SMPs those of the read-back too.
+func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result, rep *Report, pre *pkeyRead) error {
 	start, st0 := time.Now(), s.T.Stats()
+	pre.wait()
+	var before pkeyRead // what the read-back during routing sent
+	if pre != nil {
+		before = *pre
+	}
+	s.parts.mu.Lock()
+	stale := pre == nil || pre.gen != s.parts.gen
+	s.parts.mu.Unlock()
+	if stale {
+		pre = s.readPartitions(ctx, fab)
+		pre.wait()
+	}
+	if pre == nil {
+		return nil
+	}
+	pk := pre.pk
 	defer func() {
 		rep.Partitions = Phase{Time: time.Since(start)}
 		rep.Partitions.Gets, rep.Partitions.Sets = delta(st0, s.T.Stats())
+		rep.Partitions.Gets += before.gets
+		rep.Partitions.Sets += before.sets
 	}()
-	mem, warns := program.ResolvePartitions(parts, fab)
-	pl, st := pk.Plan(ctx, fab, mem)
+	mem, warns, pl, st := pre.mem, pre.warns, pre.pl, pre.st
+	if stale {
+		st.BlocksRead += before.st.BlocksRead // the stale read-back's blocks are known now
+	}
 	warns = append(warns, pl.Warnings...)
 	s.warnPartitions(warns)
 	rep.Warnings = append(rep.Warnings, warns...)
@@ -103,7 +169,7 @@ func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *to
 		return fmt.Errorf("programming P_Key tables: %w (the next sweep retries)", err)
 	}
 	if ast.BlocksSent+ast.EnforceSets > 0 {
-		s.Log.Info("P_Key tables programmed", "partitions", len(parts), "ports", ast.Ports, "blocks_read", ast.BlocksRead,
+		s.Log.Info("P_Key tables programmed", "partitions", pre.parts, "ports", ast.Ports, "blocks_read", ast.BlocksRead,
 			"blocks_sent", ast.BlocksSent, "enforcement_sets", ast.EnforceSets)
 	}
 	return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/netfile"
 )
@@ -193,5 +196,60 @@ func TestMeasurePartitions(t *testing.T) {
 			step("8 partitions added (SIGHUP)", eight)
 			step("unchanged", eight)
 		})
+	}
+}
+
+// hookRoute is updn that runs during before its first Route.
+type hookRoute struct {
+	updn
+	during func()
+	once   sync.Once
+}
+
+func (e *hookRoute) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	e.once.Do(e.during)
+	return e.updn.Route(ctx, req)
+}
+
+// TestPartitionsReadDuringRouting: the P_Key read-back runs beside the
+// routing and counts in the partitions phase; partitions changed
+// (SIGHUP) while the sweep routed are the ones programmed, not those the
+// read-back started with.
+func TestPartitionsReadDuringRouting(t *testing.T) {
+	t.Parallel()
+	f := fatTree(t)
+	fab, tr := attach(t, f)
+	var cas []*netfile.Node
+	smGUID, _ := fab.DefaultSMPort()
+	for _, n := range f.Nodes {
+		if n.Type == topology.CA && n.GUID != smGUID {
+			cas = append(cas, n)
+		}
+	}
+	storage := func(members ...*netfile.Node) []conf.Partition {
+		p := conf.Partition{Name: "storage", PKey: 0x0002}
+		for _, n := range members {
+			p.Members = append(p.Members, conf.PartitionMember{Kind: conf.MemberGUID, GUID: n.Ports[1].GUID, Full: true})
+		}
+		return []conf.Partition{conf.DefaultPartition(), p}
+	}
+	var s *sm.SM
+	e := &hookRoute{updn: updn{base: base{"updn"}}, during: func() { s.SetPartitions(storage(cas[0], cas[2])) }}
+	s = sm.New(tr, runner([]sdk.RoutingEngine{e}, 1), sm.Options{}, nil)
+	s.SetPartitions(storage(cas[0], cas[1]))
+	rep, err := s.HeavySweep(context.Background())
+	must(t, err)
+	st := s.PKeyStats()
+	if st.BlocksRead == 0 || rep.Partitions.Gets < uint64(st.BlocksRead) || rep.Partitions.Sets != uint64(st.BlocksSent+st.EnforceSets) {
+		t.Fatalf("partitions phase %d Gets / %d Sets for %+v", rep.Partitions.Gets, rep.Partitions.Sets, st)
+	}
+	for _, c := range []struct {
+		n    *netfile.Node
+		want bool
+	}{{cas[0], true}, {cas[1], false}, {cas[2], true}} {
+		keys, _ := fab.PKeys(c.n.GUID, 1)
+		if slices.Contains(keys, 0x8002) != c.want {
+			t.Fatalf("CA %#x holds %#x; want the storage key: %v", c.n.GUID, keys, c.want)
+		}
 	}
 }

@@ -343,9 +343,11 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	s.mu.Unlock()
 
 	t1 := time.Now()
+	pkeys := s.readPartitions(ctx, fab) // its Gets overlap routing, which sends none
 	res, calls, err := s.plan(ctx, fab, topo)
 	rep.Routing = Phase{Time: time.Since(t1)}
 	rep.PluginCalls = calls
+	pkeys.wait() // before anything else is sent: each phase counts its own SMPs
 	if err != nil {
 		var pe *pipeline.PlanError
 		if errors.As(err, &pe) {
@@ -359,7 +361,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab) && !drift(fab, topo, res) {
 		// Unchanged plan (its key covers the topology hash) that the
 		// fabric holds: nothing to send but P_Key blocks that differ.
-		err := s.syncPartitions(ctx, fab, topo, res, rep)
+		err := s.syncPartitions(ctx, fab, topo, res, rep, pkeys)
 		rep.Total = time.Since(start)
 		s.finishStats(rep, st0)
 		return rep, err
@@ -408,7 +410,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	s.mu.Unlock()
 	s.multicastAfterRoute(ctx)
 	s.notifyEndpoints(cur, topo) // InformInfo subscribers: traps 64/65
-	err = s.syncPartitions(ctx, fab, topo, res, rep)
+	err = s.syncPartitions(ctx, fab, topo, res, rep, pkeys)
 	rep.Total = time.Since(start)
 	s.finishStats(rep, st0)
 	return rep, err
