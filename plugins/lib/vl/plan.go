@@ -428,45 +428,57 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 		}
 		return true
 	}
-	// use records that hop e of class c feeds next (next < 0: delivery;
-	// bit is e's in-index bit) and settles e's VL against next's current
-	// one. Recording first means any later raise of next re-checks e.
-	use := func(c *class, e, next int32, bit W) bool {
-		y, want, same := -1, 0, false
-		if next >= 0 {
-			ns := &c.st[next]
-			if *ns&bit == 0 {
-				save(c, next)
-				*ns |= bit
-			}
-			y = vlOf[W](*ns)
-			// lowest(y, next), keeping ok(y, y, next) for the check
-			// below (a second call would give the same answer); ACRO's
-			// layers are read here, the closure only for VLs above them.
-			if y < len(pos) {
-				same = hops[next].okm>>y&1 != 0
-			} else {
-				same = ok(y, y, next)
-			}
-			if same {
-				want = y
-			} else {
-				want = y + 1
-			}
-		}
-		cur := vlOf[W](c.st[e])
-		if cur >= 0 && (next < 0 || cur > y || cur == y && same) {
-			return true
-		}
-		return raise(c, e, max(want, cur))
-	}
-	// steps lists destination d's hops into seq, each with the hop it
-	// feeds, root outwards: built once per destination, walked by every
-	// class tried. It reads the trees only, so it runs beside placement.
+	// A step is a hop e, the hop next it feeds (next < 0: delivery) and
+	// e's in-index bit.
 	type step struct {
 		e, next int32
 		bit     W
 	}
+	// walk adds the steps to class c, each in turn: it records that e
+	// feeds next and settles e's VL against next's current one.
+	// Recording first means any later raise of next re-checks e. False
+	// (the changes logged for undo) when a VL runs out.
+	walk := func(c *class, sq []step) bool {
+		log = log[:0]
+		depLog = depLog[:0]
+		for _, st := range sq {
+			e, next := st.e, st.next
+			y, want, same := -1, 0, false
+			if next >= 0 {
+				ns := &c.st[next]
+				if *ns&st.bit == 0 {
+					save(c, next)
+					*ns |= st.bit
+				}
+				y = vlOf[W](*ns)
+				// lowest(y, next), keeping ok(y, y, next) for the
+				// check below (a second call would give the same
+				// answer); ACRO's layers are read here, the closure
+				// only for VLs above them.
+				if y < len(pos) {
+					same = hops[next].okm>>y&1 != 0
+				} else {
+					same = ok(y, y, next)
+				}
+				if same {
+					want = y
+				} else {
+					want = y + 1
+				}
+			}
+			cur := vlOf[W](c.st[e])
+			if cur >= 0 && (next < 0 || cur > y || cur == y && same) {
+				continue
+			}
+			if !raise(c, e, max(want, cur)) {
+				return false
+			}
+		}
+		return true
+	}
+	// steps lists destination d's hops into seq, each with the hop it
+	// feeds, root outwards: built once per destination, walked by every
+	// class tried. It reads the trees only, so it runs beside placement.
 	steps := func(d int, seq []step) []step {
 		order := tr.Order[d]
 		for i := len(order) - 1; i >= 0; i-- {
@@ -513,22 +525,12 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 	}()
 	var seq []step // the current destination's steps
 	// fit adds the destination whose steps are in seq to class c.
-	fit := func(c *class) bool {
-		log = log[:0]
-		depLog = depLog[:0]
-		for _, st := range seq {
-			if !use(c, st.e, st.next, st.bit) {
-				return false
-			}
-		}
-		return true
-	}
+	fit := func(c *class) bool { return walk(c, seq) }
 	// fitRoute adds the one route from switch u toward d: its injection at
 	// u and its transit hops, destination end first.
 	var path []int32
+	var route []step
 	fitRoute := func(c *class, d int, u int32) bool {
-		log = log[:0]
-		depLog = depLog[:0]
 		path = path[:0]
 		for s := u; ; {
 			p, _ := tr.Next(d, s)
@@ -538,6 +540,7 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 			path = append(path, s)
 			s = p
 		}
+		route = route[:0]
 		for i := len(path) - 1; i >= 0; i-- {
 			s := path[i]
 			p, out := tr.Next(d, s)
@@ -546,11 +549,9 @@ func hopPlanW[W hopWord](f *Fabric, ly *Layers, tr *Trees, hx *hopIndex, maxVLs,
 				te, in := hx.transit(tr, s, path[i-1], out, d)
 				e, bit = te, W(1)<<in
 			}
-			if !use(c, e, hx.next(tr, s, p, out, d), bit) {
-				return false
-			}
+			route = append(route, step{e, hx.next(tr, s, p, out, d), bit})
 		}
-		return true
+		return walk(c, route)
 	}
 	// place puts one destination or route in the first class that takes
 	// it, undoing each failed try; -1 when none does. It tries first,
