@@ -287,8 +287,8 @@ func (w *worker) runChunk(lids []uint16) *chunkResult {
 }
 
 // hopWords fills the chunk's hop words, one switch at a time: its LFT row
-// holds the chunk's LIDs in one or two cache lines and its links stay in
-// L1 while they are resolved. The rows are read eight at a time first, so
+// holds the chunk's LIDs in one or two cache lines and its ports' hop
+// words (fabric.hopTmpl) stay in L1 while they are resolved. The rows are read eight at a time first, so
 // the core waits for eight row misses at once (each row is on its own
 // page).
 func (w *worker) hopWords(lids []uint16) {
@@ -318,33 +318,24 @@ func (w *worker) hopWords(lids []uint16) {
 			s := s0 + i
 			pb := int(f.portBase[s])
 			np := f.np[s]
-			links := f.link[pb : pb+int(np)+1]
-			peers := f.peerEp[pb : pb+int(np)+1]
-			own := f.swEp[s]
+			tmpl := f.hopTmpl[pb : pb+int(np)+1]
+			deliver := f.deliver[pb : pb+int(np)+1]
 			for j, out := range buf[i*chunkLIDs : i*chunkLIDs+m] {
-				h := uint32(out) << 24
+				var h uint32
 				switch {
 				case out == plan.NoPort:
-					h |= uint32(fNoRoute) << 16
+					h = uint32(fNoRoute) << 16
 				case out > np:
-					h |= uint32(fNoSuchPort) << 16
-				case out == 0:
-					if own != dsts[j] {
-						h |= uint32(fPort0) << 16
-					}
+					h = uint32(fNoSuchPort) << 16
 				default:
-					switch lk := links[out]; {
-					case lk.sw1 != 0:
-						h |= uint32(lk.sw1) | uint32(lk.port)<<16
-					case lk.stat == portUnconnected:
-						h |= uint32(fUnconnected) << 16
-					case lk.stat == portDown:
-						h |= uint32(fDown) << 16
-					case peers[out] != dsts[j]:
-						h |= uint32(fWrongPort) << 16
+					if h = tmpl[out]; h&tmplOwner != 0 {
+						h &^= tmplOwner
+						if deliver[out] == dsts[j] {
+							h = 0 // arrives
+						}
 					}
 				}
-				hops[j*n+s] = h
+				hops[j*n+s] = h | uint32(out)<<24
 			}
 		}
 	}

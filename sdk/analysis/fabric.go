@@ -29,6 +29,10 @@ type swLink struct {
 // switch over an up link.
 func (l swLink) sw() int32 { return int32(l.sw1) - 1 }
 
+// tmplOwner marks a hop template whose LIDs arrive only if deliver owns
+// them; the LFT entry's byte of a hop word is free for it.
+const tmplOwner = 1 << 24
+
 // Fields of fabric.srcs.
 const (
 	srcCAs        = 0xff
@@ -67,6 +71,12 @@ type fabric struct {
 	portBase []int32
 	link     []swLink
 	peerEp   []int32 // endpoint index of a non-switch peer when the link is up, else -1
+	// hopTmpl is each port's hop word without its LFT entry: where an
+	// entry arrives only for one endpoint's LIDs (port 0: the switch's
+	// own, a port up to a CA: the CA's), tmplOwner is set, deliver
+	// names that endpoint and the code is the failure for other LIDs.
+	hopTmpl []uint32
+	deliver []int32
 
 	// Channels: switch out-ports are portBase[s]+p; CA out-ports follow.
 	nSwPorts int
@@ -221,6 +231,7 @@ func newFabric(r *plan.Realized, vls *plan.VLPlan) (*fabric, error) {
 	np := f.nSwPorts
 	f.link = make([]swLink, np)
 	f.peerEp = make([]int32, np)
+	f.hopTmpl, f.deliver = make([]uint32, np), make([]int32, np)
 	for s, n := range sws {
 		for p := 0; p <= int(f.np[s]); p++ {
 			i := int(f.portBase[s]) + p
@@ -243,6 +254,25 @@ func newFabric(r *plan.Realized, vls *plan.VLPlan) (*fabric, error) {
 				l.sw1 = uint16(ps + 1)
 			} else {
 				f.peerEp[i] = t.EndpointIndex(port.Peer)
+			}
+		}
+	}
+	for s := range f.nsw {
+		for p := 0; p <= int(f.np[s]); p++ {
+			i := int(f.portBase[s]) + p
+			l := f.link[i]
+			f.deliver[i] = -1
+			switch {
+			case p == 0:
+				f.hopTmpl[i], f.deliver[i] = tmplOwner|uint32(fPort0)<<16, f.swEp[s]
+			case l.sw1 != 0:
+				f.hopTmpl[i] = uint32(l.sw1) | uint32(l.port)<<16
+			case l.stat == portUnconnected:
+				f.hopTmpl[i] = uint32(fUnconnected) << 16
+			case l.stat == portDown:
+				f.hopTmpl[i] = uint32(fDown) << 16
+			default:
+				f.hopTmpl[i], f.deliver[i] = tmplOwner|uint32(fWrongPort)<<16, f.peerEp[i]
 			}
 		}
 	}

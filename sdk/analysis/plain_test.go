@@ -140,3 +140,62 @@ func damageTables(rng *rand.Rand, r *plan.Realized) {
 		}
 	}
 }
+
+// TestHopFailureCodes: every kind of bad LFT entry is named by its own
+// code, in the bad-entry samples and in the unreachable pair it breaks,
+// and the pairs match a brute-force walk.
+func TestHopFailureCodes(t *testing.T) {
+	cases := []struct {
+		name string
+		code string
+		// broken breaks the entry of leaf 0 (CAs on ports 1, 2; spines
+		// on 3, 4) toward CA 2's LID (CA 2 hangs off leaf 1).
+		broken func(t *testing.T, r *plan.Realized, lid uint16)
+	}{
+		{"no route", analysis.FailNoRoute, func(t *testing.T, r *plan.Realized, lid uint16) { r.LFT[0][lid] = plan.NoPort }},
+		{"port 0", analysis.FailPort0, func(t *testing.T, r *plan.Realized, lid uint16) { r.LFT[0][lid] = 0 }},
+		{"no such port", analysis.FailNoSuchPort, func(t *testing.T, r *plan.Realized, lid uint16) { r.LFT[0][lid] = 9 }},
+		{"wrong CA", analysis.FailWrongPort, func(t *testing.T, r *plan.Realized, lid uint16) { r.LFT[0][lid] = 1 }},
+		{"link down", analysis.FailDown, func(t *testing.T, r *plan.Realized, lid uint16) {
+			testfab.SetLinkState(r.Topo, 0, 3, topology.StateDown)
+			r.LFT[0][lid] = 3
+		}},
+		{"uncabled port", analysis.FailUnconnected, func(t *testing.T, r *plan.Realized, lid uint16) {
+			n := &r.Topo.Nodes[r.Topo.Switches()[0]]
+			peer := n.Ports[3].Peer
+			n.Ports[3].Peer = topology.PortRef{Node: -1}
+			r.Topo.Nodes[peer.Node].Ports[peer.Port].Peer = topology.PortRef{Node: -1}
+			r.LFT[0][lid] = 3
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			topo, err := analysistest.FatTree2(2, 2, 2, 1)
+			r := mustRealize(t, topo, err, analysistest.MinHop, 0, plan.DLIDBase)
+			_, lid := lidOf(r, topology.CA, 2)
+			c.broken(t, r, lid)
+			rep, err := analysis.Analyse(r, nil, analysis.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A cut cable breaks every entry that uses it, on both ends.
+			leaf0 := fmt.Sprintf("0x%016x", r.Topo.Nodes[r.Topo.Switches()[0]].GUID)
+			broken := false
+			for _, b := range rep.BadSamples {
+				broken = broken || b.Switch == leaf0 && b.LID == lid
+				if b.Code != c.code {
+					t.Errorf("bad entry %+v, want code %s", b, c.code)
+				}
+			}
+			if c.code != analysis.FailNoRoute && !broken {
+				t.Errorf("bad entries %+v, want %s for LID %d", rep.BadSamples, c.code, lid)
+			}
+			if len(rep.Unreachable) == 0 || rep.Unreachable[0].Code != c.code {
+				t.Errorf("unreachable %+v, want code %s", rep.Unreachable, c.code)
+			}
+			if want := bruteForce(r); rep.CAPairs != want.ca || rep.SwitchPairs != want.sw {
+				t.Errorf("pairs CA %+v SW %+v, brute force CA %+v SW %+v", rep.CAPairs, rep.SwitchPairs, want.ca, want.sw)
+			}
+		})
+	}
+}
