@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,12 @@ type LIDStage struct {
 type VLStage struct {
 	Identity
 	Impl sdk.VLAssigner
+	// Remote says Impl runs in a plugin process, which is never sent
+	// VLRequest.Realized (the SDK realises the tables there if it reads
+	// them): the host realises its own after the call, so that the routes'
+	// planes and the tables (the same forwarding, 172 and 179 MB at ft3-56)
+	// are not both held while the call sends the planes.
+	Remote bool
 }
 
 // Verifier checks a complete plan before it may reach the fabric.
@@ -244,9 +251,21 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	res.Timings.LIDs = time.Since(t0)
 	hl := hashLIDs(lids)
 
-	rz, err := plan.Realize(in.Topo, routes, lids)
-	if err != nil {
-		return res, fmt.Errorf("LID assigner %s produced an unusable plan: %w", r.LID.Name, err)
+	var rz *plan.Realized
+	realize := func() error {
+		if rz != nil {
+			return nil
+		}
+		var err error
+		if rz, err = plan.Realize(in.Topo, routes, lids); err != nil {
+			return fmt.Errorf("LID assigner %s produced an unusable plan: %w", r.LID.Name, err)
+		}
+		return nil
+	}
+	if !r.VL.Remote {
+		if err := realize(); err != nil {
+			return res, err
+		}
 	}
 
 	t0 = time.Now()
@@ -254,6 +273,25 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	vls, err := stage(r, res, fresh, "vl", vk, func() (*plan.VLPlan, error) {
 		return r.VL.Impl.AssignVLs(ctx, sdk.VLRequest{Topo: in.Topo, Routes: routes, LIDs: lids, Realized: rz, MaxVLs: in.Topo.MinLinkVLs()})
 	})
+	vlTime := time.Since(t0)
+	if r.VL.Remote {
+		// Realising reads the planes while it allocates the tables: a
+		// collection in between finds both live and sets the heap's goal
+		// at twice the two (1 GB at ft3-56, where each is ~180 MB). One
+		// before it (the routing stage's file write, which holds the
+		// planes until they are on disk, done first) leaves the tables room
+		// to be allocated without one; the next finds the planes gone.
+		if r.Cache != nil {
+			r.Cache.Flush()
+		}
+		runtime.GC()
+	}
+	if rerr := realize(); rerr != nil {
+		return res, rerr
+	}
+	// From here the tables are the forwarding: the planes go (the routing
+	// stage's cache file keeps them for the next sweep).
+	routes = shapeOf(routes)
 	if err != nil {
 		if r.CheckRoutes != nil {
 			if cerr := r.CheckRoutes(in.Topo, routes, lids, nil, rz); cerr != nil {
@@ -262,7 +300,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		}
 		return res, fmt.Errorf("VL assigner %s: %w", r.VL.Name, err)
 	}
-	res.Timings.VLs = time.Since(t0)
+	res.Timings.VLs = vlTime
 
 	t0 = time.Now()
 	res.Key = keyOf("plan", topoHash, hr, hl, hashVLs(vls))
@@ -289,7 +327,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	for _, w := range res.Warnings {
 		r.log().Warn("plan accepted with a warning", "engine", e.Name, "policy", r.VerifyPolicy, "warning", w)
 	}
-	res.Routes, res.LIDs, res.VLs, res.Realized = shapeOf(routes), lids, vls, rz
+	res.Routes, res.LIDs, res.VLs, res.Realized = routes, lids, vls, rz
 	return res, nil
 }
 

@@ -137,7 +137,7 @@ func TestRunCachesAndFallsBack(t *testing.T) {
 		return &Runner{
 			Engines: []Engine{{Identity{Name: "bad"}, bad}, {Identity{Name: "good"}, good}},
 			LID:     LIDStage{Identity{Name: "seq"}, lids},
-			VL:      VLStage{Identity{Name: "single"}, vls},
+			VL:      VLStage{Identity: Identity{Name: "single"}, Impl: vls},
 			Cache:   NewCache(dir),
 			Verify:  loopCheck,
 		}
@@ -182,7 +182,7 @@ func TestRunAllFail(t *testing.T) {
 	r := &Runner{
 		Engines: []Engine{{Identity{Name: "bad"}, bad}},
 		LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{}},
-		VL:      VLStage{Identity{Name: "single"}, &oneVL{}},
+		VL:      VLStage{Identity: Identity{Name: "single"}, Impl: &oneVL{}},
 		Cache:   NewCache(""),
 		Verify:  loopCheck,
 	}
@@ -246,7 +246,7 @@ func TestVerifyPolicy(t *testing.T) {
 		r := &Runner{
 			Engines:      []Engine{{Identity{Name: "e"}, eng}},
 			LID:          LIDStage{Identity{Name: "seq"}, lids},
-			VL:           VLStage{Identity{Name: "single"}, vls},
+			VL:           VLStage{Identity: Identity{Name: "single"}, Impl: vls},
 			Cache:        NewCache(dir), // a fresh runner: a restart on the same state
 			Check:        check(st.policy),
 			VerifyPolicy: "switch_to_switch=" + st.policy,
@@ -308,7 +308,7 @@ func (f *integrityFixture) runner() *Runner {
 	return &Runner{
 		Engines: []Engine{{Identity{Name: "e"}, f.eng}},
 		LID:     LIDStage{Identity{Name: "seq"}, f.lids},
-		VL:      VLStage{Identity{Name: "single"}, f.vls},
+		VL:      VLStage{Identity: Identity{Name: "single"}, Impl: f.vls},
 		Cache:   NewCache(f.dir),
 		Verify:  loopCheck,
 		Log:     hclog.New(&hclog.LoggerOptions{Output: f.log, Level: hclog.Warn}),
@@ -488,7 +488,7 @@ func TestResultKeepsRoutesShape(t *testing.T) {
 	r := &Runner{
 		Engines: []Engine{{Identity{Name: "good"}, &lineEngine{base: base{"good"}}}},
 		LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
-		VL:      VLStage{Identity{Name: "single"}, &oneVL{base: base{"single"}}},
+		VL:      VLStage{Identity: Identity{Name: "single"}, Impl: &oneVL{base: base{"single"}}},
 		Cache:   NewCache(t.TempDir()),
 		Verify:  loopCheck,
 	}
@@ -548,7 +548,7 @@ func TestRoutingKeptOnDisk(t *testing.T) {
 			r := &Runner{
 				Engines: []Engine{{Identity{Name: "good"}, eng}},
 				LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
-				VL:      VLStage{Identity{Name: "single"}, &oneVL{base: base{"single"}}},
+				VL:      VLStage{Identity: Identity{Name: "single"}, Impl: &oneVL{base: base{"single"}}},
 				Cache:   NewCache(c.dir(t)),
 				Verify:  loopCheck,
 			}
@@ -570,5 +570,58 @@ func TestRoutingKeptOnDisk(t *testing.T) {
 				t.Fatalf("after a read back, routing result in memory %v, want %v", got, c.inMem)
 			}
 		})
+	}
+}
+
+// seenVL records what a VL assigner was given.
+type seenVL struct {
+	base
+	realized bool
+	planes   int
+}
+
+func (s *seenVL) AssignVLs(_ context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
+	s.realized = req.Realized != nil
+	for _, d := range req.Routes.Planes {
+		s.planes += len(d.Planes)
+	}
+	return &plan.VLPlan{VLs: 1}, nil
+}
+
+// TestRemoteVLRealisesAfter: a remote VL assigner is sent the planes but
+// no tables (the host realises its own after the call), an in-process one
+// gets both; either way the verifier and the result hold the tables and
+// only the routes' shape.
+func TestRemoteVLRealisesAfter(t *testing.T) {
+	for _, remote := range []bool{false, true} {
+		vls := &seenVL{base: base{"seen"}}
+		var checked *plan.Routes
+		r := &Runner{
+			Engines: []Engine{{Identity{Name: "good"}, &lineEngine{base: base{"good"}}}},
+			LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
+			VL:      VLStage{Identity: Identity{Name: "seen"}, Impl: vls, Remote: remote},
+			Cache:   NewCache(""),
+			Verify: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+				checked = rt
+				return loopCheck(t, rt, l, v, rz)
+			},
+		}
+		res, err := r.Run(context.Background(), Input{Topo: line(t)})
+		if err != nil {
+			t.Fatalf("remote %v: %v", remote, err)
+		}
+		if vls.realized == remote || vls.planes != 4 {
+			t.Errorf("remote %v: the VL assigner got tables %v and %d planes, want tables %v and 4 planes", remote, vls.realized, vls.planes, !remote)
+		}
+		if res.Realized == nil || checked == nil {
+			t.Fatalf("remote %v: no tables in the result or nothing verified", remote)
+		}
+		for _, rt := range []*plan.Routes{checked, res.Routes} {
+			for e, d := range rt.Planes {
+				if len(d.Planes) != 0 {
+					t.Errorf("remote %v: destination %d still holds its planes after realising", remote, e)
+				}
+			}
+		}
 	}
 }
