@@ -220,6 +220,17 @@ func TestHopPlanFewSLs(t *testing.T) {
 	}
 }
 
+// minHopRRG is random regular graph g routed by min-hop, indexed, with its
+// destination trees.
+func minHopRRG(t *testing.T, g gen.RRG) (*vl.Fabric, *vl.Trees) {
+	t.Helper()
+	topo, err := gen.Topology(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fabricTrees(t, topo, vltest.MinHop(t, topo))
+}
+
 // TestHopPlanWords: HopPlan keeps a class's state in 32-bit words when
 // every switch has at most 27 switch-to-switch ports and in 64-bit words
 // up to 59; both give the same plan, a fabric with more switch ports
@@ -237,11 +248,7 @@ func TestHopPlanWords(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			topo, err := gen.Topology(c.rrg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, tr := fabricTrees(t, topo, vltest.MinHop(t, topo))
+			f, tr := minHopRRG(t, c.rrg)
 			ly, err := vl.ACRO(context.Background(), f, tr, 8)
 			if err != nil {
 				t.Fatal(err)
@@ -291,11 +298,7 @@ func TestACROWords(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			topo, err := gen.Topology(c.rrg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, tr := fabricTrees(t, topo, vltest.MinHop(t, topo))
+			f, tr := minHopRRG(t, c.rrg)
 			var first *vl.Layers
 			for _, w := range c.widths {
 				run := vl.ACRO
