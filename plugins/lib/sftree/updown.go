@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
@@ -20,6 +22,17 @@ type upDown struct {
 	// order lists ranked switches by rank, top first, so that a switch's
 	// parents come before it.
 	order []int32
+	// climb groups the ranked switches whose up links lead to the same
+	// parents in the same order (a pod's leaves, an aggregation column),
+	// in rank order: a climber's closest parents depend on its parents
+	// only, so they are found once per group and destination.
+	climb []climbGroup
+}
+
+// climbGroup is a set of switches of one rank with equal parent lists.
+type climbGroup struct {
+	rep     int32   // a member whose up links are read
+	members []int32 // in order
 }
 
 func newUpDown(g *route.Graph, tree Tree) (*upDown, error) {
@@ -53,7 +66,33 @@ func newUpDown(g *route.Graph, tree Tree) (*upDown, error) {
 		}
 	}
 	sort.SliceStable(u.order, func(i, j int) bool { return u.rank[u.order[i]] < u.rank[u.order[j]] })
+	u.groupClimbers()
 	return u, nil
+}
+
+// groupClimbers fills u.climb from u.order.
+func (u *upDown) groupClimbers() {
+	type key struct {
+		rank    int32
+		parents string
+	}
+	index := map[key]int{}
+	var b strings.Builder
+	for _, s := range u.order {
+		b.Reset()
+		for _, l := range u.up[s] {
+			b.WriteString(strconv.Itoa(int(l.Peer)))
+			b.WriteByte(',')
+		}
+		k := key{u.rank[s], b.String()}
+		i, ok := index[k]
+		if !ok {
+			i = len(u.climb)
+			index[k] = i
+			u.climb = append(u.climb, climbGroup{rep: s})
+		}
+		u.climb[i].members = append(u.climb[i].members, s)
+	}
 }
 
 // scratch is one worker's per-destination working space.
@@ -110,32 +149,38 @@ func (u *upDown) row(d int32, pl plan.Plane, sc *scratch) error {
 		pl[a] = c[int(d)%len(c)]
 	}
 	sc.queue = q
-	// Climbers, parents first. Ancestors already hold a port.
-	for _, s := range u.order {
-		if pl[s] != plan.NoPort {
-			continue
-		}
-		// One pass: the candidates restart whenever a closer parent shows.
+	// Climbers, parents first. Ancestors already hold a port. A group's
+	// members share their parents, so their closest parents (positions in
+	// the up list) are the same: found once from the representative, with
+	// the candidates restarting whenever a closer parent shows.
+	for gi := range u.climb {
+		g := &u.climb[gi]
 		best := route.Unreachable
 		c := sc.cand[:0]
-		for _, l := range u.up[s] {
+		for i, l := range u.up[g.rep] {
 			switch dp := sc.dist[l.Peer]; {
 			case dp < best:
 				best = dp
-				c = append(c[:0], l.Port)
+				c = append(c[:0], uint8(i))
 			case dp == best && dp != route.Unreachable:
-				c = append(c, l.Port)
+				c = append(c, uint8(i))
 			}
 		}
 		sc.cand = c
 		if best == route.Unreachable {
 			continue
 		}
-		if best >= route.MaxHops {
-			return fmt.Errorf("sftree: up*/down* path from switch 0x%016x longer than %d hops", u.g.SwitchGUID(s), route.MaxHops)
+		pick := c[int(d)%len(c)]
+		for _, s := range g.members {
+			if pl[s] != plan.NoPort {
+				continue
+			}
+			if best >= route.MaxHops {
+				return fmt.Errorf("sftree: up*/down* path from switch 0x%016x longer than %d hops", u.g.SwitchGUID(s), route.MaxHops)
+			}
+			pl[s] = u.up[s][pick].Port
+			sc.dist[s] = best + 1
 		}
-		pl[s] = c[int(d)%len(c)]
-		sc.dist[s] = best + 1
 	}
 	return nil
 }
