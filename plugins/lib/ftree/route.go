@@ -2,6 +2,7 @@ package ftree
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -63,6 +64,12 @@ type Router struct {
 	up, down                []cgroup
 	slot                    []int32
 	par                     [][]uint8 // ports of parallel groups, by cgroup.par
+	// upSet[s] numbers s's climbing choice: switches of one level with the
+	// same parents in the same order and the same slots (a pod's leaves,
+	// an aggregation column) choose the same parent position in up, so
+	// each plane scans once per set, not once per switch.
+	upSet  []int32
+	upSets int
 }
 
 // centry is one switch below another.
@@ -90,6 +97,36 @@ func (r *Router) compact(gs []Group) []cgroup {
 		}
 	}
 	return out
+}
+
+// numberUpSets fills upSet: the key of a switch is its level, its
+// parents in up order and its slots as positions in that order.
+func (r *Router) numberUpSets() {
+	t := r.t
+	r.upSet = make([]int32, t.N)
+	index := map[string]int32{}
+	var key []byte
+	for s := range int32(t.N) {
+		lo := r.upOff[s]
+		key = binary.AppendVarint(key[:0], int64(t.Level[s]))
+		for _, g := range r.up[lo:r.upOff[s+1]] {
+			key = binary.AppendVarint(key, int64(g.peer))
+		}
+		key = append(key, '/')
+		for _, g := range r.slot[r.slotOff[s]:r.slotOff[s+1]] {
+			if g >= 0 {
+				g -= lo
+			}
+			key = binary.AppendVarint(key, int64(g))
+		}
+		id, ok := index[string(key)]
+		if !ok {
+			id = int32(len(index))
+			index[string(key)] = id
+		}
+		r.upSet[s] = id
+	}
+	r.upSets = len(index)
 }
 
 // port picks among a group's parallel cables.
@@ -131,6 +168,7 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 		r.downOff[s+1] = int32(len(r.down))
 		r.slotOff[s+1] = int32(len(r.slot))
 	}
+	r.numberUpSets()
 	if len(r.par) > 1<<16 {
 		return nil, fmt.Errorf("ftree: %d groups of parallel cables, more than the %d supported", len(r.par), 1<<16)
 	}
@@ -256,6 +294,9 @@ type worker struct {
 	choice []int32
 	leafUp int32
 	used   []int32
+	// upAt[set] is the parent position up chose for the switches of an
+	// up set in the plane upStamp[set] (-1: none has a route).
+	upAt, upStamp []int32
 }
 
 // leafChoices picks the first hop of the main path of every CA of leaf for
@@ -310,6 +351,10 @@ func (r *Router) newWorker() *worker {
 	w := &worker{r: r, anc: make([]int32, n), elig: make([][]int16, n), asg: make([]int32, n), mark: make([]int64, n),
 		onMain: make([]int32, n), mainPort: make([]uint8, n), mainAt: make([]int32, l),
 		dig: make([]int32, l), sp: make([]uint32, l), alt: make([]uint32, l), queue: make([]int32, 0, n)}
+	w.upAt, w.upStamp = make([]int32, r.upSets), make([]int32, r.upSets)
+	for i := range w.upStamp {
+		w.upStamp[i] = -1
+	}
 	for i := range w.anc {
 		w.anc[i] = -1
 		w.asg[i] = -1
@@ -588,17 +633,25 @@ func (w *worker) up(s, stamp int32) uint8 {
 		return plan.NoPort
 	}
 	ls := r.t.Level[s]
-	sp := w.sp[ls]
-	k := hi - lo
-	start := int32(w.alt[ls] % uint32(k))
-	if g := r.slot[r.slotOff[s]+w.dig[ls]]; g >= 0 {
-		start = g - lo
-	}
-	for j := int32(0); j < k; j++ {
-		g := &r.up[lo+(start+j)%k]
-		if w.asg[g.peer] == stamp {
-			return r.port(g, sp)
+	set := r.upSet[s]
+	if w.upStamp[set] != stamp {
+		// The set's parents are a level up, all decided in this plane.
+		w.upStamp[set] = stamp
+		w.upAt[set] = -1
+		k := hi - lo
+		start := int32(w.alt[ls] % uint32(k))
+		if g := r.slot[r.slotOff[s]+w.dig[ls]]; g >= 0 {
+			start = g - lo
 		}
+		for j := int32(0); j < k; j++ {
+			if at := (start + j) % k; w.asg[r.up[lo+at].peer] == stamp {
+				w.upAt[set] = at
+				break
+			}
+		}
+	}
+	if at := w.upAt[set]; at >= 0 {
+		return r.port(&r.up[lo+at], w.sp[ls])
 	}
 	return plan.NoPort
 }
