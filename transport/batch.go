@@ -36,6 +36,7 @@ func (d *Dispatcher) DoEach(ctx context.Context, first int, n func() int, build 
 	// so the receiver never blocks on it.
 	most := lim.win.ceiling
 	b := &batch{d: d, ctx: ctx, lim: lim, done: done, ev: make(chan batchEvent, 2*most)}
+	b.recycle, _ = d.conn.(Recycler)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	next := first
@@ -127,6 +128,8 @@ type batch struct {
 	ev   chan batchEvent
 	live []*call
 	free [][]byte // request buffers
+	// recycle takes the answers' buffers back (the Conn's, if it can).
+	recycle Recycler
 }
 
 // never is a deadline that does not come: the call's answer is on its way.
@@ -284,6 +287,9 @@ func (b *batch) finish(c *call, resp Packet, err error) {
 	b.live[c.bs.slot], last.bs.slot = last, c.bs.slot
 	b.live = b.live[:len(b.live)-1]
 	b.done(c.bs.idx, resp, err)
+	if b.recycle != nil && resp.MAD != nil {
+		b.recycle.Recycle(resp.MAD) // done has returned: nobody holds it now
+	}
 	b.free = append(b.free, c.bs.buf)
 	b.d.mu.Lock()
 	zombie := c.bouncing && !c.answered // its bounce still waits in ev

@@ -170,3 +170,63 @@ func TestDoAll(t *testing.T) {
 }
 
 func mod(p Packet) uint32 { return binary.BigEndian.Uint32(p.MAD[20:]) }
+
+// recyclingConn is a fakeConn that takes answer buffers back.
+type recyclingConn struct {
+	*fakeConn
+	mu    sync.Mutex
+	seen  map[*byte]bool // answers done has seen
+	back  map[*byte]int  // buffers given back
+	early int            // given back before done saw them
+}
+
+func (r *recyclingConn) Recycle(mad []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.seen[&mad[0]] {
+		r.early++
+	}
+	r.back[&mad[0]]++
+}
+
+// TestDoAllRecycles: a Conn that is a Recycler gets back the buffer of
+// every answer DoAll handed to done, once, after done returned, and none
+// of a request that got no answer.
+func TestDoAllRecycles(t *testing.T) {
+	const n = 300
+	r := &recyclingConn{seen: map[*byte]bool{}, back: map[*byte]int{}}
+	r.fakeConn = newFake(func(f *fakeConn, p Packet) {
+		if mod(p)%10 != 3 { // destination 3 is dead
+			f.respond(p)
+		}
+	})
+	tr := New(r, Options{Window: 8, Timeout: 10 * time.Millisecond, Retries: 1}).(*Dispatcher)
+	defer tr.Close()
+	answered := 0
+	tr.DoAll(context.Background(), n, func(i int, buf []byte) (Packet, error) {
+		req := request(0x02, 0x19, uint32(i))
+		req.MAD[drHopCount], req.MAD[drInitPath+1] = 1, byte(i%10)
+		copy(buf, req.MAD)
+		req.MAD = buf
+		return req, nil
+	}, func(i int, resp Packet, err error) {
+		if (err == nil) != (i%10 != 3) {
+			t.Errorf("request %d: %v", i, err)
+		}
+		if err != nil {
+			return
+		}
+		answered++
+		r.mu.Lock()
+		r.seen[&resp.MAD[0]] = true
+		r.mu.Unlock()
+	})
+	if answered != n-n/10 || len(r.back) != answered || r.early != 0 {
+		t.Fatalf("%d answered, %d buffers given back (%d before done saw them)", answered, len(r.back), r.early)
+	}
+	for _, k := range r.back {
+		if k != 1 {
+			t.Fatalf("a buffer given back %d times", k)
+		}
+	}
+}

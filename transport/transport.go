@@ -37,6 +37,14 @@ type Conn interface {
 	Close() error
 }
 
+// Recycler is a Conn that takes back the MAD buffer of a packet its Recv
+// returned once the Dispatcher is done with it (an answer DoAll handed to
+// its done), to fill again: the embedded fabric's answers cost a 256-byte
+// allocation each otherwise.
+type Recycler interface {
+	Recycle(mad []byte)
+}
+
 // Stats counts what a Transport did. Gets and Sets count distinct requests
 // by method (a retry is counted in Retries, not again in Gets/Sets).
 type Stats struct {

@@ -80,6 +80,15 @@ func (c *conn) Recv(ctx context.Context) (transport.Packet, error) {
 	}
 }
 
+// Recycle takes back the buffer of a packet Recv returned, once its
+// receiver is done with it (transport.Recycler): every buffer the fabric
+// delivers is its own, so forward may fill it again.
+func (c *conn) Recycle(mad []byte) {
+	if len(mad) == smp.MADLen {
+		c.f.mads.Put((*[smp.MADLen]byte)(mad))
+	}
+}
+
 // deliver queues p for the agent without blocking.
 func (c *conn) deliver(p transport.Packet) bool {
 	if c.shut.Load() {

@@ -117,6 +117,9 @@ type Fabric struct {
 	trapTID atomic.Uint64
 	st      counters
 	blocks  blockPool
+	// mads holds the buffers of delivered answers the agents' transports
+	// gave back (conn.Recycle), for forward to fill again.
+	mads sync.Pool
 }
 
 type node struct {

@@ -129,7 +129,12 @@ func (f *Fabric) forwardTo(n *node, in uint8, hdr transport.Packet, s *smp.SMP) 
 
 // forward encodes s and queues it for agent a with addressing from hdr.
 func (f *Fabric) forward(a *conn, hdr transport.Packet, s *smp.SMP) {
-	buf := make([]byte, smp.MADLen)
+	var buf []byte
+	if b, ok := f.mads.Get().(*[smp.MADLen]byte); ok {
+		buf = b[:] // EncodeTo writes every byte
+	} else {
+		buf = make([]byte, smp.MADLen)
+	}
 	if err := s.EncodeTo(buf); err != nil {
 		f.st.malformed.Add(1)
 		return
