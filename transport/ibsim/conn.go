@@ -156,6 +156,10 @@ type Conn struct {
 	ctl, data *net.UnixConn
 	srv, out  *net.UnixAddr
 
+	// mads holds MAD buffers the transport gave back (Recycle) for the
+	// read loop to copy the next packets into.
+	mads sync.Pool
+
 	ctlMu    sync.Mutex
 	ctlStale bool // a control reply may still be in flight
 	issmSet  bool // under ctlMu
@@ -889,6 +893,27 @@ func (c *Conn) goneErr() error {
 	return c.gone
 }
 
+// copyMAD copies a received MAD into a buffer of its own, one given back
+// if there is one.
+func (c *Conn) copyMAD(mad []byte) []byte {
+	if len(mad) == MADLen {
+		if b, ok := c.mads.Get().(*[MADLen]byte); ok {
+			copy(b[:], mad)
+			return b[:]
+		}
+	}
+	return bytes.Clone(mad)
+}
+
+// Recycle takes back the buffer of a packet Recv returned once its
+// receiver is done with it (transport.Recycler): each is a copy of the
+// Conn's own, so the read loop may fill it again.
+func (c *Conn) Recycle(mad []byte) {
+	if len(mad) == MADLen {
+		c.mads.Put((*[MADLen]byte)(mad))
+	}
+}
+
 // readLoop drains the data socket for the Conn's whole life. It must never
 // block on the consumer: ibsim spins, stalling every client, while our
 // socket is full.
@@ -917,7 +942,7 @@ func (c *Conn) readLoop() {
 			continue
 		}
 		it := item{
-			p:      transport.Packet{DLID: h.DLID, SLID: h.SLID, QP: h.SQP, MAD: bytes.Clone(mad)},
+			p:      transport.Packet{DLID: h.DLID, SLID: h.SLID, QP: h.SQP, MAD: c.copyMAD(mad)},
 			status: h.Status,
 		}
 		if h.Status != 0 {

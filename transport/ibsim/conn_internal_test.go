@@ -1,6 +1,7 @@
 package ibsim
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -40,5 +41,37 @@ func TestDataSocketConnected(t *testing.T) {
 	want := fmt.Sprintf("@%s:out%d", sim.Sockname, c.Attachment().Slot)
 	if u, ok := peer.(*syscall.SockaddrUnix); !ok || u.Name != want {
 		t.Errorf("data socket peer %#v, want %q", peer, want)
+	}
+}
+
+// TestCopyMADRecycle: a received MAD is copied into a buffer of its own,
+// whether fresh or given back by Recycle, and a MAD of another size is
+// copied whole.
+func TestCopyMADRecycle(t *testing.T) {
+	c := &Conn{}
+	for _, tc := range []struct {
+		name    string
+		size    int
+		recycle bool
+	}{
+		{"fresh", MADLen, false},
+		{"given back", MADLen, true},
+		{"short", 100, true},
+	} {
+		in := make([]byte, tc.size)
+		for i := range in {
+			in[i] = byte(i + tc.size)
+		}
+		if tc.recycle {
+			old := make([]byte, MADLen)
+			for i := range old {
+				old[i] = 0xEE
+			}
+			c.Recycle(old)
+		}
+		got := c.copyMAD(in)
+		if !bytes.Equal(got, in) || &got[0] == &in[0] {
+			t.Fatalf("%s: copy %x of %x (aliased: %v)", tc.name, got[:8], in[:8], &got[0] == &in[0])
+		}
 	}
 }
