@@ -130,11 +130,7 @@ func TestDoAll(t *testing.T) {
 						return Packet{}, err
 					}
 				}
-				req := request(0x02, 0x19, uint32(i))
-				req.MAD[drHopCount], req.MAD[drInitPath+1] = 1, byte(i%100)
-				copy(buf, req.MAD)
-				req.MAD = buf
-				return req, nil
+				return drSet(i, 100, buf), nil
 			}, func(i int, resp Packet, err error) {
 				o := &out[i]
 				o.calls++
@@ -171,6 +167,16 @@ func TestDoAll(t *testing.T) {
 
 func mod(p Packet) uint32 { return binary.BigEndian.Uint32(p.MAD[20:]) }
 
+// drSet is DoAll's request i written into buf: a Set with modifier i, one
+// hop out of port i%dests, so requests spread over dests destinations.
+func drSet(i, dests int, buf []byte) Packet {
+	req := request(0x02, 0x19, uint32(i))
+	req.MAD[drHopCount], req.MAD[drInitPath+1] = 1, byte(i%dests)
+	copy(buf, req.MAD)
+	req.MAD = buf
+	return req
+}
+
 // recyclingConn is a fakeConn that takes answer buffers back.
 type recyclingConn struct {
 	*fakeConn
@@ -204,11 +210,7 @@ func TestDoAllRecycles(t *testing.T) {
 	defer tr.Close()
 	answered := 0
 	tr.DoAll(context.Background(), n, func(i int, buf []byte) (Packet, error) {
-		req := request(0x02, 0x19, uint32(i))
-		req.MAD[drHopCount], req.MAD[drInitPath+1] = 1, byte(i%10)
-		copy(buf, req.MAD)
-		req.MAD = buf
-		return req, nil
+		return drSet(i, 10, buf), nil
 	}, func(i int, resp Packet, err error) {
 		if (err == nil) != (i%10 != 3) {
 			t.Errorf("request %d: %v", i, err)
