@@ -60,10 +60,6 @@ type Fabric struct {
 type Discoverer struct {
 	C   *mad.Client
 	Log hclog.Logger
-	// Parallel is not used any more: discovery's SMPs travel as one
-	// growing batch (mad.Client.GetEach) that the transport's window
-	// bounds. Kept until integration/race drops it.
-	Parallel int
 	// OnNode, when set, hears the number of nodes found each time a new
 	// one is (progress on a terminal); it must not block.
 	OnNode func(found int)

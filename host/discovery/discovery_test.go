@@ -116,9 +116,9 @@ func attach(t *testing.T, f *netfile.File, guid uint64, port uint8, topts transp
 	return &rig{fab: fab, tr: tr, c: &mad.Client{T: tr}, sm: guid, smP: port}
 }
 
-func (r *rig) discover(t *testing.T, par int) (*discovery.Fabric, *topology.Topology) {
+func (r *rig) discover(t *testing.T) (*discovery.Fabric, *topology.Topology) {
 	t.Helper()
-	d := &discovery.Discoverer{C: r.c, Parallel: par}
+	d := &discovery.Discoverer{C: r.c}
 	fab, err := d.Run(context.Background())
 	must(t, err)
 	topo, err := fab.Topology()
@@ -179,7 +179,7 @@ func TestDiscoverMatchesFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.file(t)
 			r := attach(t, f, tc.smGUID, tc.smPort, transport.Options{}, nil)
-			fab, topo := r.discover(t, 8)
+			fab, topo := r.discover(t)
 			if len(fab.Warnings) != 0 {
 				t.Fatalf("warnings on a healthy fabric: %q", fab.Warnings)
 			}
@@ -222,7 +222,7 @@ func TestDiscoverMatchesFile(t *testing.T) {
 
 func TestSMPCountMatchesTransport(t *testing.T) {
 	r := attach(t, line(t), 0, 0, transport.Options{}, nil)
-	fab, _ := r.discover(t, 4)
+	fab, _ := r.discover(t)
 	if st := r.tr.Stats(); uint64(fab.SMPs) != st.Gets || st.Sets != 0 {
 		t.Fatalf("discovery says %d SMPs, transport sent %d Gets %d Sets", fab.SMPs, st.Gets, st.Sets)
 	}
@@ -234,7 +234,7 @@ func TestSMPCountMatchesTransport(t *testing.T) {
 	}
 }
 
-func TestHashIndependentOfParallelism(t *testing.T) {
+func TestHashIndependentOfWindow(t *testing.T) {
 	tests := []struct {
 		name string
 		file func(t *testing.T) *netfile.File
@@ -247,15 +247,15 @@ func TestHashIndependentOfParallelism(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.file(t)
 			var hashes []uint64
-			for _, par := range []int{1, 64, 1, 64} {
-				r := attach(t, f, 0, 0, transport.Options{Window: 64}, nil)
-				_, topo := r.discover(t, par)
+			for _, win := range []int{1, 64, 1, 64} {
+				r := attach(t, f, 0, 0, transport.Options{Window: win}, nil)
+				_, topo := r.discover(t)
 				sameAsFile(t, topo, f)
 				hashes = append(hashes, topo.Hash())
 			}
 			for i, h := range hashes {
 				if h != hashes[0] {
-					t.Fatalf("hashes differ across parallelism 1/64: %x", hashes)
+					t.Fatalf("hashes differ across MAD windows 1/64: %x", hashes)
 				}
 				_ = i
 			}
@@ -278,7 +278,7 @@ func TestLinkDownBeforeDiscovery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := attach(t, line(t), 0, 0, transport.Options{}, nil)
 			must(t, r.fab.LinkDown(tc.guid, tc.port))
-			fab, topo := r.discover(t, 4)
+			fab, topo := r.discover(t)
 			if len(topo.Nodes) != tc.nodes {
 				t.Fatalf("%d nodes, want %d", len(topo.Nodes), tc.nodes)
 			}
@@ -303,9 +303,9 @@ func TestLinkDownBeforeDiscovery(t *testing.T) {
 func TestDropRateWithRetries(t *testing.T) {
 	f := gen(t, topogen.FatTree{Radix: 4, Levels: 2})
 	r := attach(t, f, 0, 0, transport.Options{Timeout: 5 * time.Millisecond, Retries: 12, Window: 64}, nil)
-	clean, _ := r.discover(t, 16)
+	clean, _ := r.discover(t)
 	must(t, r.fab.SetDropRate(0.1, 42))
-	fab, topo := r.discover(t, 16)
+	fab, topo := r.discover(t)
 	sameAsFile(t, topo, f)
 	if len(fab.Warnings) != 0 {
 		t.Fatalf("warnings despite retries: %q", fab.Warnings)
@@ -344,7 +344,7 @@ func TestNodeBehindDeadLink(t *testing.T) {
 	f := line(t)
 	r := attach(t, f, 0, 0, transport.Options{Timeout: 100 * time.Millisecond, Retries: transport.NoRetries},
 		func(c transport.Conn) transport.Conn { return &blackhole{Conn: c, prefix: []uint8{1, 2}} })
-	fab, topo := r.discover(t, 4)
+	fab, topo := r.discover(t)
 	if len(topo.Nodes) != 2 {
 		t.Fatalf("found %d nodes, want H1 and S1", len(topo.Nodes))
 	}

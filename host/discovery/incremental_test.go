@@ -184,7 +184,7 @@ func TestUpdateMatchesFullDiscovery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.file(t)
 			r := attach(t, f, 0, 0, transport.Options{Window: 32}, nil)
-			model, _ := r.discover(t, 8)
+			model, _ := r.discover(t)
 			r.clearPSC(t, model)
 			for _, st := range tc.steps {
 				must(t, st.fault(r, f))
@@ -192,12 +192,12 @@ func TestUpdateMatchesFullDiscovery(t *testing.T) {
 				if ch.Empty() {
 					t.Fatalf("%s: no switch reported a change", st.name)
 				}
-				d := &discovery.Discoverer{C: r.c, Parallel: 8}
+				d := &discovery.Discoverer{C: r.c}
 				inc, sum, err := d.Update(context.Background(), model, ch)
 				if err != nil {
 					t.Fatalf("%s: %v", st.name, err)
 				}
-				full, fullTopo := r.discover(t, 8)
+				full, fullTopo := r.discover(t)
 				if diff := discoverytest.Diff(inc, full); len(diff) != 0 {
 					t.Fatalf("%s: incremental model differs from a full discovery:\n%s", st.name, strings.Join(diff, "\n"))
 				}
@@ -242,7 +242,7 @@ func TestUpdateUntrusted(t *testing.T) {
 			var bh *blackhole
 			r := attach(t, f, 0, 0, transport.Options{Timeout: 300 * time.Millisecond, Retries: transport.NoRetries},
 				func(c transport.Conn) transport.Conn { bh = &blackhole{Conn: c, prefix: []uint8{0xFF}}; return bh })
-			model, _ := r.discover(t, 4)
+			model, _ := r.discover(t)
 			if tc.blackhole != nil {
 				bh.prefix = tc.blackhole
 			}
@@ -259,7 +259,7 @@ func TestUpdateUntrusted(t *testing.T) {
 func TestUpdateNoChange(t *testing.T) {
 	f := gen(t, topogen.FatTree{Radix: 4, Levels: 2})
 	r := attach(t, f, 0, 0, transport.Options{}, nil)
-	model, topo := r.discover(t, 8)
+	model, topo := r.discover(t)
 	sw := topo.Nodes[topo.Switches()[0]].GUID
 	inc, sum, err := (&discovery.Discoverer{C: r.c}).Update(context.Background(), model, discovery.Changes{Switches: []uint64{sw}})
 	must(t, err)
@@ -286,7 +286,7 @@ func TestUpdateNoChange(t *testing.T) {
 func TestUpdateSwitchGoneOnLongRoute(t *testing.T) {
 	f := gen(t, topogen.FatTree{Radix: 4, Levels: 2})
 	r := attach(t, f, 0, 0, transport.Options{Timeout: 20 * time.Millisecond, Retries: 1}, nil)
-	model, _ := r.discover(t, 1)
+	model, _ := r.discover(t)
 	at := func(p mad.Path) *discovery.Node {
 		for _, n := range model.Nodes {
 			if n.Path.String() == p.String() {
@@ -318,14 +318,14 @@ func TestUpdateSwitchGoneOnLongRoute(t *testing.T) {
 	r.clearPSC(t, model)
 	must(t, r.fab.RemoveNode(gone.Info.NodeGUID))
 	ch := r.changed(t, f, model)
-	inc, sum, err := (&discovery.Discoverer{C: r.c, Parallel: 8}).Update(context.Background(), model, ch)
+	inc, sum, err := (&discovery.Discoverer{C: r.c}).Update(context.Background(), model, ch)
 	if err != nil {
 		t.Fatalf("update after removing the switch on route %s: %v", long, err)
 	}
 	if inc.Nodes[gone.Info.NodeGUID] != nil || sum.Dropped != 1 {
 		t.Fatalf("switch still in the model (summary %+v)", sum)
 	}
-	full, _ := r.discover(t, 1)
+	full, _ := r.discover(t)
 	if d := discoverytest.Diff(inc, full); len(d) != 0 {
 		t.Fatalf("update differs from a full discovery: %q", d)
 	}

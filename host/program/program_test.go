@@ -48,7 +48,7 @@ func newRig(t *testing.T, f *netfile.File) *rig {
 
 func (r *rig) discover(t *testing.T) (*discovery.Fabric, *topology.Topology) {
 	t.Helper()
-	d, err := (&discovery.Discoverer{C: r.c, Parallel: 8}).Run(context.Background())
+	d, err := (&discovery.Discoverer{C: r.c}).Run(context.Background())
 	must(t, err)
 	if len(d.Warnings) > 0 {
 		t.Fatalf("discovery warnings: %q", d.Warnings)

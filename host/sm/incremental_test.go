@@ -26,7 +26,7 @@ import (
 // fullModel discovers the fabric from scratch over tr.
 func fullModel(t *testing.T, tr transport.Transport) (*discovery.Fabric, *topology.Topology) {
 	t.Helper()
-	f, err := (&discovery.Discoverer{C: &mad.Client{T: tr}, Parallel: 8}).Run(context.Background())
+	f, err := (&discovery.Discoverer{C: &mad.Client{T: tr}}).Run(context.Background())
 	must(t, err)
 	topo, err := f.Topology()
 	must(t, err)

@@ -32,11 +32,11 @@ type Programmed struct {
 }
 
 // ReadBack discovers the fabric behind t and reads every switch's LFT
-// blocks. parallel bounds the goroutines issuing SMPs (the transport's
+// blocks. parallel bounds the goroutines reading LFT blocks (the transport's
 // window bounds what is on the wire).
 func ReadBack(ctx context.Context, t transport.Transport, parallel int) (*Programmed, error) {
 	c := &mad.Client{T: t}
-	fab, err := (&discovery.Discoverer{C: c, Log: hclog.NewNullLogger(), Parallel: parallel}).Run(ctx)
+	fab, err := (&discovery.Discoverer{C: c, Log: hclog.NewNullLogger()}).Run(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read-back discovery: %w", err)
 	}
