@@ -10,4 +10,8 @@ package sdk
 // 0.3.0: the SDK is its own module; public building blocks (route, cdg,
 // config, testfab), the host's plan checks (analysis, check) and the logger
 // handed out by Serve.
-const SDKVersion = "0.3.0"
+//
+// 0.4.0: CapTablesUnread (a VL assigner that declares it is given no
+// realised tables; plan.UsedPlanes and cdg.BuildPlanes build its graph from
+// the planes instead).
+const SDKVersion = "0.4.0"
