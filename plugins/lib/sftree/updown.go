@@ -113,42 +113,9 @@ func (u *upDown) newScratch() *scratch {
 // NoPort. Among equal ports the choice rotates with d (D-mod-k style), so
 // switch traffic toward different switches spreads over the ports.
 func (u *upDown) row(d int32, pl plan.Plane, sc *scratch) error {
-	for i := range pl {
-		pl[i] = plan.NoPort
-		sc.dist[i] = route.Unreachable
+	if ok, err := u.descents(d, pl, sc); !ok || err != nil {
+		return err
 	}
-	if u.rank[d] < 0 {
-		return nil
-	}
-	pl[d] = 0
-	sc.dist[d] = 0
-	// Ancestors by BFS over up links; BFS order is also ascending distance.
-	q := append(sc.queue[:0], d)
-	for h := 0; h < len(q); h++ {
-		x := q[h]
-		if sc.dist[x] >= route.MaxHops {
-			return fmt.Errorf("sftree: switch 0x%016x is more than %d levels above another: the ranking is not a tree", u.g.SwitchGUID(x), route.MaxHops)
-		}
-		for _, l := range u.up[x] {
-			if sc.dist[l.Peer] == route.Unreachable {
-				sc.dist[l.Peer] = sc.dist[x] + 1
-				q = append(q, l.Peer)
-			}
-		}
-	}
-	for _, a := range q[1:] {
-		want := sc.dist[a] - 1
-		c := sc.cand[:0]
-		for _, l := range u.down[a] {
-			if sc.dist[l.Peer] == want && (pl[l.Peer] != plan.NoPort) {
-				c = append(c, l.Port)
-			}
-		}
-		sc.cand = c
-		// BFS layering guarantees a child one level closer.
-		pl[a] = c[int(d)%len(c)]
-	}
-	sc.queue = q
 	// Climbers, parents first. Ancestors already hold a port. A group's
 	// members share their parents, so their closest parents (positions in
 	// the up list) are the same: found once from the representative, with
@@ -183,6 +150,50 @@ func (u *upDown) row(d int32, pl plan.Plane, sc *scratch) error {
 		}
 	}
 	return nil
+}
+
+// descents starts row d: it resets pl and sc.dist, gives d port 0 and each
+// ancestor of d a down port on a shortest descent (rotating with d among
+// equal ones), leaving the ancestors' distances in sc.dist. It reports
+// false for an unranked d, whose row stays empty.
+func (u *upDown) descents(d int32, pl plan.Plane, sc *scratch) (bool, error) {
+	for i := range pl {
+		pl[i] = plan.NoPort
+		sc.dist[i] = route.Unreachable
+	}
+	if u.rank[d] < 0 {
+		return false, nil
+	}
+	pl[d] = 0
+	sc.dist[d] = 0
+	// Ancestors by BFS over up links; BFS order is also ascending distance.
+	q := append(sc.queue[:0], d)
+	for h := 0; h < len(q); h++ {
+		x := q[h]
+		if sc.dist[x] >= route.MaxHops {
+			return false, fmt.Errorf("sftree: switch 0x%016x is more than %d levels above another: the ranking is not a tree", u.g.SwitchGUID(x), route.MaxHops)
+		}
+		for _, l := range u.up[x] {
+			if sc.dist[l.Peer] == route.Unreachable {
+				sc.dist[l.Peer] = sc.dist[x] + 1
+				q = append(q, l.Peer)
+			}
+		}
+	}
+	for _, a := range q[1:] {
+		want := sc.dist[a] - 1
+		c := sc.cand[:0]
+		for _, l := range u.down[a] {
+			if sc.dist[l.Peer] == want && (pl[l.Peer] != plan.NoPort) {
+				c = append(c, l.Port)
+			}
+		}
+		sc.cand = c
+		// BFS layering guarantees a child one level closer.
+		pl[a] = c[int(d)%len(c)]
+	}
+	sc.queue = q
+	return true, nil
 }
 
 // planes computes the up*/down* plane toward every switch, in parallel.

@@ -58,65 +58,25 @@ func TestRowsMatchPerSwitch(t *testing.T) {
 // rowPerSwitch is row as it was before climbers were grouped: each
 // climber scans its own up links.
 func (u *upDown) rowPerSwitch(d int32, pl plan.Plane, sc *scratch) error {
-	for i := range pl {
-		pl[i] = plan.NoPort
-		sc.dist[i] = route.Unreachable
+	if ok, err := u.descents(d, pl, sc); !ok || err != nil {
+		return err
 	}
-	if u.rank[d] < 0 {
-		return nil
-	}
-	pl[d] = 0
-	sc.dist[d] = 0
-	// Ancestors by BFS over up links; BFS order is also ascending distance.
-	q := append(sc.queue[:0], d)
-	for h := 0; h < len(q); h++ {
-		x := q[h]
-		if sc.dist[x] >= route.MaxHops {
-			return fmt.Errorf("sftree: switch 0x%016x is more than %d levels above another: the ranking is not a tree", u.g.SwitchGUID(x), route.MaxHops)
-		}
-		for _, l := range u.up[x] {
-			if sc.dist[l.Peer] == route.Unreachable {
-				sc.dist[l.Peer] = sc.dist[x] + 1
-				q = append(q, l.Peer)
-			}
-		}
-	}
-	for _, a := range q[1:] {
-		want := sc.dist[a] - 1
-		c := sc.cand[:0]
-		for _, l := range u.down[a] {
-			if sc.dist[l.Peer] == want && (pl[l.Peer] != plan.NoPort) {
-				c = append(c, l.Port)
-			}
-		}
-		sc.cand = c
-		// BFS layering guarantees a child one level closer.
-		pl[a] = c[int(d)%len(c)]
-	}
-	sc.queue = q
-	// Climbers, parents first. Ancestors already hold a port.
 	for _, s := range u.order {
 		if pl[s] != plan.NoPort {
 			continue
 		}
-		// One pass: the candidates restart whenever a closer parent shows.
 		best := route.Unreachable
-		c := sc.cand[:0]
 		for _, l := range u.up[s] {
-			switch dp := sc.dist[l.Peer]; {
-			case dp < best:
-				best = dp
-				c = append(c[:0], l.Port)
-			case dp == best && dp != route.Unreachable:
-				c = append(c, l.Port)
-			}
+			best = min(best, sc.dist[l.Peer])
 		}
-		sc.cand = c
 		if best == route.Unreachable {
 			continue
 		}
-		if best >= route.MaxHops {
-			return fmt.Errorf("sftree: up*/down* path from switch 0x%016x longer than %d hops", u.g.SwitchGUID(s), route.MaxHops)
+		var c []uint8
+		for _, l := range u.up[s] {
+			if sc.dist[l.Peer] == best {
+				c = append(c, l.Port)
+			}
 		}
 		pl[s] = c[int(d)%len(c)]
 		sc.dist[s] = best + 1
