@@ -74,7 +74,7 @@ func run(args []string, out, logw io.Writer) error {
 	fs := flag.NewFlagSet("ftcompare", flag.ContinueOnError)
 	fs.SetOutput(logw)
 	fs.StringVar(&o.plugins, "plugins", "bin", "directory of ibsm-plugin-<name> binaries")
-	fs.StringVar(&o.work, "work", "", "directory for topologies, configs and state (default: a new temporary directory)")
+	fs.StringVar(&o.work, "work", "", "directory for topologies, configs and state, kept afterwards (default: a new temporary directory, removed at the end)")
 	fs.StringVar(&o.trees, "trees", "ft2-648,ft3-3456", "fabrics: ft2-648, ft3-3456, ft3-36, ft2-8")
 	fs.StringVar(&o.engines, "engines", "ftree,sftree,updn,minhop", "routing engines (plugins)")
 	fs.StringVar(&o.frac, "remove-links", "0,0.01,0.05", "fractions of switch-to-switch cables removed")
@@ -97,6 +97,7 @@ func run(args []string, out, logw io.Writer) error {
 		if work, err = os.MkdirTemp("", "ftcompare-"); err != nil {
 			return err
 		}
+		defer os.RemoveAll(work) // a directory of our own: nothing to keep
 	}
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
