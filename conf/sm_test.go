@@ -26,6 +26,7 @@ routing {
 	}{
 		{"sim default window", `transport = "sim"  topology = "f.net"`, ``, DefaultMADWindow, DefaultSMKey, ""},
 		{"umad default window", `transport = "umad"  device = "mlx5_0"`, ``, DefaultMADWindowUMAD, DefaultSMKey, ""},
+		{"ibsim default window", `transport = "ibsim"`, ``, DefaultMADWindowIBSim, DefaultSMKey, ""},
 		{"umad explicit window", `transport = "umad"  device = "mlx5_0"`, `mad_window = 16`, 16, DefaultSMKey, ""},
 		{"no sm_key", `topology = "f.net"`, `sm_key = "0x0"`, DefaultMADWindow, 0, ""},
 		{"sm_key", `topology = "f.net"`, `sm_key = "0xdeadbeef00000001"`, DefaultMADWindow, 0xdeadbeef00000001, ""},

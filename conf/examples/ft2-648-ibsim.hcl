@@ -27,7 +27,7 @@ sm {
   # tree (at the repository root) so runs never dirty conf/examples; a
   # production config uses an absolute path such as /var/lib/ibsm.
   state_dir      = "../../.ibsm-state/ft2-648-ibsim"
-  mad_window     = 16
+  mad_window     = 128              # ibsim's best rate (its default; 16 on the embedded fabric)
   mad_timeout    = "200ms"
   mad_retries    = 3
   plugin_timeout = "60s"

@@ -32,8 +32,8 @@ type Config struct {
 	// SwitchToSwitch is routing.switch_to_switch; "": conf's default.
 	SwitchToSwitch string
 	// ExampleSM writes out the sweep, MAD and priority settings of
-	// conf/examples/ft2-648.hcl, so the benchmarks keep them when conf's
-	// defaults move.
+	// conf/examples/ft2-648.hcl (ft2-648-ibsim.hcl's window on ibsim), so
+	// the benchmarks keep them when conf's defaults move.
 	ExampleSM bool
 }
 
@@ -59,7 +59,11 @@ func (c Config) HCL() string {
 	}
 	sm = append(sm, [2]string{"lmc", fmt.Sprint(c.LMC)}, [2]string{"state_dir", fmt.Sprintf("%q", c.StateDir)})
 	if c.ExampleSM {
-		sm = append(sm, [2]string{"mad_window", "16"}, [2]string{"mad_timeout", `"200ms"`}, [2]string{"mad_retries", "3"})
+		window := "16"
+		if c.Socket != "" {
+			window = "128" // conf/examples/ft2-648-ibsim.hcl
+		}
+		sm = append(sm, [2]string{"mad_window", window}, [2]string{"mad_timeout", `"200ms"`}, [2]string{"mad_retries", "3"})
 	}
 	if c.PluginTimeout != "" {
 		sm = append(sm, [2]string{"plugin_timeout", fmt.Sprintf("%q", c.PluginTimeout)})
