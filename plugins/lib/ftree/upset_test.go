@@ -26,7 +26,8 @@ func TestUpSetsMatchPerSwitch(t *testing.T) {
 		{"ft3-k12-lmc1", func() (*topology.Topology, error) { return sdktest.FatTree3(12) }, 0, 1},
 		{"ft3-k12-5pct", func() (*topology.Topology, error) { return sdktest.FatTree3(12) }, 0.05, 0},
 		{"ft3-k8-20pct", func() (*topology.Topology, error) { return sdktest.FatTree3(8) }, 0.2, 1},
-		{"ft2-parallel", func() (*topology.Topology, error) { return sdktest.FatTree2(6, 3, 4) }, 0.1, 0},
+		{"ft2-6x3-10pct", func() (*topology.Topology, error) { return sdktest.FatTree2(6, 3, 4) }, 0.1, 0},
+		{"parallel-cables", func() (*topology.Topology, error) { return parallelTree([]int{8, 3, 8, 0, 5, 8}) }, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topo, err := tc.make()
