@@ -39,7 +39,7 @@ const (
 const (
 	DefaultSweepInterval = 10 * time.Second
 	DefaultStateDir      = "/var/lib/ibsm"
-	// DefaultMADWindow suits the simulators; on hardware (umad) the
+	// DefaultMADWindow suits the embedded fabric; on hardware (umad) the
 	// default is DefaultMADWindowUMAD, as OpenSM's max_wire_smps: switch
 	// management traffic has no flow control, so more in flight means
 	// more drops on real switches.
