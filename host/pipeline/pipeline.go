@@ -251,19 +251,16 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	res.Timings.LIDs = time.Since(t0)
 	hl := hashLIDs(lids)
 
-	var rz *plan.Realized
-	realize := func() error {
-		if rz != nil {
-			return nil
+	realize := func() (*plan.Realized, error) {
+		rz, err := plan.Realize(in.Topo, routes, lids)
+		if err != nil {
+			return nil, fmt.Errorf("LID assigner %s produced an unusable plan: %w", r.LID.Name, err)
 		}
-		var err error
-		if rz, err = plan.Realize(in.Topo, routes, lids); err != nil {
-			return fmt.Errorf("LID assigner %s produced an unusable plan: %w", r.LID.Name, err)
-		}
-		return nil
+		return rz, nil
 	}
+	var rz *plan.Realized // before the call for an assigner in this process, after it for a remote one
 	if !r.VL.Remote {
-		if err := realize(); err != nil {
+		if rz, err = realize(); err != nil {
 			return res, err
 		}
 	}
@@ -285,9 +282,10 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 			r.Cache.Flush()
 		}
 		runtime.GC()
-	}
-	if rerr := realize(); rerr != nil {
-		return res, rerr
+		var rerr error
+		if rz, rerr = realize(); rerr != nil {
+			return res, rerr
+		}
 	}
 	// From here the tables are the forwarding: the planes go (the routing
 	// stage's cache file keeps them for the next sweep).
