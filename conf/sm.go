@@ -62,7 +62,7 @@ func (d *decoder) sm(b *hcl.Block, transport Transport) SM {
 	}
 	if f := attr(d, a, "mad_window", &n); f.ok {
 		if n < 1 || n > 65535 {
-			d.errorf(f.rng, "MAD window out of range", "mad_window = %d; allow 1..65535 outstanding MADs (the default, 4 on hardware, 128 on ibsim and 16 on the embedded fabric, is a good start; raise it on large fabrics whose switches keep up).", n)
+			d.errorf(f.rng, "MAD window out of range", "mad_window = %d; allow 1..65535 outstanding MADs (the default, %d on hardware, %d on ibsim and %d on the embedded fabric, is a good start; raise it on large fabrics whose switches keep up).", n, DefaultMADWindowUMAD, DefaultMADWindowIBSim, DefaultMADWindow)
 		} else {
 			s.MADWindow = n
 		}
