@@ -138,63 +138,70 @@ const maxRootsLimit = 64
 // sFtree plane. base must be planes-form routes for g's topology (the
 // fat-tree engine's answer); its CA planes are shared, not copied.
 func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, opt Options) (*plan.Routes, *Report, error) {
+	out, rep, _, err := routeKeep(ctx, g, tree, base, opt)
+	return out, rep, err
+}
+
+// routeKeep is Route that also returns the combiner of the routes it chose,
+// from which a State is kept.
+func routeKeep(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, opt Options) (*plan.Routes, *Report, *combiner, error) {
 	t := g.Topo
 	eps := t.Endpoints()
 	if base == nil || !base.IsPlanes() || len(base.Planes) != len(eps) {
-		return nil, nil, fmt.Errorf("sftree: the fat-tree routes must be planes for all %d endpoints", len(eps))
+		return nil, nil, nil, fmt.Errorf("sftree: the fat-tree routes must be planes for all %d endpoints", len(eps))
 	}
 	ud, err := newUpDown(g, tree)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	maxRoots := opt.MaxRoots
 	if maxRoots == 0 {
 		maxRoots = DefaultMaxRoots
 	}
 	if maxRoots < 1 || maxRoots > maxRootsLimit {
-		return nil, nil, fmt.Errorf("sftree: %d subtree roots: give 1 (the paper's single root) to %d", maxRoots, maxRootsLimit)
+		return nil, nil, nil, fmt.Errorf("sftree: %d subtree roots: give 1 (the paper's single root) to %d", maxRoots, maxRootsLimit)
 	}
-	out, rep, err := routeFrom(ctx, g, tree, base, ud, opt.Root, maxRoots, opt.CDG)
+	out, rep, c, err := routeFrom(ctx, g, tree, base, ud, opt.Root, maxRoots, opt.CDG)
 	if err != nil || opt.Root == 0 || rep.Unreachable == 0 || opt.CDG == CDGNever {
-		return out, rep, err
+		return out, rep, c, err
 	}
 	// A configured root whose pod lost a cable to a top switch reaches that
 	// switch on no up*/down* path, and the extra roots cannot always route
 	// the rest without a credit loop. Leaving the pairs dark would make the
 	// host refuse every plan and keep routes through the dead cable, so
 	// Algorithm 1 gets to choose, and the report says why.
-	alt, altRep, err := routeFrom(ctx, g, tree, base, ud, 0, maxRoots, opt.CDG)
+	alt, altRep, altC, err := routeFrom(ctx, g, tree, base, ud, 0, maxRoots, opt.CDG)
 	if err != nil || altRep.Unreachable >= rep.Unreachable {
-		return out, rep, nil
+		return out, rep, c, nil
 	}
 	altRep.RootHow = fmt.Sprintf("configured subtree_root 0x%016x left %d switch pairs without a deadlock-free route; instead %s", opt.Root, rep.Unreachable, altRep.RootHow)
 	altRep.ConfiguredRootReplaced = true
-	return alt, altRep, nil
+	return alt, altRep, altC, nil
 }
 
 // routeFrom is one sFtree routing with the first root forced (a GUID) or,
 // for 0, chosen by Algorithm 1.
-func routeFrom(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, ud *upDown, forced uint64, maxRoots int, check CDGCheck) (*plan.Routes, *Report, error) {
+func routeFrom(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, ud *upDown, forced uint64, maxRoots int, check CDGCheck) (*plan.Routes, *Report, *combiner, error) {
 	t := g.Topo
 	eps := t.Endpoints()
 	rep := &Report{}
 	start := time.Now()
 	rows, err := ud.planes(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rep.UpDownTime = time.Since(start)
 
 	root, how, err := chooseRoot(g, tree, rows, forced)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rep.RootHow = how
 
 	start = time.Now()
 	c := newCombiner(g, ud, rows, root)
 	if err := c.combineAll(ctx); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rep.CombineTime = time.Since(start)
 
@@ -209,17 +216,17 @@ func routeFrom(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes
 	if check == CDGAlways || (check == CDGWhenNeeded && maxRoots > 1 && c.unrouted()) {
 		start = time.Now()
 		if err := c.verify(ctx, out, rep); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rep.VerifyTime = time.Since(start)
 		rep.CDGChecked = true
 		start = time.Now()
 		if err := c.extend(ctx, tree, maxRoots, rep); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rep.ExtendTime = time.Since(start)
 		rep.CDGEdges = c.dg.Edges()
 	}
 	c.count(rep)
-	return out, rep, nil
+	return out, rep, c, nil
 }

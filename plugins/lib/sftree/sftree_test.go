@@ -258,7 +258,7 @@ func TestExtraRoots(t *testing.T) {
 			}
 			for i, max := range []int{1, DefaultMaxRoots} {
 				// routeFrom keeps the configured root whatever it leaves dark.
-				r, rep, err := routeFrom(context.Background(), g, tree, base, ud, rep.Root, max, CDGWhenNeeded)
+				r, rep, _, err := routeFrom(context.Background(), g, tree, base, ud, rep.Root, max, CDGWhenNeeded)
 				if err != nil {
 					t.Fatal(err)
 				}

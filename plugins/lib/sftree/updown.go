@@ -100,6 +100,7 @@ type scratch struct {
 	dist  []uint8
 	queue []int32
 	cand  []uint8
+	anc   []bool // repair's ancestor marks
 }
 
 func (u *upDown) newScratch() *scratch {

@@ -1,0 +1,495 @@
+package sftree
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/ibsm/ibsm/plugins/lib/ftree"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
+)
+
+// Incremental re-routing after cables go down (issue 16).
+//
+// Every plane of an sFtree routing is an up*/down* plane with respect to
+// the tree's ranks (ftree's CA planes, the rows toward switches where a
+// switch has an up*/down* path) except the switches that follow the
+// subtree root's own up*/down* plane T to their first U-turn. Removing a
+// cable only shrinks the set of switches that have an up*/down* path, so a
+// plane whose entries avoid the dead cable stays valid as it is, and in a
+// plane that crossed it an entry needs to change only where its next hop
+// is gone or lost its path:
+//
+//   - an ancestor of the destination (a switch that reaches it descending)
+//     keeps its down port while the child is still an ancestor, else takes
+//     another descending child on a shortest descent;
+//   - any other switch keeps its up port while the parent still has a path,
+//     else climbs to another parent that has one on a shortest climb, or
+//     is left at NoPort if none has (ftree's full route leaves it so too);
+//   - in a switch row, a switch without an up*/down* path follows T,
+//     repaired the same way, to its U-turn (combiner.pass).
+//
+// Ties rotate with the destination, as in the full route, so destinations
+// moved off one cable spread over the survivors. The rows keep the single
+// root's structure — every down-to-up turn on T, all other turns up*/down*
+// — which is the paper's deadlock-freedom argument; the tests check the
+// CDG of every result anyway. Where T itself no longer reaches every
+// switch (a cable into the root's pod from a top switch), the root cannot
+// stay: Reroute says so and routes the fabric in full.
+
+// End is one end of a cable: a node GUID and port number.
+type End struct {
+	GUID uint64
+	Port uint8
+}
+
+// Cable is a link between two ports.
+type Cable struct{ A, B End }
+
+// Delta is what changed in the fabric since a State's routing.
+type Delta struct {
+	Removed, Added []Cable
+}
+
+// State is an earlier routing that Reroute can repair: its routes, the
+// graph and ranks they were computed on, and the subtree root with its
+// plane. A State is immutable; Reroute returns a new one.
+type State struct {
+	g        *route.Graph
+	ud       *upDown
+	tree     Tree
+	routes   *plan.Routes
+	root     int32
+	rootTree plan.Plane
+	// why is "" when Reroute can repair these routes in place, else the
+	// reason it cannot.
+	why string
+	// prev is the State this one was rerouted from (its own prev dropped),
+	// kept so that cables coming back up restore its routes.
+	prev *State
+	// For the full route a fallback makes.
+	lmc uint8
+	cfg ftree.Config
+	opt Options
+}
+
+// Routes are the State's routes. They are shared: do not modify them.
+func (s *State) Routes() *plan.Routes { return s.routes }
+
+// Root is the subtree root's GUID.
+func (s *State) Root() uint64 { return s.g.SwitchGUID(s.root) }
+
+// How Reroute produced its routes.
+const (
+	HowUnchanged = "unchanged" // the graph is the one routed
+	HowRepaired  = "repaired"  // the planes that crossed dead cables repaired in place
+	HowRestored  = "restored"  // the fabric is back to the previous State's: its routes
+	HowFull      = "full"      // routed in full; Fallback says why
+)
+
+// RerouteReport says what Reroute did.
+type RerouteReport struct {
+	How string
+	// Fallback is why the routes could not be repaired in place (How ==
+	// HowFull), for the log.
+	Fallback string
+	// Removed and Added count the switch ports whose cable went down or
+	// came up (two per switch-to-switch cable).
+	Removed, Added int
+	// CADests and SwitchDests count the destinations whose planes changed,
+	// Entries the changed (plane, switch) entries. For HowFull they compare
+	// the full route with the previous routes.
+	CADests, SwitchDests int
+	Entries              int64
+	// Full is the full route's report on switch destinations (HowFull).
+	Full *Report
+	// Time is the wall time of the call.
+	Time time.Duration
+}
+
+// Reroute returns routes for g, the fabric s was routed on with the cables
+// of delta gone down or come back up, changing as little as it must. It
+// repairs in place when only cables between switches went down and the
+// subtree root still reaches every switch on an up*/down* path; restores
+// the previous State's routes when the fabric is back to that State's;
+// and otherwise routes g in full (RouteFatTree), naming the reason in
+// RerouteReport.Fallback. delta is checked against g: a delta that does
+// not match what changed is a fallback too.
+func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*State, *RerouteReport, error) {
+	start := time.Now()
+	rep := &RerouteReport{}
+	next, err := s.reroute(ctx, g, delta, rep)
+	if err != nil {
+		return nil, nil, err
+	}
+	if next == nil {
+		res, err := RouteFatTree(ctx, g.Topo, s.lmc, s.cfg, s.opt)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sftree: full route after %s: %w", rep.Fallback, err)
+		}
+		next = res.State
+		next.prev = s.forget()
+		rep.How, rep.Full = HowFull, res.Switches
+		rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, next.routes)
+	}
+	rep.Time = time.Since(start)
+	return next, rep, nil
+}
+
+// forget is a copy of s without its prev, so that chains stay one deep.
+func (s *State) forget() *State {
+	c := *s
+	c.prev = nil
+	return &c
+}
+
+// reroute is Reroute without the fallback: nil with rep.Fallback set when
+// a full route is needed.
+func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *RerouteReport) (*State, error) {
+	if why := sameNodes(s.g, g); why != "" {
+		rep.Fallback = why
+		return nil, nil
+	}
+	removed, added := linkDiff(s.g, g)
+	rep.Removed, rep.Added = len(removed), len(added)
+	if why := delta.matches(g, removed, added); why != "" {
+		rep.Fallback = why
+		return nil, nil
+	}
+	switch {
+	case len(removed) == 0 && len(added) == 0:
+		rep.How = HowUnchanged
+		return s, nil
+	case s.prev != nil && sameLinks(s.prev.g, g):
+		rep.How = HowRestored
+		rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, s.prev.routes)
+		p := *s.prev
+		p.g = g
+		p.prev = s.forget()
+		return &p, nil
+	case len(added) > 0:
+		rep.Fallback = fmt.Sprintf("%d switch ports came up that this routing did not lose; a full route uses them", len(added))
+		return nil, nil
+	case s.why != "":
+		rep.Fallback = s.why
+		return nil, nil
+	}
+	ud, err := newUpDown(g, s.tree)
+	if err != nil {
+		return nil, err
+	}
+	// The root's own plane first: every switch must still reach the root.
+	sc := ud.newScratch()
+	T := slices.Clone(s.rootTree)
+	ud.repair(T, s.root, 0, int(s.root), sc)
+	for _, x := range ud.order {
+		if T[x] == plan.NoPort {
+			rep.Fallback = fmt.Sprintf("subtree root 0x%016x no longer reaches switch 0x%016x on an up*/down* path; Algorithm 1 picks another root", g.SwitchGUID(s.root), g.SwitchGUID(x))
+			return nil, nil
+		}
+	}
+	var movedT []int32 // switches whose entry in T changed
+	for x := range T {
+		if T[x] != s.rootTree[x] {
+			movedT = append(movedT, int32(x))
+		}
+	}
+
+	dead := make([][]uint8, g.N) // per switch, its ports whose cable went down
+	for _, p := range removed {
+		dead[p.s] = append(dead[p.s], p.port)
+	}
+	eps := g.Topo.Endpoints()
+	isSwitch := make([]int32, len(eps)) // switch index + 1 of a port-0 endpoint
+	for d := int32(0); d < int32(g.N); d++ {
+		isSwitch[swEndpoint(g, d)] = d + 1
+	}
+	// A plane needs repair if it crosses a dead cable, or (a switch row)
+	// follows T where T moved.
+	needs := func(e int32, pl plan.Plane) bool {
+		for x, ports := range dead {
+			for _, p := range ports {
+				if pl[x] == p {
+					return true
+				}
+			}
+		}
+		if isSwitch[e] == 0 {
+			return false
+		}
+		for _, x := range movedT {
+			if pl[x] == s.rootTree[x] {
+				return true
+			}
+		}
+		return false
+	}
+	out := &plan.Routes{Planes: slices.Clone(s.routes.Planes)}
+	var todo []int32
+	for e := range out.Planes {
+		for _, pl := range out.Planes[e].Planes {
+			if needs(int32(e), pl) {
+				todo = append(todo, int32(e))
+				break
+			}
+		}
+	}
+	// Copy on write: the previous routes stay as they were.
+	for _, e := range todo {
+		dp := slices.Clone(out.Planes[e].Planes)
+		for k := range dp {
+			dp[k] = slices.Clone(dp[k])
+		}
+		out.Planes[e] = plan.DestPlanes{Planes: dp}
+	}
+	c := &combiner{g: g, ud: ud, rows: make([]plan.Plane, g.N), roots: []int32{s.root}, trees: []plan.Plane{T}, sibs: [][]route.Link{ud.sib[s.root]}}
+	for d := int32(0); d < int32(g.N); d++ {
+		c.rows[d] = out.Planes[swEndpoint(g, d)].Planes[0]
+	}
+	var unrouted atomic.Int64
+	var example atomic.Value
+	err = route.ForEach(ctx, len(todo), func() func(int32) error {
+		sc := ud.newScratch()
+		ps := c.newPassScratch()
+		return func(i int32) error {
+			e := todo[i]
+			if d := isSwitch[e] - 1; d >= 0 {
+				if ud.rank[d] < 0 {
+					return nil
+				}
+				row := c.rows[d]
+				ud.repair(row, d, 0, int(d), sc)
+				c.pass(d, 0, ps)
+				for _, x := range ud.order {
+					if x != d && row[x] == plan.NoPort {
+						unrouted.Add(1)
+						example.CompareAndSwap(nil, fmt.Sprintf("0x%016x -> 0x%016x", g.SwitchGUID(x), g.SwitchGUID(d)))
+					}
+				}
+				return nil
+			}
+			a := g.Attachment(e)
+			if a.Switch < 0 || ud.rank[a.Switch] < 0 {
+				return nil
+			}
+			for k, pl := range out.Planes[e].Planes {
+				ud.repair(pl, a.Switch, a.Port, int(e)+k, sc)
+			}
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n := unrouted.Load(); n > 0 {
+		rep.Fallback = fmt.Sprintf("%d switch pairs have no route through subtree root 0x%016x (e.g. %v); a full route adds roots", n, g.SwitchGUID(s.root), example.Load())
+		return nil, nil
+	}
+	rep.How = HowRepaired
+	rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, out)
+	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, prev: s.forget(), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
+	return next, nil
+}
+
+// repair makes pl an up*/down* plane toward switch target on u's links,
+// keeping every entry that still is one (see the package comment on
+// re-routing); the target's own entry becomes out. Ties among new ports
+// rotate with rot.
+func (u *upDown) repair(pl plan.Plane, target int32, out uint8, rot int, sc *scratch) {
+	for i := range sc.dist {
+		sc.dist[i] = route.Unreachable
+	}
+	if cap(sc.anc) < len(pl) {
+		sc.anc = make([]bool, len(pl))
+	}
+	anc := sc.anc[:len(pl)]
+	clear(anc)
+	sc.dist[target], anc[target] = 0, true
+	q := append(sc.queue[:0], target)
+	for h := 0; h < len(q); h++ {
+		x := q[h]
+		for _, l := range u.up[x] {
+			if !anc[l.Peer] {
+				anc[l.Peer], sc.dist[l.Peer] = true, sc.dist[x]+1
+				q = append(q, l.Peer)
+			}
+		}
+	}
+	sc.queue = q
+	pl[target] = out
+	for _, s := range u.order {
+		if s == target {
+			continue
+		}
+		old := pl[s]
+		n := int32(-1)
+		if old != plan.NoPort {
+			n = u.g.PeerSwitch(s, old)
+		}
+		c := sc.cand[:0]
+		if anc[s] {
+			if n >= 0 && anc[n] && u.rank[n] > u.rank[s] {
+				continue
+			}
+			for _, l := range u.down[s] {
+				if anc[l.Peer] && sc.dist[l.Peer] == sc.dist[s]-1 {
+					c = append(c, l.Port)
+				}
+			}
+		} else {
+			best := route.Unreachable
+			for _, l := range u.up[s] {
+				switch dp := sc.dist[l.Peer]; {
+				case dp < best:
+					best = dp
+					c = append(c[:0], l.Port)
+				case dp == best && dp != route.Unreachable:
+					c = append(c, l.Port)
+				}
+			}
+			if best == route.Unreachable {
+				pl[s] = plan.NoPort
+				sc.cand = c
+				continue
+			}
+			sc.dist[s] = best + 1
+			if n >= 0 && u.rank[n] < u.rank[s] && sc.dist[n] != route.Unreachable {
+				continue
+			}
+		}
+		sc.cand = c
+		// BFS layering and the climb above guarantee a candidate.
+		pl[s] = c[rot%len(c)]
+	}
+}
+
+// portRef is a switch port.
+type portRef struct {
+	s    int32
+	port uint8
+}
+
+// sameNodes says why a and b cannot share routes ("" if they can): the
+// same switches, endpoints and endpoint attachments, index for index.
+func sameNodes(a, b *route.Graph) string {
+	if a.N != b.N || len(a.Topo.Endpoints()) != len(b.Topo.Endpoints()) {
+		return fmt.Sprintf("the fabric has %d switches and %d endpoints, the routing had %d and %d", b.N, len(b.Topo.Endpoints()), a.N, len(a.Topo.Endpoints()))
+	}
+	for s := int32(0); s < int32(a.N); s++ {
+		if a.SwitchGUID(s) != b.SwitchGUID(s) {
+			return fmt.Sprintf("switch %d is 0x%016x, the routing had 0x%016x", s, b.SwitchGUID(s), a.SwitchGUID(s))
+		}
+	}
+	ea, eb := a.Topo.Endpoints(), b.Topo.Endpoints()
+	for e := range ea {
+		if a.Topo.PortGUID(ea[e]) != b.Topo.PortGUID(eb[e]) || a.Attachment(int32(e)) != b.Attachment(int32(e)) {
+			return fmt.Sprintf("endpoint 0x%016x moved or its cable changed", b.Topo.PortGUID(eb[e]))
+		}
+	}
+	return ""
+}
+
+// linkDiff lists the switch ports whose switch-to-switch cable is in a and
+// not in b (removed) and the reverse (added).
+func linkDiff(a, b *route.Graph) (removed, added []portRef) {
+	for s := int32(0); s < int32(a.N); s++ {
+		la, lb := a.Links(s), b.Links(s)
+		i, j := 0, 0
+		for i < len(la) || j < len(lb) {
+			switch {
+			case j == len(lb) || (i < len(la) && la[i].Port < lb[j].Port):
+				removed = append(removed, portRef{s, la[i].Port})
+				i++
+			case i == len(la) || lb[j].Port < la[i].Port:
+				added = append(added, portRef{s, lb[j].Port})
+				j++
+			default:
+				if la[i].Peer != lb[j].Peer {
+					removed = append(removed, portRef{s, la[i].Port})
+					added = append(added, portRef{s, lb[j].Port})
+				}
+				i++
+				j++
+			}
+		}
+	}
+	return removed, added
+}
+
+// sameLinks reports whether a and b have the same switch-to-switch links.
+func sameLinks(a, b *route.Graph) bool {
+	if sameNodes(a, b) != "" {
+		return false
+	}
+	r, ad := linkDiff(a, b)
+	return len(r) == 0 && len(ad) == 0
+}
+
+// matches says why d does not describe removed and added on g ("" if it
+// does).
+func (d Delta) matches(g *route.Graph, removed, added []portRef) string {
+	want := func(cs []Cable) (map[portRef]bool, string) {
+		m := map[portRef]bool{}
+		for _, c := range cs {
+			for _, end := range []End{c.A, c.B} {
+				n := g.Topo.NodeByGUID(end.GUID)
+				if n < 0 || g.Topo.SwitchIndex(n) < 0 {
+					return nil, fmt.Sprintf("cable end 0x%016x/%d is not a switch port: a CA's cable changed", end.GUID, end.Port)
+				}
+				m[portRef{g.Topo.SwitchIndex(n), end.Port}] = true
+			}
+		}
+		return m, ""
+	}
+	for _, side := range []struct {
+		name   string
+		cables []Cable
+		seen   []portRef
+	}{{"down", d.Removed, removed}, {"up", d.Added, added}} {
+		m, why := want(side.cables)
+		if why != "" {
+			return why
+		}
+		if len(m) != len(side.seen) {
+			return fmt.Sprintf("the delta has %d switch ports going %s, the fabric %d", len(m), side.name, len(side.seen))
+		}
+		for _, p := range side.seen {
+			if !m[p] {
+				return fmt.Sprintf("switch 0x%016x port %d went %s but is not in the delta", g.SwitchGUID(p.s), p.port, side.name)
+			}
+		}
+	}
+	return ""
+}
+
+// diffRoutes counts the CA and switch destinations whose planes differ
+// between a and b, and the entries that differ.
+func diffRoutes(g *route.Graph, a, b *plan.Routes) (cas, switches int, entries int64) {
+	for e := range a.Planes {
+		pa, pb := a.Planes[e].Planes, b.Planes[e].Planes
+		n := int64(0)
+		for k := range min(len(pa), len(pb)) {
+			if &pa[k][0] == &pb[k][0] {
+				continue // shared, unchanged
+			}
+			for x := range pa[k] {
+				if pa[k][x] != pb[k][x] {
+					n++
+				}
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		entries += n
+		if g.Attachment(int32(e)).IsSwitch {
+			switches++
+		} else {
+			cas++
+		}
+	}
+	return cas, switches, entries
+}

@@ -1,0 +1,323 @@
+package sftree
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ibsm/ibsm/plugins/lib/ftree"
+	"github.com/ibsm/ibsm/sdk/check"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
+	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// pickCable chooses a switch port (near end of a cable) on a routed fabric.
+type pickCable func(t *ftree.Tree, root int32) (int32, uint8)
+
+// parents lists the switches s climbs to.
+func parents(t *ftree.Tree, s int32) []int32 {
+	var out []int32
+	for _, g := range t.Up[s] {
+		out = append(out, g.Peer)
+	}
+	return out
+}
+
+// inPod reports whether leaf-or-aggregation switch s shares a parent with
+// (a leaf) or is a parent of the root leaf.
+func inPod(t *ftree.Tree, root, s int32) bool {
+	rp := parents(t, root)
+	if slices.Contains(rp, s) || s == root {
+		return true
+	}
+	for _, p := range parents(t, s) {
+		if slices.Contains(rp, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// upCable returns the first up cable of the first switch of level lvl that
+// want accepts.
+func upCable(lvl int32, want func(t *ftree.Tree, root, s int32) bool) pickCable {
+	return func(t *ftree.Tree, root int32) (int32, uint8) {
+		for _, s := range t.ByLevel[lvl] {
+			if want(t, root, s) && len(t.Up[s]) > 0 {
+				g := t.Up[s][len(t.Up[s])/2]
+				return s, g.Ports[0]
+			}
+		}
+		return -1, 0
+	}
+}
+
+func notInPod(t *ftree.Tree, root, s int32) bool { return !inPod(t, root, s) }
+func podNotRoot(t *ftree.Tree, root, s int32) bool {
+	return s != root && inPod(t, root, s) && !slices.Contains(parents(t, root), s)
+}
+func isRoot(_ *ftree.Tree, root, s int32) bool { return s == root }
+func rootParent(t *ftree.Tree, root, s int32) bool {
+	return slices.Contains(parents(t, root), s)
+}
+
+// cableOf names the cable at switch s port p of topo.
+func cableOf(topo *topology.Topology, s int32, p uint8) Cable {
+	r := topology.PortRef{Node: topo.Switches()[s], Port: p}
+	peer := topo.Port(r).Peer
+	return Cable{A: End{topo.Nodes[r.Node].GUID, p}, B: End{topo.Nodes[peer.Node].GUID, peer.Port}}
+}
+
+// verify runs the host's own checks (reachability of every CA and switch
+// pair, loops, one-VL CDG) on routes for topo.
+func verify(t *testing.T, what string, topo *topology.Topology, r *plan.Routes, lmc uint8) {
+	t.Helper()
+	if _, err := check.Check(check.Plan{Topo: topo, Routes: r, LIDs: testfab.SequentialLIDs(topo, lmc)}, check.Options{}); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// crosses reports whether some plane of dp uses one of the dead ports.
+func crosses(dp plan.DestPlanes, dead map[portRef]bool) bool {
+	for _, pl := range dp.Planes {
+		for p := range dead {
+			if pl[p.s] == p.port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestReroute(t *testing.T) {
+	ft3 := func() (*topology.Topology, error) { return sdktest.FatTree3(8) }
+	ft2 := func() (*topology.Topology, error) { return sdktest.FatTree2(8, 4, 4) }
+	for _, tc := range []struct {
+		name string
+		make func() (*topology.Topology, error)
+		lmc  uint8
+		// cables go down one after another, each from the previous state.
+		cables []pickCable
+		// fallback is a word the fallback reason must hold; "" wants an
+		// in-place repair.
+		fallback string
+	}{
+		{"ft3 leaf-agg, other pod", ft3, 0, []pickCable{upCable(2, notInPod)}, ""},
+		{"ft3 leaf-agg, root's pod", ft3, 0, []pickCable{upCable(2, podNotRoot)}, ""},
+		{"ft3 agg-core, other pod", ft3, 0, []pickCable{upCable(1, notInPod)}, ""},
+		{"ft3 agg-core, other pod, lmc 1", ft3, 1, []pickCable{upCable(1, notInPod)}, ""},
+		{"ft3 two cables, one after the other", ft3, 0, []pickCable{upCable(2, notInPod), upCable(1, notInPod)}, ""},
+		{"ft3 agg-core, root's pod", ft3, 0, []pickCable{upCable(1, rootParent)}, "no longer reaches"},
+		{"ft3 root's own uplink", ft3, 0, []pickCable{upCable(2, isRoot)}, "no longer reaches"},
+		{"ft2 leaf-spine", ft2, 0, []pickCable{upCable(1, func(_ *ftree.Tree, root, s int32) bool { return s != root })}, ""},
+		{"ft2 root's own uplink", ft2, 0, []pickCable{upCable(1, isRoot)}, "no longer reaches"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			topo, err := tc.make()
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := RouteFatTree(ctx, topo, tc.lmc, ftree.Config{}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.State.why != "" {
+				t.Fatalf("full tree not repairable: %s", res.State.why)
+			}
+			first, st := res.State, res.State
+			var cables []Cable
+			for i, pick := range tc.cables {
+				s, p := pick(res.Tree, st.root)
+				if s < 0 {
+					t.Fatalf("cable %d: no such cable in this tree", i)
+				}
+				cables = append(cables, cableOf(topo, s, p))
+				// A fresh topology with every cable so far down.
+				down, err := tc.make()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range cables {
+					testfab.SetLinkState(down, down.SwitchIndex(down.NodeByGUID(c.A.GUID)), c.A.Port, topology.StateDown)
+				}
+				g := route.NewGraph(down)
+				next, rep, err := st.Reroute(ctx, g, Delta{Removed: cables[i:]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				full, err := RouteFatTree(ctx, down, tc.lmc, ftree.Config{}, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				verify(t, "full route", down, full.Routes, tc.lmc)
+				verify(t, "reroute ("+rep.How+")", down, next.routes, tc.lmc)
+				fc, fs, fe := diffRoutes(g, st.routes, full.Routes)
+				t.Logf("cable %d: %s %s; changed %d CA + %d switch destinations, %d entries; a full route changes %d + %d, %d entries",
+					i, rep.How, rep.Fallback, rep.CADests, rep.SwitchDests, rep.Entries, fc, fs, fe)
+				if tc.fallback != "" {
+					if rep.How != HowFull || !strings.Contains(rep.Fallback, tc.fallback) {
+						t.Fatalf("want a full route because the root %s, got %s (%q)", tc.fallback, rep.How, rep.Fallback)
+					}
+					st = next
+					continue
+				}
+				if rep.How != HowRepaired || rep.Fallback != "" {
+					t.Fatalf("want an in-place repair, got %s: %s", rep.How, rep.Fallback)
+				}
+				if next.Root() != st.Root() {
+					t.Errorf("root moved 0x%016x -> 0x%016x", st.Root(), next.Root())
+				}
+				if rep.Entries == 0 || rep.Entries > fe {
+					t.Errorf("repair changed %d entries, the full route %d", rep.Entries, fe)
+				}
+				// Only destinations whose routes crossed the cable change
+				// (switch rows also where the root's plane moved).
+				dead := map[portRef]bool{}
+				for _, end := range []End{cables[i].A, cables[i].B} {
+					dead[portRef{g.Topo.SwitchIndex(g.Topo.NodeByGUID(end.GUID)), end.Port}] = true
+				}
+				for e := range next.routes.Planes {
+					if g.Attachment(int32(e)).IsSwitch {
+						continue
+					}
+					changed := !slices.EqualFunc(st.routes.Planes[e].Planes, next.routes.Planes[e].Planes, func(a, b plan.Plane) bool { return slices.Equal(a, b) })
+					if changed && !crosses(st.routes.Planes[e], dead) {
+						t.Fatalf("CA endpoint %d changed though no route of it crossed the cable", e)
+					}
+				}
+				st = next
+			}
+			// Every cable back up: the routes before the last one went down.
+			up, err := tc.make()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cables[:len(cables)-1] {
+				testfab.SetLinkState(up, up.SwitchIndex(up.NodeByGUID(c.A.GUID)), c.A.Port, topology.StateDown)
+			}
+			back, rep, err := st.Reroute(ctx, route.NewGraph(up), Delta{Added: cables[len(cables)-1:]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.How != HowRestored {
+				t.Fatalf("cable back up: %s (%s), want the previous routes restored", rep.How, rep.Fallback)
+			}
+			verify(t, "restored", up, back.routes, tc.lmc)
+			if len(cables) == 1 {
+				for e := range back.routes.Planes {
+					if !slices.EqualFunc(first.routes.Planes[e].Planes, back.routes.Planes[e].Planes, func(a, b plan.Plane) bool { return slices.Equal(a, b) }) {
+						t.Fatalf("endpoint %d: restored routes differ from the original", e)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRerouteRefuses checks the deltas and fabrics Reroute does not repair
+// in place: each falls back to a full route that says why.
+func TestRerouteRefuses(t *testing.T) {
+	ctx := context.Background()
+	topo, err := sdktest.FatTree3(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RouteFatTree(ctx, topo, 0, ftree.Config{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, p := upCable(2, notInPod)(res.Tree, res.State.root)
+	cable := cableOf(topo, s, p)
+	other := cableOf(topo, s, res.Tree.Up[s][0].Ports[0])
+	for _, tc := range []struct {
+		name  string
+		down  []Cable // cables down in the fabric
+		delta Delta
+		want  string
+	}{
+		{"delta names another cable", []Cable{cable}, Delta{Removed: []Cable{other}}, "not in the delta"},
+		{"delta misses the cable", []Cable{cable}, Delta{}, "the delta has 0"},
+		{"a cable up it never lost", nil, Delta{Added: []Cable{cable}}, "the delta has 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fab, err := sdktest.FatTree3(8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range tc.down {
+				testfab.SetLinkState(fab, fab.SwitchIndex(fab.NodeByGUID(c.A.GUID)), c.A.Port, topology.StateDown)
+			}
+			next, rep, err := res.State.Reroute(ctx, route.NewGraph(fab), tc.delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.How != HowFull || !strings.Contains(rep.Fallback, tc.want) {
+				t.Fatalf("got %s (%q), want a full route because %q", rep.How, rep.Fallback, tc.want)
+			}
+			verify(t, "full route", fab, next.routes, 0)
+		})
+	}
+}
+
+// TestRerouteSequence takes seeded cables down one after another, each
+// rerouted from the previous state, and checks every result with the
+// host's verifier; repairs and fallbacks both occur.
+func TestRerouteSequence(t *testing.T) {
+	for _, tc := range []struct {
+		k, steps int
+		seed     uint64
+	}{{8, 12, 1}, {8, 12, 2}, {12, 10, 3}} {
+		t.Run(fmt.Sprintf("ft3-k%d-seed%d", tc.k, tc.seed), func(t *testing.T) {
+			ctx := context.Background()
+			topo, err := sdktest.FatTree3(tc.k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := RouteFatTree(ctx, topo, 0, ftree.Config{}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := route.NewGraph(topo)
+			var links []portRef
+			for s := int32(0); s < int32(g.N); s++ {
+				for _, l := range g.Links(s) {
+					if s < l.Peer {
+						links = append(links, portRef{s, l.Port})
+					}
+				}
+			}
+			rng := rand.New(rand.NewPCG(tc.seed, 0x12e))
+			rng.Shuffle(len(links), func(i, j int) { links[i], links[j] = links[j], links[i] })
+			st := res.State
+			hows := map[string]int{}
+			for i, l := range links[:tc.steps] {
+				c := cableOf(topo, l.s, l.port)
+				down, err := sdktest.FatTree3(tc.k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range links[:i+1] {
+					testfab.SetLinkState(down, m.s, m.port, topology.StateDown)
+				}
+				next, rep, err := st.Reroute(ctx, route.NewGraph(down), Delta{Removed: []Cable{c}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				verify(t, fmt.Sprintf("cable %d (%s %s)", i, rep.How, rep.Fallback), down, next.routes, 0)
+				hows[rep.How]++
+				st = next
+			}
+			t.Logf("%v", hows)
+			if hows[HowRepaired] == 0 {
+				t.Errorf("no cable was repaired in place: %v", hows)
+			}
+		})
+	}
+}
