@@ -177,10 +177,7 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 		rep.Fallback = s.why
 		return nil, nil
 	}
-	ud, err := newUpDown(g, s.tree)
-	if err != nil {
-		return nil, err
-	}
+	ud := s.ud.without(g, removed)
 	// The root's own plane first: every switch must still reach the root.
 	sc := ud.newScratch()
 	T := slices.Clone(s.rootTree)
@@ -198,10 +195,6 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 		}
 	}
 
-	dead := make([][]uint8, g.N) // per switch, its ports whose cable went down
-	for _, p := range removed {
-		dead[p.s] = append(dead[p.s], p.port)
-	}
 	eps := g.Topo.Endpoints()
 	isSwitch := make([]int32, len(eps)) // switch index + 1 of a port-0 endpoint
 	for d := int32(0); d < int32(g.N); d++ {
@@ -210,11 +203,9 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 	// A plane needs repair if it crosses a dead cable, or (a switch row)
 	// follows T where T moved.
 	needs := func(e int32, pl plan.Plane) bool {
-		for x, ports := range dead {
-			for _, p := range ports {
-				if pl[x] == p {
-					return true
-				}
+		for _, p := range removed {
+			if pl[p.s] == p.port {
+				return true
 			}
 		}
 		if isSwitch[e] == 0 {
@@ -245,29 +236,23 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 		}
 		out.Planes[e] = plan.DestPlanes{Planes: dp}
 	}
-	c := &combiner{g: g, ud: ud, rows: make([]plan.Plane, g.N), roots: []int32{s.root}, trees: []plan.Plane{T}, sibs: [][]route.Link{ud.sib[s.root]}}
-	for d := int32(0); d < int32(g.N); d++ {
-		c.rows[d] = out.Planes[swEndpoint(g, d)].Planes[0]
-	}
 	var unrouted atomic.Int64
 	var example atomic.Value
-	err = route.ForEach(ctx, len(todo), func() func(int32) error {
+	err := route.ForEach(ctx, len(todo), func() func(int32) error {
 		sc := ud.newScratch()
-		ps := c.newPassScratch()
 		return func(i int32) error {
 			e := todo[i]
 			if d := isSwitch[e] - 1; d >= 0 {
 				if ud.rank[d] < 0 {
 					return nil
 				}
-				row := c.rows[d]
-				ud.repair(row, d, 0, int(d), sc)
-				c.pass(d, 0, ps)
-				for _, x := range ud.order {
-					if x != d && row[x] == plan.NoPort {
-						unrouted.Add(1)
-						example.CompareAndSwap(nil, fmt.Sprintf("0x%016x -> 0x%016x", g.SwitchGUID(x), g.SwitchGUID(d)))
-					}
+				if d == s.root {
+					copy(out.Planes[e].Planes[0], T)
+					return nil
+				}
+				if n := ud.repairLocal(out.Planes[e].Planes[0], d, int(d), removed, T, s.rootTree, movedT, sc); n > 0 {
+					unrouted.Add(int64(n))
+					example.CompareAndSwap(nil, fmt.Sprintf("switch 0x%016x", g.SwitchGUID(d)))
 				}
 				return nil
 			}
@@ -276,7 +261,7 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 				return nil
 			}
 			for k, pl := range out.Planes[e].Planes {
-				ud.repair(pl, a.Switch, a.Port, int(e)+k, sc)
+				ud.repairLocal(pl, a.Switch, int(e)+k, removed, nil, nil, nil, sc)
 			}
 			return nil
 		}
@@ -285,13 +270,27 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 		return nil, err
 	}
 	if n := unrouted.Load(); n > 0 {
-		rep.Fallback = fmt.Sprintf("%d switch pairs have no route through subtree root 0x%016x (e.g. %v); a full route adds roots", n, g.SwitchGUID(s.root), example.Load())
+		rep.Fallback = fmt.Sprintf("%d switch pairs have no route through subtree root 0x%016x (toward %v and others); a full route adds roots", n, g.SwitchGUID(s.root), example.Load())
 		return nil, nil
 	}
 	rep.How = HowRepaired
 	rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, out)
 	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, prev: s.forget(), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
 	return next, nil
+}
+
+// without is u on g, the same fabric with the removed ports' cables gone:
+// only their switches' link lists are rebuilt. Its climb groups are left
+// out (they are row's, which a repaired State does not call).
+func (u *upDown) without(g *route.Graph, removed []portRef) *upDown {
+	n := &upDown{g: g, rank: u.rank, order: u.order, up: slices.Clone(u.up), down: slices.Clone(u.down), sib: slices.Clone(u.sib)}
+	gone := func(s int32, p uint8) bool { return slices.Contains(removed, portRef{s, p}) }
+	for _, p := range removed {
+		for _, ls := range [][][]route.Link{n.up, n.down, n.sib} {
+			ls[p.s] = slices.DeleteFunc(slices.Clone(ls[p.s]), func(l route.Link) bool { return gone(p.s, l.Port) })
+		}
+	}
+	return n
 }
 
 // repair makes pl an up*/down* plane toward switch target on u's links,
@@ -350,9 +349,9 @@ func (u *upDown) repair(pl plan.Plane, target int32, out uint8, rot int, sc *scr
 					c = append(c, l.Port)
 				}
 			}
+			sc.cand = c
 			if best == route.Unreachable {
 				pl[s] = plan.NoPort
-				sc.cand = c
 				continue
 			}
 			sc.dist[s] = best + 1
@@ -364,6 +363,150 @@ func (u *upDown) repair(pl plan.Plane, target int32, out uint8, rot int, sc *scr
 		// BFS layering and the climb above guarantee a candidate.
 		pl[s] = c[rot%len(c)]
 	}
+}
+
+// repairLocal repairs one plane toward target after the cables of dead
+// went down, touching only the switches whose walk crossed a dead port or,
+// in a switch row (tree is the root's repaired plane T', oldTree T), a
+// switch of moved (where T' differs from T) on T: every other switch keeps
+// a walk that is still there, so the cost is that of the walks that
+// crossed the cable, not of the fabric. Those switches get, in rank
+// order, what repair would give them: an up*/down* entry where they still
+// have an up*/down* path (the old one if it is still one), else T' in a
+// switch row and NoPort in a CA plane. Ties rotate with rot.
+func (u *upDown) repairLocal(pl plan.Plane, target int32, rot int, dead []portRef, tree, oldTree plan.Plane, moved []int32, sc *scratch) (unrouted int) {
+	if len(sc.ancAt) < len(pl) {
+		sc.ancAt, sc.affAt, sc.dstAt = make([]int32, len(pl)), make([]int32, len(pl)), make([]int32, len(pl))
+	}
+	sc.stamp++
+	st := sc.stamp
+	aff := sc.aff[:0]
+	seed := func(x int32) {
+		if sc.affAt[x] != st {
+			sc.affAt[x] = st
+			aff = append(aff, x)
+		}
+	}
+	for _, p := range dead {
+		if pl[p.s] == p.port {
+			seed(p.s)
+		}
+	}
+	for _, x := range moved {
+		if pl[x] == oldTree[x] && x != target {
+			seed(x)
+		}
+	}
+	// Upstream of the seeds, by reverse walk.
+	for h := 0; h < len(aff); h++ {
+		x := aff[h]
+		for _, l := range u.g.Links(x) {
+			if y := l.Peer; u.rank[y] >= 0 && pl[y] != plan.NoPort && u.g.PeerSwitch(y, pl[y]) == x {
+				seed(y)
+			}
+		}
+	}
+	sc.aff = aff
+	if len(aff) == 0 {
+		return 0
+	}
+	// Ancestors of target with their descent distances.
+	sc.ancAt[target], sc.dist[target] = st, 0
+	q := append(sc.queue[:0], target)
+	for h := 0; h < len(q); h++ {
+		x := q[h]
+		for _, l := range u.up[x] {
+			if sc.ancAt[l.Peer] != st {
+				sc.ancAt[l.Peer], sc.dist[l.Peer] = st, sc.dist[x]+1
+				q = append(q, l.Peer)
+			}
+		}
+	}
+	sc.queue = q
+	slices.SortFunc(aff, func(a, b int32) int { return int(u.rank[a]) - int(u.rank[b]) })
+	for _, s := range aff {
+		old := pl[s]
+		n := u.g.PeerSwitch(s, old)
+		c := sc.cand[:0]
+		if sc.ancAt[s] == st {
+			if n >= 0 && sc.ancAt[n] == st && u.rank[n] > u.rank[s] {
+				continue
+			}
+			for _, l := range u.down[s] {
+				if sc.ancAt[l.Peer] == st && sc.dist[l.Peer] == sc.dist[s]-1 {
+					c = append(c, l.Port)
+				}
+			}
+		} else {
+			best := route.Unreachable
+			for _, l := range u.up[s] {
+				switch dp := u.distance(pl, l.Peer, sc); {
+				case dp < best:
+					best = dp
+					c = append(c[:0], l.Port)
+				case dp == best && dp != route.Unreachable:
+					c = append(c, l.Port)
+				}
+			}
+			sc.cand = c
+			keep := n >= 0 && u.rank[n] < u.rank[s] && u.distance(pl, n, sc) != route.Unreachable
+			sc.dstAt[s], sc.dist[s] = st, min(best, route.MaxHops)+1
+			switch {
+			case best == route.Unreachable:
+				sc.dist[s] = route.Unreachable
+				pl[s] = plan.NoPort
+				if tree != nil {
+					pl[s] = tree[s] // followed to its U-turn, as pass does
+					if pl[s] == plan.NoPort {
+						unrouted++
+					}
+				}
+				continue
+			case keep:
+				continue
+			}
+		}
+		sc.cand = c
+		pl[s] = c[rot%len(c)]
+	}
+	return unrouted
+}
+
+// distance is x's hop count to the target of repairLocal's plane pl on an
+// up*/down* path, Unreachable if x has none: from the BFS for an ancestor,
+// as decided for a switch repairLocal handled, else along x's own walk
+// (which crosses no dead cable) if that walk is up*/down*.
+func (u *upDown) distance(pl plan.Plane, x int32, sc *scratch) uint8 {
+	st := sc.stamp
+	if sc.ancAt[x] == st || sc.dstAt[x] == st {
+		return sc.dist[x]
+	}
+	d := route.Unreachable
+	down := false
+	for hops, y := 0, x; hops < route.MaxHops; hops++ {
+		if sc.ancAt[y] == st {
+			d = uint8(min(hops+int(sc.dist[y]), route.MaxHops))
+			break
+		}
+		if sc.dstAt[y] == st && y != x {
+			// A climber, unless unreachable: legal only if still climbing.
+			if !down && sc.dist[y] != route.Unreachable {
+				d = uint8(min(hops+int(sc.dist[y]), route.MaxHops))
+			}
+			break
+		}
+		if pl[y] == plan.NoPort {
+			break
+		}
+		z := u.g.PeerSwitch(y, pl[y])
+		if z < 0 || u.rank[z] == u.rank[y] || (down && u.rank[z] < u.rank[y]) {
+			break // not an up*/down* walk: x follows the subtree
+		}
+		down = u.rank[z] > u.rank[y]
+		y = z
+	}
+	sc.dstAt[x], sc.dist[x] = st, d
+	return d
 }
 
 // portRef is a switch port.

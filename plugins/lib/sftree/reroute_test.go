@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ibsm/ibsm/plugins/lib/ftree"
+	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
@@ -80,6 +81,37 @@ func verify(t *testing.T, what string, topo *topology.Topology, r *plan.Routes, 
 	t.Helper()
 	if _, err := check.Check(check.Plan{Topo: topo, Routes: r, LIDs: testfab.SequentialLIDs(topo, lmc)}, check.Options{}); err != nil {
 		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// verifyLike checks r like verify where the full route passes the host's
+// checks, and where the full route leaves pairs dark (a heavily degraded
+// tree), that r reaches at least as many CA and switch pairs as full, with
+// no loops and an acyclic one-VL CDG.
+func verifyLike(t *testing.T, what string, topo *topology.Topology, r, full *plan.Routes, lmc uint8) {
+	t.Helper()
+	lids := testfab.SequentialLIDs(topo, lmc)
+	if _, err := check.Check(check.Plan{Topo: topo, Routes: full, LIDs: lids}, check.Options{}); err == nil {
+		verify(t, what, topo, r, lmc)
+		return
+	}
+	analyse := func(r *plan.Routes) *analysis.Report {
+		real, err := plan.Realize(topo, r, lids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := analysis.Analyse(real, nil, analysis.Options{AllLIDs: lmc > 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	a, b := analyse(r), analyse(full)
+	if a.LoopLIDs > 0 || a.BadEntries > 0 || !a.DeadlockFree {
+		t.Fatalf("%s: %d looping LIDs, %d bad entries, deadlock-free %v", what, a.LoopLIDs, a.BadEntries, a.DeadlockFree)
+	}
+	if a.CAPairs.Reachable < b.CAPairs.Reachable || a.SwitchPairs.Reachable < b.SwitchPairs.Reachable {
+		t.Fatalf("%s: reaches %d CA and %d switch pairs, a full route %d and %d", what, a.CAPairs.Reachable, a.SwitchPairs.Reachable, b.CAPairs.Reachable, b.SwitchPairs.Reachable)
 	}
 }
 
@@ -267,14 +299,18 @@ func TestRerouteRefuses(t *testing.T) {
 }
 
 // TestRerouteSequence takes seeded cables down one after another, each
-// rerouted from the previous state, and checks every result with the
-// host's verifier; repairs and fallbacks both occur.
+// rerouted from the previous state, and checks every result against a full
+// route of the same fabric (verifyLike); repairs and fallbacks both occur,
+// and on the longer runs full routes that leave pairs dark.
 func TestRerouteSequence(t *testing.T) {
 	for _, tc := range []struct {
 		k, steps int
 		seed     uint64
-	}{{8, 12, 1}, {8, 12, 2}, {12, 10, 3}} {
+	}{{8, 12, 1}, {8, 12, 2}, {12, 10, 3}, {8, 30, 4}, {12, 40, 7}, {16, 30, 9}} {
 		t.Run(fmt.Sprintf("ft3-k%d-seed%d", tc.k, tc.seed), func(t *testing.T) {
+			if testing.Short() && tc.k > 12 {
+				t.Skip("1,024 CAs, 30 full routes: skipped in -short")
+			}
 			ctx := context.Background()
 			topo, err := sdktest.FatTree3(tc.k)
 			if err != nil {
@@ -310,7 +346,11 @@ func TestRerouteSequence(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				verify(t, fmt.Sprintf("cable %d (%s %s)", i, rep.How, rep.Fallback), down, next.routes, 0)
+				full, err := RouteFatTree(ctx, down, 0, ftree.Config{}, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				verifyLike(t, fmt.Sprintf("cable %d (%s %s)", i, rep.How, rep.Fallback), down, next.routes, full.Routes, 0)
 				hows[rep.How]++
 				st = next
 			}

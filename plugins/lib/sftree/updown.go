@@ -101,6 +101,12 @@ type scratch struct {
 	queue []int32
 	cand  []uint8
 	anc   []bool // repair's ancestor marks
+	// repairLocal's marks, valid where equal to stamp: ancestors (dist
+	// from the BFS), switches whose walk crossed a dead port, and switches
+	// whose distance to the target is known.
+	stamp               int32
+	ancAt, affAt, dstAt []int32
+	aff                 []int32
 }
 
 func (u *upDown) newScratch() *scratch {
