@@ -41,6 +41,13 @@ const (
 	// transposing 187 M entries into a second copy of the routes. It
 	// concerns the plugin's own SDK only; the host sends the same request.
 	CapTablesUnread = "tables-unread"
+	// CapOneVL: a VL assigner whose every plan is plan.OneVL() (it only
+	// proves that the routing needs no VL separation, or refuses). The
+	// host then verifies that plan while the assigner works, instead of
+	// after it: at ft3-56 the two overlap on two cores. The host keeps
+	// that verdict only when the answer is that exact plan, and verifies
+	// any other answer as usual.
+	CapOneVL = "one-vl"
 )
 
 // HasCapability reports whether the plugin declared capability c.

@@ -14,4 +14,7 @@ package sdk
 // 0.4.0: CapTablesUnread (a VL assigner that declares it is given no
 // realised tables; plan.UsedPlanes and cdg.BuildPlanes build its graph from
 // the planes instead).
-const SDKVersion = "0.4.0"
+//
+// 0.5.0: CapOneVL (a VL assigner whose every plan is plan.OneVL(); the
+// host checks that plan while the assigner works).
+const SDKVersion = "0.5.0"

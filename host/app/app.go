@@ -445,7 +445,8 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 	if err != nil {
 		return nil, err
 	}
-	r.VL = pipeline.VLStage{Identity: id, Impl: a.Hooks.vls(cfg.VLAssigner().Name, vl), Remote: true}
+	r.VL = pipeline.VLStage{Identity: id, Impl: a.Hooks.vls(cfg.VLAssigner().Name, vl), Remote: true,
+		OneVL: pl.Info().HasCapability(sdk.CapOneVL)}
 	if err := CheckCompat(cfg, launched); err != nil {
 		return nil, err
 	}

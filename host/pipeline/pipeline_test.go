@@ -5,9 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/sdk"
@@ -623,5 +626,83 @@ func TestRemoteVLRealisesAfter(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// gatedVL answers plan after the host's check has started when early is
+// set (the check must then run beside the call), at once otherwise.
+type gatedVL struct {
+	base
+	plan    *plan.VLPlan
+	err     error
+	early   bool
+	started chan struct{}
+}
+
+func (g *gatedVL) AssignVLs(context.Context, sdk.VLRequest) (*plan.VLPlan, error) {
+	if g.early {
+		select {
+		case <-g.started:
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("the host's check did not start while the VL assigner worked")
+		}
+	}
+	return g.plan, g.err
+}
+
+// TestOneVLChecksBeside: for an assigner that declared CapOneVL the host
+// checks plan.OneVL() while the call runs and keeps that verdict only when
+// the answer is that plan; any other answer is checked as answered, and a
+// refusal is reported as the assigner's.
+func TestOneVLChecksBeside(t *testing.T) {
+	two := &plan.VLPlan{VLs: 2, Default: [16]uint8{0, 1}}
+	cases := []struct {
+		name           string
+		oneVL, remote  bool
+		answer         *plan.VLPlan
+		refuse         error
+		wantChecked    []int // VLs of each plan checked, in order
+		wantErrContent string
+	}{
+		{name: "one-vl answer, remote", oneVL: true, remote: true, answer: plan.OneVL(), wantChecked: []int{1}},
+		{name: "one-vl answer, in process", oneVL: true, answer: plan.OneVL(), wantChecked: []int{1}},
+		{name: "another answer is checked as answered", oneVL: true, remote: true, answer: two, wantChecked: []int{1, 2}},
+		{name: "refusal", oneVL: true, remote: true, refuse: errors.New("cycle"), wantChecked: []int{1}, wantErrContent: "VL assigner gated: cycle"},
+		{name: "not declared: checked after", remote: true, answer: plan.OneVL(), wantChecked: []int{1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			started := make(chan struct{})
+			var once sync.Once
+			var mu sync.Mutex
+			var checked []int
+			vls := &gatedVL{base: base{"gated"}, plan: c.answer, err: c.refuse, early: c.oneVL, started: started}
+			r := &Runner{
+				Engines: []Engine{{Identity{Name: "good"}, &lineEngine{base: base{"good"}}}},
+				LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
+				VL:      VLStage{Identity: Identity{Name: "gated"}, Impl: vls, Remote: c.remote, OneVL: c.oneVL},
+				Cache:   NewCache(""),
+				Verify: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+					mu.Lock()
+					checked = append(checked, v.VLs)
+					mu.Unlock()
+					once.Do(func() { close(started) })
+					return loopCheck(t, rt, l, v, rz)
+				},
+			}
+			res, err := r.Run(context.Background(), Input{Topo: line(t)})
+			if c.wantErrContent != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErrContent) {
+					t.Fatalf("err = %v, want it to name %q", err, c.wantErrContent)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			} else if res.VLs.VLs != c.answer.VLs {
+				t.Errorf("result holds a %d-VL plan, want the answer's %d", res.VLs.VLs, c.answer.VLs)
+			}
+			if !slices.Equal(checked, c.wantChecked) {
+				t.Errorf("plans checked (their VLs) %v, want %v", checked, c.wantChecked)
+			}
+		})
 	}
 }

@@ -33,7 +33,7 @@ var _ sdk.VLAssigner = (*assigner)(nil)
 func (a *assigner) Info() sdk.Info {
 	// The proof reads the destination trees as the routes hold them, not
 	// the realised tables (tables-unread: the SDK does not realise them).
-	return sdk.Info{Name: "single", Version: version, Kind: sdk.KindVLAssign, Capabilities: []string{sdk.CapTablesUnread}}
+	return sdk.Info{Name: "single", Version: version, Kind: sdk.KindVLAssign, Capabilities: []string{sdk.CapTablesUnread, sdk.CapOneVL}}
 }
 
 // Schema is empty: there is nothing to tune.
@@ -63,7 +63,7 @@ func assign(ctx context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
 			len(cyc), cdg.Format(g, cyc, maxCyclePrint))
 	}
 	// Default maps every SL to VL 0; no per-port tables, no per-DLID SLs.
-	return &plan.VLPlan{VLs: 1}, nil
+	return plan.OneVL(), nil
 }
 
 // graph builds the one-VL dependency graph of the tables the plan

@@ -124,6 +124,16 @@ type VLPlan struct {
 	VLs int
 }
 
+// OneVL is the plan that puts every SL on VL 0 with SL 0 everywhere: what
+// an assigner for routings that need no VL separation answers.
+func OneVL() *VLPlan { return &VLPlan{VLs: 1} }
+
+// IsOneVL reports whether v is the plan OneVL returns (empty lists and
+// nil ones alike: a plan that crossed the wire holds empty ones).
+func (v *VLPlan) IsOneVL() bool {
+	return v != nil && len(v.SLByDLID) == 0 && len(v.Overrides) == 0 && v.Default == [16]uint8{} && len(v.SL2VL) == 0 && v.VLs == 1
+}
+
 // SL returns the SL that endpoint src uses toward dlid (overrides are few;
 // callers on hot paths should index overrides themselves).
 func (v *VLPlan) SL(src int32, dlid uint16) uint8 {

@@ -99,3 +99,22 @@ func TestRealizeTables(t *testing.T) {
 		t.Fatalf("UsedPlanes, no plane: got %v, want endpoint 5 named", err)
 	}
 }
+
+func TestIsOneVL(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		v    *plan.VLPlan
+		want bool
+	}{
+		{"OneVL", plan.OneVL(), true},
+		{"empty lists, as off the wire", &plan.VLPlan{SLByDLID: []uint8{}, Overrides: []plan.SLOverride{}, SL2VL: []plan.SL2VLEntry{}, VLs: 1}, true},
+		{"nil", nil, false},
+		{"an SL per DLID", &plan.VLPlan{SLByDLID: []uint8{0, 1}, VLs: 1}, false},
+		{"a default SL2VL table", &plan.VLPlan{Default: [16]uint8{0, 1}, VLs: 1}, false},
+		{"two VLs", &plan.VLPlan{VLs: 2}, false},
+	} {
+		if got := c.v.IsOneVL(); got != c.want {
+			t.Errorf("%s: IsOneVL = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

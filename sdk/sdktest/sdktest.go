@@ -233,6 +233,11 @@ func VLAssigner(t *testing.T, impl sdk.VLAssigner, opts Options) {
 
 func checkVLs(t *testing.T, c *sdk.RemoteClient, opts Options) {
 	ctx, fabrics := setup(t, c, sdk.KindVLAssign, &opts)
+	info, err := c.GetInfo(ctx)
+	if err != nil {
+		t.Fatalf("GetInfo: %v", err)
+	}
+	oneVL := info.HasCapability(sdk.CapOneVL)
 	for name, topo := range fabrics {
 		t.Run(name, func(t *testing.T) {
 			routes := BFSRoutes(topo)
@@ -244,6 +249,9 @@ func checkVLs(t *testing.T, c *sdk.RemoteClient, opts Options) {
 			}
 			if err := CheckVLs(topo, v, maxVLs); err != nil {
 				t.Fatal(err)
+			}
+			if oneVL && !v.IsOneVL() {
+				t.Fatalf("the plugin declares %s but answered %+v: answer plan.OneVL() or drop the capability (the host would verify the plan twice)", sdk.CapOneVL, v)
 			}
 			if err := CheckPlan(check.Plan{Topo: topo, Routes: routes, LIDs: lids, VLs: v}, opts, false); err != nil {
 				t.Fatalf("the host refuses the VL plan: %v", err)
