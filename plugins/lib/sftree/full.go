@@ -48,7 +48,7 @@ func RouteFatTree(ctx context.Context, topo *topology.Topology, lmc uint8, cfg f
 	if err != nil {
 		return nil, err
 	}
-	st := &State{g: g, ud: c.ud, tree: tree, routes: out, root: c.roots[0], rootTree: c.trees[0], lmc: lmc, cfg: cfg, opt: opt}
+	st := &State{g: g, ud: c.ud, tree: tree, routes: out, root: c.roots[0], rootTree: c.trees[0], full: true, lmc: lmc, cfg: cfg, opt: opt}
 	switch {
 	case len(c.roots) > 1:
 		st.why = fmt.Sprintf("%d subtree roots in use (the tree was already degraded); an in-place repair covers one root only", len(c.roots))

@@ -67,9 +67,14 @@ type State struct {
 	// why is "" when Reroute can repair these routes in place, else the
 	// reason it cannot.
 	why string
-	// prev is the State this one was rerouted from (its own prev dropped),
-	// kept so that cables coming back up restore its routes.
+	// prev is the State this one was rerouted from, kept so that cables
+	// coming back up restore its routes: up to maxHistory States, and
+	// behind a full route only as far as the first earlier full route, so
+	// that at most two full sets of planes are kept (repairs share every
+	// plane they did not change).
 	prev *State
+	// full is set for routes computed by a full route.
+	full bool
 	// For the full route a fallback makes.
 	lmc uint8
 	cfg ftree.Config
@@ -86,7 +91,7 @@ func (s *State) Root() uint64 { return s.g.SwitchGUID(s.root) }
 const (
 	HowUnchanged = "unchanged" // the graph is the one routed
 	HowRepaired  = "repaired"  // the planes that crossed dead cables repaired in place
-	HowRestored  = "restored"  // the fabric is back to the previous State's: its routes
+	HowRestored  = "restored"  // the fabric is back to an earlier State's: its routes
 	HowFull      = "full"      // routed in full; Fallback says why
 )
 
@@ -114,7 +119,7 @@ type RerouteReport struct {
 // of delta gone down or come back up, changing as little as it must. It
 // repairs in place when only cables between switches went down and the
 // subtree root still reaches every switch on an up*/down* path; restores
-// the previous State's routes when the fabric is back to that State's;
+// an earlier State's routes when the fabric is back to that State's;
 // and otherwise routes g in full (RouteFatTree), naming the reason in
 // RerouteReport.Fallback. delta is checked against g: a delta that does
 // not match what changed is a fallback too.
@@ -131,7 +136,7 @@ func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*Stat
 			return nil, nil, fmt.Errorf("sftree: full route after %s: %w", rep.Fallback, err)
 		}
 		next = res.State
-		next.prev = s.forget()
+		next.prev = s.trimmed(maxHistory-1, true)
 		rep.How, rep.Full = HowFull, res.Switches
 		rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, next.routes)
 	}
@@ -139,11 +144,32 @@ func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*Stat
 	return next, rep, nil
 }
 
-// forget is a copy of s without its prev, so that chains stay one deep.
-func (s *State) forget() *State {
+// maxHistory bounds the States a repaired State keeps behind it.
+const maxHistory = 8
+
+// trimmed is s with at most n States behind it, none behind the first full
+// route if toFull (copies: States are immutable).
+func (s *State) trimmed(n int, toFull bool) *State {
+	if s == nil {
+		return nil
+	}
 	c := *s
 	c.prev = nil
+	if n > 0 && !(toFull && s.full) {
+		c.prev = s.prev.trimmed(n-1, toFull)
+	}
 	return &c
+}
+
+// before is the latest State behind s whose fabric has g's links, nil
+// if none.
+func (s *State) before(g *route.Graph) *State {
+	for p := s.prev; p != nil; p = p.prev {
+		if sameLinks(p.g, g) {
+			return p
+		}
+	}
+	return nil
 }
 
 // reroute is Reroute without the fallback: nil with rep.Fallback set when
@@ -159,16 +185,19 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 		rep.Fallback = why
 		return nil, nil
 	}
+	var back *State
+	if len(added) > 0 {
+		back = s.before(g)
+	}
 	switch {
 	case len(removed) == 0 && len(added) == 0:
 		rep.How = HowUnchanged
 		return s, nil
-	case s.prev != nil && sameLinks(s.prev.g, g):
+	case back != nil:
+		p := *back
 		rep.How = HowRestored
-		rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, s.prev.routes)
-		p := *s.prev
+		rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, p.routes)
 		p.g = g
-		p.prev = s.forget()
 		return &p, nil
 	case len(added) > 0:
 		rep.Fallback = fmt.Sprintf("%d switch ports came up that this routing did not lose; a full route uses them", len(added))
@@ -275,7 +304,7 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 	}
 	rep.How = HowRepaired
 	rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, out)
-	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, prev: s.forget(), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
+	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, prev: s.trimmed(maxHistory-1, false), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
 	return next, nil
 }
 
