@@ -54,8 +54,8 @@ func TestLoadByDepth(t *testing.T) {
 			}
 		}
 	}
-	loads := func(planes []plan.DestPlanes) (load, minimal []int64) {
-		load, minimal = make([]int64, n.Channels()), make([]int64, n.Channels())
+	loads := func(planes []plan.DestPlanes) (load, minimal, turns []int64) {
+		load, minimal, turns = make([]int64, n.Channels()), make([]int64, n.Channels()), make([]int64, n.turns)
 		var path []int32
 		for e, h := range n.Home {
 			if h < 0 || !n.IsCA[e] {
@@ -73,7 +73,10 @@ func TestLoadByDepth(t *testing.T) {
 					}
 					path = append(path, n.ChannelOf(x, uint8(pl[x])))
 				}
-				for _, c := range path {
+				for i, c := range path {
+					if i > 0 {
+						turns[n.turn(path[i-1], c)] += cas[s]
+					}
 					load[c] += cas[s]
 					if int32(len(path)) == dist[s][h] {
 						minimal[c] += cas[s]
@@ -81,7 +84,7 @@ func TestLoadByDepth(t *testing.T) {
 				}
 			}
 		}
-		return load, minimal
+		return load, minimal, turns
 	}
 	np, _, rep, err := Route(context.Background(), topo, Options{Budget: 1, Reroute: 1})
 	if err != nil {
@@ -92,11 +95,13 @@ func TestLoadByDepth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var held [][]int64 // turn loads of nue's routes, then sssp's
 	for _, r := range []struct {
 		name   string
 		planes []plan.DestPlanes
 	}{{"nue 1 VL", np}, {"sssp", sp}} {
-		load, minimal := loads(r.planes)
+		load, minimal, turns := loads(r.planes)
+		held = append(held, turns)
 		var total int64
 		for _, l := range load {
 			total += l
@@ -125,4 +130,22 @@ func TestLoadByDepth(t *testing.T) {
 			t.Logf("  hot %d->%d (depth %d->%d): %.2fx the mean, %.0f%% of it on shortest paths", x, y, depth[x], depth[y], float64(load[c])/mean, 100*float64(minimal[c])/float64(load[c]))
 		}
 	}
+	var used [2]int
+	var all, kept int64
+	for t := range held[1] {
+		for i := range used {
+			if held[i][t] > 0 {
+				used[i]++
+			}
+		}
+		all += held[1][t]
+		if held[0][t] > 0 {
+			kept += held[1][t]
+		}
+	}
+	possible := 0 // turns that do not go back over the same cable
+	for s := int32(0); s < int32(n.N); s++ {
+		possible += int(n.deg(s) * (n.deg(s) - 1))
+	}
+	t.Logf("turns taken (of %d): nue 1 VL %d, sssp %d; sssp's turn load on turns nue's routes hold: %.1f%%", possible, used[0], used[1], 100*float64(kept)/float64(all))
 }
