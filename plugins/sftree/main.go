@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/plugins/lib/sftree"
@@ -35,6 +36,12 @@ type engine struct {
 	log  hclog.Logger
 	opt  sftree.Options
 	base baseConfig
+	// incremental keeps the last routing (last, for LMC lastLMC) and
+	// repairs it when the next topology differs by switch cables only.
+	incremental bool
+	mu          sync.Mutex
+	last        *sftree.State
+	lastLMC     uint8
 }
 
 var _ sdk.RoutingEngine = (*engine)(nil)
@@ -50,6 +57,9 @@ func (e *engine) Schema() schema.Block {
 		schema.Attr("max_subtree_roots", cty.Number,
 			fmt.Sprintf("Subtree roots at most: 1 is the paper's single root; more let a degraded tree, where no leaf reaches every switch on an up/down path, add leaves as roots for the pairs the first cannot route. Each added root is kept only if the channel dependency graph stays acyclic. 1 to %d.", 64)).
 			WithDefault(cty.NumberIntVal(sftree.DefaultMaxRoots)),
+		schema.Attr("incremental", cty.Bool,
+			"Keep the last routing in memory and, when the next topology differs from it by switch-to-switch cables only, repair the routes that crossed a cable that went down (keeping the subtree root) instead of routing the fabric again, and restore the earlier routes when cables come back up. Where the root no longer reaches every switch or the change is anything else, the fabric is routed in full and the log says why. Costs the memory of up to two routings.").
+			WithDefault(cty.False),
 		schema.Attr("verify_cdg", cty.Bool,
 			"Also check the channel dependency graph of all routes, switch traffic included, where the paper's single-root argument covers them, and withdraw switch routes that would close a credit loop. The check runs anyway when extra subtree roots are tried, and the host's verifier checks every plan's dependency graph whatever this says.").
 			WithDefault(cty.False),
@@ -79,6 +89,10 @@ func (e *engine) Configure(v cty.Value) error {
 	if maxRoots < 1 || maxRoots > 64 {
 		return fmt.Errorf("sftree: max_subtree_roots = %d: give 1 (the paper's single root) to 64", maxRoots)
 	}
+	incremental, err := settings.Bool(v, "incremental", false)
+	if err != nil {
+		return fmt.Errorf("sftree: %w", err)
+	}
 	bc, err := configureBase(v)
 	if err != nil {
 		return fmt.Errorf("sftree: %w", err)
@@ -88,6 +102,9 @@ func (e *engine) Configure(v cty.Value) error {
 		e.opt.CDG = sftree.CDGAlways
 	}
 	e.base = bc
+	e.mu.Lock()
+	e.incremental, e.last = incremental, nil
+	e.mu.Unlock()
 	return nil
 }
 
@@ -95,14 +112,73 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 	if req.Topo == nil {
 		return nil, fmt.Errorf("sftree: no topology in the request")
 	}
-	base, tree, err := baseRoutes(ctx, e.log, req, e.base)
+	e.mu.Lock()
+	if !e.incremental {
+		// Nothing kept between calls: concurrent calls run side by side.
+		e.mu.Unlock()
+		res, err := e.routeFull(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return res.Routes, nil
+	}
+	defer e.mu.Unlock()
+	if e.last != nil && e.lastLMC == req.LMC {
+		return e.reroute(ctx, req)
+	}
+	res, err := e.routeFull(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	r, rep, err := sftree.Route(ctx, route.NewGraph(req.Topo), tree, base, e.opt)
+	e.last, e.lastLMC = res.State, req.LMC
+	return res.Routes, nil
+}
+
+// routeFull routes req's fabric in full and logs what it did.
+func (e *engine) routeFull(ctx context.Context, req sdk.RouteRequest) (*sftree.Result, error) {
+	res, err := sftree.RouteFatTree(ctx, req.Topo, req.LMC, e.base.ftree, e.opt)
 	if err != nil {
 		return nil, err
 	}
+	e.logFull(res)
+	return res, nil
+}
+
+// reroute repairs the last routing for req's topology (e.mu held).
+func (e *engine) reroute(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	g := route.NewGraph(req.Topo)
+	next, rep, err := e.last.Reroute(ctx, g, e.last.Delta(g))
+	if err != nil {
+		e.last = nil
+		return nil, err
+	}
+	e.last = next
+	e.log.Info("incremental re-route", "how", rep.How, "cable_ports_down", rep.Removed, "cable_ports_up", rep.Added,
+		"ca_destinations", rep.CADests, "switch_destinations", rep.SwitchDests, "entries", rep.Entries,
+		"subtree_root", fmt.Sprintf("0x%016x", next.Root()), "time", rep.Time)
+	if rep.How == sftree.HowFull {
+		e.log.Info("incremental re-route fell back to a full route", "why", rep.Fallback)
+		e.logSwitches(rep.Full)
+	}
+	return next.Routes(), nil
+}
+
+// logFull logs what a full routing did.
+func (e *engine) logFull(res *sftree.Result) {
+	t := res.Tree
+	if len(t.Missing) > 0 {
+		e.log.Warn("configured GUIDs not found in the fabric", "guids", t.Missing)
+	}
+	e.log.Info("fat tree", "levels", t.Levels, "roots_by", t.How, "leaves", len(t.Leaves))
+	if rep := res.CAs; rep.CAPairs > 0 || rep.SwitchPairs > 0 {
+		e.log.Warn("ftree left some CA destinations unrouted (kept as ftree has them)",
+			"ca_pairs", rep.CAPairs, "switch_to_ca_pairs", rep.SwitchPairs, "detached", rep.Detached, "examples", rep.Examples)
+	}
+	e.logSwitches(res.Switches)
+}
+
+// logSwitches logs sFtree's report on switch destinations.
+func (e *engine) logSwitches(rep *sftree.Report) {
 	e.log.Info("switch-to-switch routes", "subtree_root", fmt.Sprintf("0x%016x", rep.Root), "why", rep.RootHow,
 		"roots", len(rep.Roots), "pairs", rep.Pairs, "up_down", rep.UpDown, "via_subtree", rep.ViaSubtree, "via_sibling", rep.ViaSibling,
 		"via_extra_roots", rep.ViaExtraRoots, "backed_off", rep.BackedOff,
@@ -116,5 +192,4 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 		e.log.Warn("some switch pairs have no deadlock-free sFtree route; they are left unrouted, not routed another way",
 			"unreachable_pairs", rep.Unreachable, "withdrawn_for_credit_loops", rep.Withdrawn, "examples", rep.Examples)
 	}
-	return r, nil
 }

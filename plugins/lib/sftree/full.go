@@ -44,10 +44,12 @@ func RouteFatTree(ctx context.Context, topo *topology.Topology, lmc uint8, cfg f
 	}
 	g := t.Graph
 	tree := FromFtree(t)
-	out, rep, c, err := routeKeep(ctx, g, tree, base, opt)
+	out, rep, err := Route(ctx, g, tree, base, opt)
 	if err != nil {
 		return nil, err
 	}
+	c := rep.kept
+	rep.kept = nil
 	st := &State{g: g, ud: c.ud, tree: tree, routes: out, root: c.roots[0], rootTree: c.trees[0], full: true, lmc: lmc, cfg: cfg, opt: opt}
 	switch {
 	case len(c.roots) > 1:

@@ -10,6 +10,7 @@ import (
 	"github.com/ibsm/ibsm/plugins/lib/ftree"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
+	"github.com/ibsm/ibsm/sdk/topology"
 )
 
 // Incremental re-routing after cables go down (issue 16).
@@ -30,7 +31,10 @@ import (
 //     else climbs to another parent that has one on a shortest climb, or
 //     is left at NoPort if none has (ftree's full route leaves it so too);
 //   - in a switch row, a switch without an up*/down* path follows T,
-//     repaired the same way, to its U-turn (combiner.pass).
+//     repaired the same way, to its U-turn (what combiner.pass gives).
+//
+// Only the switches whose walk crossed the cable are looked at
+// (repairLocal), so a repair costs what the cable carried.
 //
 // Ties rotate with the destination, as in the full route, so destinations
 // moved off one cable spread over the survivors. The rows keep the single
@@ -86,6 +90,36 @@ func (s *State) Routes() *plan.Routes { return s.routes }
 
 // Root is the subtree root's GUID.
 func (s *State) Root() uint64 { return s.g.SwitchGUID(s.root) }
+
+// Delta lists the switch-to-switch cables that went down or came up
+// between s's fabric and g, for callers that hold only the two snapshots
+// (each cable once; none if the nodes differ, which Reroute refuses).
+func (s *State) Delta(g *route.Graph) Delta {
+	var d Delta
+	if sameNodes(s.g, g) != "" {
+		return d
+	}
+	removed, added := linkDiff(s.g, g)
+	d.Removed = cables(s.g, removed)
+	d.Added = cables(g, added)
+	return d
+}
+
+// cables names the cables at ports of g's switches, each once (by its end
+// with the smaller GUID and port).
+func cables(g *route.Graph, ports []portRef) []Cable {
+	var out []Cable
+	for _, p := range ports {
+		ref := topology.PortRef{Node: g.Topo.Switches()[p.s], Port: p.port}
+		peer := g.Topo.Port(ref).Peer
+		a, b := End{g.SwitchGUID(p.s), p.port}, End{g.Topo.Nodes[peer.Node].GUID, peer.Port}
+		if b.GUID < a.GUID || (b.GUID == a.GUID && b.Port < a.Port) {
+			continue // named from its other end
+		}
+		out = append(out, Cable{a, b})
+	}
+	return out
+}
 
 // How Reroute produced its routes.
 const (
@@ -210,7 +244,7 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 	// The root's own plane first: every switch must still reach the root.
 	sc := ud.newScratch()
 	T := slices.Clone(s.rootTree)
-	ud.repair(T, s.root, 0, int(s.root), sc)
+	ud.repairLocal(T, s.root, int(s.root), removed, nil, nil, nil, sc)
 	for _, x := range ud.order {
 		if T[x] == plan.NoPort {
 			rep.Fallback = fmt.Sprintf("subtree root 0x%016x no longer reaches switch 0x%016x on an up*/down* path; Algorithm 1 picks another root", g.SwitchGUID(s.root), g.SwitchGUID(x))
@@ -322,87 +356,16 @@ func (u *upDown) without(g *route.Graph, removed []portRef) *upDown {
 	return n
 }
 
-// repair makes pl an up*/down* plane toward switch target on u's links,
-// keeping every entry that still is one (see the package comment on
-// re-routing); the target's own entry becomes out. Ties among new ports
-// rotate with rot.
-func (u *upDown) repair(pl plan.Plane, target int32, out uint8, rot int, sc *scratch) {
-	for i := range sc.dist {
-		sc.dist[i] = route.Unreachable
-	}
-	if cap(sc.anc) < len(pl) {
-		sc.anc = make([]bool, len(pl))
-	}
-	anc := sc.anc[:len(pl)]
-	clear(anc)
-	sc.dist[target], anc[target] = 0, true
-	q := append(sc.queue[:0], target)
-	for h := 0; h < len(q); h++ {
-		x := q[h]
-		for _, l := range u.up[x] {
-			if !anc[l.Peer] {
-				anc[l.Peer], sc.dist[l.Peer] = true, sc.dist[x]+1
-				q = append(q, l.Peer)
-			}
-		}
-	}
-	sc.queue = q
-	pl[target] = out
-	for _, s := range u.order {
-		if s == target {
-			continue
-		}
-		old := pl[s]
-		n := int32(-1)
-		if old != plan.NoPort {
-			n = u.g.PeerSwitch(s, old)
-		}
-		c := sc.cand[:0]
-		if anc[s] {
-			if n >= 0 && anc[n] && u.rank[n] > u.rank[s] {
-				continue
-			}
-			for _, l := range u.down[s] {
-				if anc[l.Peer] && sc.dist[l.Peer] == sc.dist[s]-1 {
-					c = append(c, l.Port)
-				}
-			}
-		} else {
-			best := route.Unreachable
-			for _, l := range u.up[s] {
-				switch dp := sc.dist[l.Peer]; {
-				case dp < best:
-					best = dp
-					c = append(c[:0], l.Port)
-				case dp == best && dp != route.Unreachable:
-					c = append(c, l.Port)
-				}
-			}
-			sc.cand = c
-			if best == route.Unreachable {
-				pl[s] = plan.NoPort
-				continue
-			}
-			sc.dist[s] = best + 1
-			if n >= 0 && u.rank[n] < u.rank[s] && sc.dist[n] != route.Unreachable {
-				continue
-			}
-		}
-		sc.cand = c
-		// BFS layering and the climb above guarantee a candidate.
-		pl[s] = c[rot%len(c)]
-	}
-}
-
 // repairLocal repairs one plane toward target after the cables of dead
 // went down, touching only the switches whose walk crossed a dead port or,
 // in a switch row (tree is the root's repaired plane T', oldTree T), a
 // switch of moved (where T' differs from T) on T: every other switch keeps
 // a walk that is still there, so the cost is that of the walks that
 // crossed the cable, not of the fabric. Those switches get, in rank
-// order, what repair would give them: an up*/down* entry where they still
-// have an up*/down* path (the old one if it is still one), else T' in a
-// switch row and NoPort in a CA plane. Ties rotate with rot.
+// order, what the rules above give them: an up*/down* entry where they
+// still have an up*/down* path (the old one if it still is one), else T'
+// in a switch row and NoPort in a CA plane (or in T itself). Ties rotate
+// with rot. It returns how many switches of a switch row it left at NoPort.
 func (u *upDown) repairLocal(pl plan.Plane, target int32, rot int, dead []portRef, tree, oldTree plan.Plane, moved []int32, sc *scratch) (unrouted int) {
 	if len(sc.ancAt) < len(pl) {
 		sc.ancAt, sc.affAt, sc.dstAt = make([]int32, len(pl)), make([]int32, len(pl)), make([]int32, len(pl))

@@ -114,6 +114,9 @@ type Report struct {
 	CDGEdges   int
 	// Timings of the phases.
 	UpDownTime, CombineTime, VerifyTime, ExtendTime time.Duration
+	// kept is the routing's combiner, for RouteFatTree's State (which
+	// clears it).
+	kept *combiner
 }
 
 // Reachability is the share of switch pairs with a route, in percent.
@@ -138,13 +141,15 @@ const maxRootsLimit = 64
 // sFtree plane. base must be planes-form routes for g's topology (the
 // fat-tree engine's answer); its CA planes are shared, not copied.
 func Route(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, opt Options) (*plan.Routes, *Report, error) {
-	out, rep, _, err := routeKeep(ctx, g, tree, base, opt)
+	out, rep, c, err := route1(ctx, g, tree, base, opt)
+	if rep != nil {
+		rep.kept = c
+	}
 	return out, rep, err
 }
 
-// routeKeep is Route that also returns the combiner of the routes it chose,
-// from which a State is kept.
-func routeKeep(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, opt Options) (*plan.Routes, *Report, *combiner, error) {
+// route1 is Route returning the combiner of the routes it chose.
+func route1(ctx context.Context, g *route.Graph, tree Tree, base *plan.Routes, opt Options) (*plan.Routes, *Report, *combiner, error) {
 	t := g.Topo
 	eps := t.Endpoints()
 	if base == nil || !base.IsPlanes() || len(base.Planes) != len(eps) {

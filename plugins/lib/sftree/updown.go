@@ -100,7 +100,6 @@ type scratch struct {
 	dist  []uint8
 	queue []int32
 	cand  []uint8
-	anc   []bool // repair's ancestor marks
 	// repairLocal's marks, valid where equal to stamp: ancestors (dist
 	// from the BFS), switches whose walk crossed a dead port, and switches
 	// whose distance to the target is known.
