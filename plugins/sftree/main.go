@@ -153,7 +153,7 @@ func (e *engine) reroute(ctx context.Context, req sdk.RouteRequest) (*plan.Route
 		return nil, err
 	}
 	e.last = next
-	e.log.Info("incremental re-route", "how", rep.How, "cable_ports_down", rep.Removed, "cable_ports_up", rep.Added,
+	e.log.Info("incremental re-route", "how", rep.How, "routings_back", rep.Back, "cable_ports_down", rep.Removed, "cable_ports_up", rep.Added,
 		"ca_destinations", rep.CADests, "switch_destinations", rep.SwitchDests, "entries", rep.Entries,
 		"subtree_root", fmt.Sprintf("0x%016x", next.Root()), "time", rep.Time)
 	if rep.How == sftree.HowFull {

@@ -138,6 +138,9 @@ type RerouteReport struct {
 	// Removed and Added count the switch ports whose cable went down or
 	// came up (two per switch-to-switch cable).
 	Removed, Added int
+	// Back is how many States behind the last one the routing restored or
+	// repaired is (0: the last one).
+	Back int
 	// CADests and SwitchDests count the destinations whose planes changed,
 	// Entries the changed (plane, switch) entries. For HowFull they compare
 	// the full route with the previous routes.
@@ -195,17 +198,6 @@ func (s *State) trimmed(n int, toFull bool) *State {
 	return &c
 }
 
-// before is the latest State behind s whose fabric has g's links, nil
-// if none.
-func (s *State) before(g *route.Graph) *State {
-	for p := s.prev; p != nil; p = p.prev {
-		if sameLinks(p.g, g) {
-			return p
-		}
-	}
-	return nil
-}
-
 // reroute is Reroute without the fallback: nil with rep.Fallback set when
 // a full route is needed.
 func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *RerouteReport) (*State, error) {
@@ -219,24 +211,51 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 		rep.Fallback = why
 		return nil, nil
 	}
-	var back *State
-	if len(added) > 0 {
-		back = s.before(g)
-	}
 	switch {
 	case len(removed) == 0 && len(added) == 0:
 		rep.How = HowUnchanged
 		return s, nil
-	case back != nil:
-		p := *back
-		rep.How = HowRestored
-		rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, p.routes)
-		p.g = g
-		return &p, nil
-	case len(added) > 0:
-		rep.Fallback = fmt.Sprintf("%d switch ports came up that this routing did not lose; a full route uses them", len(added))
-		return nil, nil
-	case s.why != "":
+	case len(added) == 0:
+		return s.repair(ctx, g, removed, rep)
+	}
+	// Cables came up: an earlier routing of this very fabric is restored;
+	// else one whose fabric g lacks cables of only (the host may have served
+	// the cables' return from its plan cache without asking) is repaired.
+	back := 0
+	for p := s.prev; p != nil; p = p.prev {
+		back++
+		if sameLinks(p.g, g) {
+			r := *p
+			rep.How, rep.Back = HowRestored, back
+			rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, r.routes)
+			r.g = g
+			return &r, nil
+		}
+	}
+	back = 0
+	for p := s.prev; p != nil; p = p.prev {
+		back++
+		if sameNodes(p.g, g) != "" {
+			continue
+		}
+		if r, a := linkDiff(p.g, g); len(a) == 0 {
+			rep.Back = back
+			next, err := p.repair(ctx, g, r, rep)
+			if next != nil {
+				// What changed is counted against the routes in force.
+				rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, next.routes)
+			}
+			return next, err
+		}
+	}
+	rep.Fallback = fmt.Sprintf("%d switch ports came up that no kept routing had up; a full route uses them", len(added))
+	return nil, nil
+}
+
+// repair is reroute for a fabric that lacks the removed ports' cables of
+// s's and nothing else.
+func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, rep *RerouteReport) (*State, error) {
+	if s.why != "" {
 		rep.Fallback = s.why
 		return nil, nil
 	}

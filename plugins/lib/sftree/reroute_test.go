@@ -364,3 +364,54 @@ func TestRerouteSequence(t *testing.T) {
 		})
 	}
 }
+
+// TestRerouteMissedUp: a cable's return served without a Reroute (the
+// host's plan cache), then another cable down. The fabric is the first
+// routing's less the second cable, so that routing is repaired, not the
+// fabric routed in full.
+func TestRerouteMissedUp(t *testing.T) {
+	ctx := context.Background()
+	topo, err := sdktest.FatTree3(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RouteFatTree(ctx, topo, 0, ftree.Config{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fabric := func(down ...Cable) *topology.Topology {
+		f, err := sdktest.FatTree3(8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range down {
+			testfab.SetLinkState(f, f.SwitchIndex(f.NodeByGUID(c.A.GUID)), c.A.Port, topology.StateDown)
+		}
+		return f
+	}
+	s1, p1 := upCable(2, notInPod)(res.Tree, res.State.root)
+	s2, p2 := upCable(1, notInPod)(res.Tree, res.State.root)
+	a, b := cableOf(topo, s1, p1), cableOf(topo, s2, p2)
+	st, rep, err := res.State.Reroute(ctx, route.NewGraph(fabric(a)), Delta{Removed: []Cable{a}})
+	if err != nil || rep.How != HowRepaired {
+		t.Fatalf("first cable: %v %+v", err, rep)
+	}
+	down := fabric(b)
+	next, rep, err := st.Reroute(ctx, route.NewGraph(down), Delta{Removed: []Cable{b}, Added: []Cable{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.How != HowRepaired || rep.Back != 1 {
+		t.Fatalf("got %s from %d back (%s), want the first routing repaired", rep.How, rep.Back, rep.Fallback)
+	}
+	verify(t, "repaired from the first routing", down, next.routes, 0)
+	direct, _, err := res.State.Reroute(ctx, route.NewGraph(down), Delta{Removed: []Cable{b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range direct.routes.Planes {
+		if !slices.EqualFunc(direct.routes.Planes[e].Planes, next.routes.Planes[e].Planes, func(a, b plan.Plane) bool { return slices.Equal(a, b) }) {
+			t.Fatalf("endpoint %d: differs from repairing the first routing directly", e)
+		}
+	}
+}
