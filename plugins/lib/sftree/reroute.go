@@ -150,6 +150,63 @@ type RerouteReport struct {
 	Full *Report
 	// Time is the wall time of the call.
 	Time time.Duration
+	// rootLost: the fallback is for the subtree root's reach.
+	rootLost bool
+}
+
+// nearestRoot chooses the subtree root of a full route that replaces a
+// root that lost its reach: among the leaves that reach every switch of g
+// on up*/down* paths (Algorithm 1's condition), the one whose up*/down*
+// plane differs from the old root's in the fewest entries, in Algorithm
+// 1's order on ties and the SM's leaf last. Every switch row follows the
+// root's plane where it has no up*/down* path, so this keeps most of those
+// entries (on ft3 a leaf in the same position of another pod keeps the
+// aggregation switches' climbs); Algorithm 1's first leaf would move them.
+// 0 if no leaf qualifies (Route then does what it can).
+func (s *State) nearestRoot(ctx context.Context, g *route.Graph) (uint64, error) {
+	ud, err := newUpDown(g, s.tree)
+	if err != nil {
+		return 0, err
+	}
+	leaves := s.tree.Leaves()
+	diff := make([]int, len(leaves))
+	err = route.ForEach(ctx, len(leaves), func() func(int32) error {
+		sc := ud.newScratch()
+		pl := make(plan.Plane, g.N)
+		return func(k int32) error {
+			if err := ud.row(leaves[k], pl, sc); err != nil {
+				return err
+			}
+			n := 0
+			for _, x := range ud.order {
+				if pl[x] == plan.NoPort {
+					n = -1
+					break
+				}
+				if pl[x] != s.rootTree[x] {
+					n++
+				}
+			}
+			diff[k] = n
+			return nil
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	sm := smSwitch(g.Topo)
+	best := -1
+	for k, n := range diff {
+		switch {
+		case n < 0:
+		case best < 0, leaves[best] == sm && leaves[k] != sm, n < diff[best] && leaves[k] != sm:
+			best = k
+		}
+	}
+	if best < 0 {
+		return 0, nil
+	}
+	return g.SwitchGUID(leaves[best]), nil
 }
 
 // Reroute returns routes for g, the fabric s was routed on with the cables
@@ -168,11 +225,21 @@ func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*Stat
 		return nil, nil, err
 	}
 	if next == nil {
-		res, err := RouteFatTree(ctx, g.Topo, s.lmc, s.cfg, s.opt)
+		opt := s.opt
+		if rep.rootLost && opt.Root == 0 {
+			if opt.Root, err = s.nearestRoot(ctx, g); err != nil {
+				return nil, nil, err
+			}
+		}
+		res, err := RouteFatTree(ctx, g.Topo, s.lmc, s.cfg, opt)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sftree: full route after %s: %w", rep.Fallback, err)
 		}
 		next = res.State
+		next.opt = s.opt // the root chosen here is not a configured one
+		if opt.Root != s.opt.Root {
+			res.Switches.RootHow = "the leaf reaching every switch whose plane is nearest the lost root's (incremental re-route)"
+		}
 		next.prev = s.trimmed(maxHistory-1, true)
 		rep.How, rep.Full = HowFull, res.Switches
 		rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, next.routes)
@@ -266,7 +333,8 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 	ud.repairLocal(T, s.root, int(s.root), removed, nil, nil, nil, sc)
 	for _, x := range ud.order {
 		if T[x] == plan.NoPort {
-			rep.Fallback = fmt.Sprintf("subtree root 0x%016x no longer reaches switch 0x%016x on an up*/down* path; Algorithm 1 picks another root", g.SwitchGUID(s.root), g.SwitchGUID(x))
+			rep.Fallback = fmt.Sprintf("subtree root 0x%016x no longer reaches switch 0x%016x on an up*/down* path; another root is needed", g.SwitchGUID(s.root), g.SwitchGUID(x))
+			rep.rootLost = true
 			return nil, nil
 		}
 	}

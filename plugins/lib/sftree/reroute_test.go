@@ -198,6 +198,9 @@ func TestReroute(t *testing.T) {
 					if rep.How != HowFull || !strings.Contains(rep.Fallback, tc.fallback) {
 						t.Fatalf("want a full route because the root %s, got %s (%q)", tc.fallback, rep.How, rep.Fallback)
 					}
+					if rep.Entries > fe {
+						t.Errorf("the full route with the nearest root changed %d entries, Algorithm 1's root %d", rep.Entries, fe)
+					}
 					st = next
 					continue
 				}
