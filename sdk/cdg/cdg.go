@@ -166,7 +166,7 @@ func BuildPlanes(ctx context.Context, g *route.Graph, planes []plan.Plane) (*Gra
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				part.addBatch(planes[b*planeBatch:min((b+1)*planeBatch, len(planes))], toSwitch)
+				part.addBatch(planes[b*planeBatch : min((b+1)*planeBatch, len(planes))])
 			}
 			local[k] = part
 			return nil
@@ -181,6 +181,7 @@ func BuildPlanes(ctx context.Context, g *route.Graph, planes []plan.Plane) (*Gra
 			c.succ[i] |= w
 		}
 	}
+	c.keepSwitchPorts(toSwitch)
 	return c, nil
 }
 
@@ -202,8 +203,12 @@ func switchPorts(g *route.Graph) [][4]uint64 {
 }
 
 // addBatch adds the dependencies of planes of the right length, switch
-// by switch.
-func (c *Graph) addBatch(planes []plan.Plane, toSwitch [][4]uint64) {
+// by switch. It sets a bit for every next out-port that fits the row,
+// switch or not (0 and NoPort too, when they fit): keepSwitchPorts clears
+// the others once every batch is in, a mask per channel where a test per
+// entry cost a third of the loop.
+func (c *Graph) addBatch(planes []plan.Plane) {
+	lim := c.words * 64
 	for s := range int32(c.g.N) {
 		row := c.succ[int(c.base[s])*c.words : int(c.base[s+1])*c.words]
 		for _, pl := range planes {
@@ -216,10 +221,27 @@ func (c *Graph) addBatch(planes []plan.Plane, toSwitch [][4]uint64) {
 				continue
 			}
 			out2 := pl[t]
-			if out2 == plan.NoPort || out2 == 0 || toSwitch[t][out2>>6]&(1<<(out2&63)) == 0 {
+			if int(out2) >= lim {
 				continue
 			}
 			row[int(out)*c.words+int(out2>>6)] |= 1 << (out2 & 63)
+		}
+	}
+}
+
+// keepSwitchPorts clears, in every channel's dependencies, the next
+// out-ports that do not lead to a switch (see addBatch).
+func (c *Graph) keepSwitchPorts(toSwitch [][4]uint64) {
+	for s := range int32(c.g.N) {
+		for out := range c.base[s+1] - c.base[s] {
+			t := c.g.PeerSwitch(s, uint8(out))
+			if t < 0 {
+				continue
+			}
+			set := c.set(c.base[s] + out)
+			for w := range set {
+				set[w] &= toSwitch[t][w]
+			}
 		}
 	}
 }
