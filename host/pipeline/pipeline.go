@@ -279,19 +279,45 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		// Verdicts depend on the plan's content and on the policy that judged it.
 		return k, keyOf("verdict", k, r.VerifyPolicy)
 	}
-	early, err := r.checkEarly(in, routes, lids, fresh, vk, planKey, &rz, realize)
-	if err != nil {
-		return res, err
-	}
 	req := sdk.VLRequest{Topo: in.Topo, Routes: routes, LIDs: lids, MaxVLs: in.Topo.MinLinkVLs()}
 	if !r.VL.Remote {
 		req.Realized = rz
 	}
-	t0 = time.Now()
-	vls, err := stage(r, res, fresh, "vl", vk, func() (*plan.VLPlan, error) {
-		return r.VL.Impl.AssignVLs(ctx, req)
-	})
-	vlTime := time.Since(t0)
+	var vls *plan.VLPlan
+	var vlTime time.Duration
+	assign := func() {
+		t0 := time.Now()
+		vls, err = stage(r, res, fresh, "vl", vk, func() (*plan.VLPlan, error) {
+			return r.VL.Impl.AssignVLs(ctx, req)
+		})
+		vlTime = time.Since(t0)
+	}
+	var early *earlyCheck
+	if !r.checkFirst(fresh, vk, planKey) {
+		assign()
+	} else {
+		// The call runs while the host realises the tables (if it has not:
+		// a remote assigner) and checks plan.OneVL() with them.
+		if rz == nil {
+			r.collect() // see below
+		}
+		called := make(chan struct{})
+		go func() {
+			defer close(called)
+			assign()
+		}()
+		var rerr error
+		if rz == nil {
+			rz, rerr = realize()
+		}
+		if rerr == nil {
+			early = r.startCheck(in, routes, lids, rz)
+		}
+		<-called
+		if rerr != nil {
+			return res, rerr
+		}
+	}
 	if rz == nil {
 		// Realising reads the planes while it allocates the tables: a
 		// collection in between finds both live and sets the heap's goal
@@ -374,7 +400,9 @@ func (r *Runner) collect() {
 // earlyCheck is the host's check of plan.OneVL() run beside the call to a
 // VL assigner that declared sdk.CapOneVL: the check, not the call, is the
 // longer part of the pair (1.4 against 0.8 s at ft3-56), and on two cores
-// the two overlap. Its verdict is used only for that exact plan.
+// the two overlap, as do the host's realising of the tables (0.4 s) and
+// the assigner's reading of the planes. Its verdict is used only for that
+// exact plan.
 type earlyCheck struct {
 	vls      uint64 // hashVLs of the plan checked
 	done     chan struct{}
@@ -382,46 +410,40 @@ type earlyCheck struct {
 	err      error
 }
 
-// checkEarly starts an earlyCheck when the assigner declared CapOneVL, a
-// checker is configured, the call will be made (no answer or failure of
-// it remembered) and no verdict on the one-VL plan is remembered. It
-// realises the tables into *rz first if they are not yet (the check reads
-// them).
-func (r *Runner) checkEarly(in Input, routes *plan.Routes, lids *plan.LIDPlan, fresh bool, vk Key, planKey func(*plan.VLPlan) (Key, Key), rz **plan.Realized, realize func() (*plan.Realized, error)) (*earlyCheck, error) {
-	check := r.checker()
-	if !r.VL.OneVL || check == nil {
-		return nil, nil
+// checkFirst reports whether the host should check plan.OneVL() beside
+// the VL call: the assigner declared CapOneVL, a checker is configured,
+// the call will be made (no answer or failure of it remembered) and no
+// verdict on that plan is remembered.
+func (r *Runner) checkFirst(fresh bool, vk Key, planKey func(*plan.VLPlan) (Key, Key)) bool {
+	if !r.VL.OneVL || r.checker() == nil {
+		return false
 	}
 	if !fresh {
 		if _, ok := Get[plan.VLPlan](r.Cache, "vl", vk); ok {
-			return nil, nil
+			return false
 		}
 		if _, ok := Get[failure](r.Cache, "vl-failed", vk); ok {
-			return nil, nil
+			return false
 		}
 	}
-	one := plan.OneVL()
-	_, verdictKey := planKey(one)
+	_, verdictKey := planKey(plan.OneVL())
 	if _, ok := Get[verdict](r.Cache, "verified", verdictKey); ok {
-		return nil, nil
+		return false
 	}
-	if _, ok := Get[failure](r.Cache, "rejected", verdictKey); ok {
-		return nil, nil
-	}
-	if *rz == nil {
-		r.collect()
-		var err error
-		if *rz, err = realize(); err != nil {
-			return nil, err
-		}
-	}
+	_, rejected := Get[failure](r.Cache, "rejected", verdictKey)
+	return !rejected
+}
+
+// startCheck starts the check of plan.OneVL() on the tables rz.
+func (r *Runner) startCheck(in Input, routes *plan.Routes, lids *plan.LIDPlan, rz *plan.Realized) *earlyCheck {
+	one := plan.OneVL()
 	e := &earlyCheck{vls: hashVLs(one), done: make(chan struct{})}
-	shape, tables := shapeOf(routes), *rz
+	check, shape := r.checker(), shapeOf(routes)
 	go func() {
 		defer close(e.done)
-		e.warnings, e.err = check(in.Topo, shape, lids, one, tables)
+		e.warnings, e.err = check(in.Topo, shape, lids, one, rz)
 	}()
-	return e, nil
+	return e
 }
 
 // wait returns when the check has ended (at once for none).
