@@ -1,6 +1,7 @@
 package sftree
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -141,11 +142,9 @@ type RerouteReport struct {
 	// Back is how many States behind the last one the routing restored or
 	// repaired is (0: the last one).
 	Back int
-	// CADests and SwitchDests count the destinations whose planes changed,
-	// Entries the changed (plane, switch) entries. For HowFull they compare
-	// the full route with the previous routes.
-	CADests, SwitchDests int
-	Entries              int64
+	// Diff is what changed against the routes Reroute was called on (for
+	// HowFull too).
+	Diff
 	// Full is the full route's report on switch destinations (HowFull).
 	Full *Report
 	// Time is the wall time of the call.
@@ -242,7 +241,7 @@ func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*Stat
 		}
 		next.prev = s.trimmed(maxHistory-1, true)
 		rep.How, rep.Full = HowFull, res.Switches
-		rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, next.routes)
+		rep.Diff = diffRoutes(g, s.routes, next.routes)
 	}
 	rep.Time = time.Since(start)
 	return next, rep, nil
@@ -294,7 +293,7 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 		if sameLinks(p.g, g) {
 			r := *p
 			rep.How, rep.Back = HowRestored, back
-			rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, r.routes)
+			rep.Diff = diffRoutes(g, s.routes, r.routes)
 			r.g = g
 			return &r, nil
 		}
@@ -310,7 +309,7 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 			next, err := p.repair(ctx, g, r, rep)
 			if next != nil {
 				// What changed is counted against the routes in force.
-				rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, next.routes)
+				rep.Diff = diffRoutes(g, s.routes, next.routes)
 			}
 			return next, err
 		}
@@ -424,7 +423,7 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 		return nil, nil
 	}
 	rep.How = HowRepaired
-	rep.CADests, rep.SwitchDests, rep.Entries = diffRoutes(g, s.routes, out)
+	rep.Diff = diffRoutes(g, s.routes, out)
 	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, prev: s.trimmed(maxHistory-1, false), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
 	return next, nil
 }
@@ -687,15 +686,26 @@ func (d Delta) matches(g *route.Graph, removed, added []portRef) string {
 	return ""
 }
 
-// diffRoutes counts the CA and switch destinations whose planes differ
-// between a and b, and the entries that differ.
-func diffRoutes(g *route.Graph, a, b *plan.Routes) (cas, switches int, entries int64) {
+// Diff is what changed between two routings of one fabric.
+type Diff struct {
+	// CADests and SwitchDests count the destinations whose planes differ,
+	// Entries the (plane, switch) entries that differ.
+	CADests, SwitchDests int
+	Entries              int64
+	// Changed lists those destinations (endpoint indices, ascending): what
+	// a plan of the changes only would send and verify.
+	Changed []int32
+}
+
+// diffRoutes is the Diff from a to b.
+func diffRoutes(g *route.Graph, a, b *plan.Routes) Diff {
+	var d Diff
 	for e := range a.Planes {
 		pa, pb := a.Planes[e].Planes, b.Planes[e].Planes
 		n := int64(0)
 		for k := range min(len(pa), len(pb)) {
-			if &pa[k][0] == &pb[k][0] {
-				continue // shared, unchanged
+			if len(pa[k]) == 0 || &pa[k][0] == &pb[k][0] || bytes.Equal(pa[k], pb[k]) {
+				continue // shared or equal
 			}
 			for x := range pa[k] {
 				if pa[k][x] != pb[k][x] {
@@ -706,12 +716,13 @@ func diffRoutes(g *route.Graph, a, b *plan.Routes) (cas, switches int, entries i
 		if n == 0 {
 			continue
 		}
-		entries += n
+		d.Entries += n
+		d.Changed = append(d.Changed, int32(e))
 		if g.Attachment(int32(e)).IsSwitch {
-			switches++
+			d.SwitchDests++
 		} else {
-			cas++
+			d.CADests++
 		}
 	}
-	return cas, switches, entries
+	return d
 }

@@ -86,7 +86,8 @@ func benchReroute(b *testing.B, k int) {
 			}
 			blocks, total := lftBlocks(down, res.Routes, next.routes, 0)
 			fblocks, _ := lftBlocks(down, res.Routes, full.Routes, 0)
-			fc, fs, fe := diffRoutes(g, res.Routes, full.Routes)
+			fd := diffRoutes(g, res.Routes, full.Routes)
+			fc, fs, fe := fd.CADests, fd.SwitchDests, fd.Entries
 			b.ReportMetric(float64(rep.CADests+rep.SwitchDests), "dests")
 			b.ReportMetric(float64(rep.Entries), "entries")
 			b.ReportMetric(float64(blocks), "blocks")

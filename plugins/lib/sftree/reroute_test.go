@@ -191,7 +191,8 @@ func TestReroute(t *testing.T) {
 				}
 				verify(t, "full route", down, full.Routes, tc.lmc)
 				verify(t, "reroute ("+rep.How+")", down, next.routes, tc.lmc)
-				fc, fs, fe := diffRoutes(g, st.routes, full.Routes)
+				fd := diffRoutes(g, st.routes, full.Routes)
+				fc, fs, fe := fd.CADests, fd.SwitchDests, fd.Entries
 				t.Logf("cable %d: %s %s; changed %d CA + %d switch destinations, %d entries; a full route changes %d + %d, %d entries",
 					i, rep.How, rep.Fallback, rep.CADests, rep.SwitchDests, rep.Entries, fc, fs, fe)
 				if tc.fallback != "" && i == len(tc.cables)-1 {
@@ -219,14 +220,18 @@ func TestReroute(t *testing.T) {
 				for _, end := range []End{cables[i].A, cables[i].B} {
 					dead[portRef{g.Topo.SwitchIndex(g.Topo.NodeByGUID(end.GUID)), end.Port}] = true
 				}
+				var changedEPs []int32
 				for e := range next.routes.Planes {
-					if g.Attachment(int32(e)).IsSwitch {
-						continue
-					}
 					changed := !slices.EqualFunc(st.routes.Planes[e].Planes, next.routes.Planes[e].Planes, func(a, b plan.Plane) bool { return slices.Equal(a, b) })
-					if changed && !crosses(st.routes.Planes[e], dead) {
+					if changed {
+						changedEPs = append(changedEPs, int32(e))
+					}
+					if changed && !g.Attachment(int32(e)).IsSwitch && !crosses(st.routes.Planes[e], dead) {
 						t.Fatalf("CA endpoint %d changed though no route of it crossed the cable", e)
 					}
+				}
+				if !slices.Equal(changedEPs, rep.Changed) {
+					t.Fatalf("report lists %d changed destinations, %d changed", len(rep.Changed), len(changedEPs))
 				}
 				st = next
 			}
