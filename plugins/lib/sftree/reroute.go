@@ -231,6 +231,11 @@ func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*Stat
 			}
 		}
 		res, err := RouteFatTree(ctx, g.Topo, s.lmc, s.cfg, opt)
+		if err != nil && opt.Root != s.opt.Root {
+			// The new tree may rank the chosen leaf otherwise: Algorithm 1.
+			opt = s.opt
+			res, err = RouteFatTree(ctx, g.Topo, s.lmc, s.cfg, opt)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("sftree: full route after %s: %w", rep.Fallback, err)
 		}
