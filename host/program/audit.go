@@ -66,6 +66,14 @@ type AuditReport struct {
 	Wrapped bool
 	// Items is the rotation's size.
 	Items int
+	// Stopped is set when a read failed and the call stopped there: a
+	// read that times out is most likely a path through a cable or
+	// switch that is gone, and the next ones over it would each wait for
+	// every retry (minutes at ft3-56's budget), holding up the sweep that
+	// must find the change. The items not read are first in the next call.
+	Stopped bool
+	// FirstFailure is the first read failure's error (nil for none).
+	FirstFailure error
 }
 
 // logOneByOne is how many differences one Audit call logs one by one; the
@@ -284,21 +292,39 @@ func (p *Programmer) Audit(ctx context.Context, fab *discovery.Fabric, budget in
 		logged int
 		more   int
 	)
+	// The first read failure stops the call: probes not yet sent are
+	// skipped, those in flight cancelled (see AuditReport.Stopped).
+	actx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	g := fanout.New(p.Parallel)
 	n := min(budget, a.total)
-	for k := 0; k < n; k++ {
+	start, wrapK, k := a.cursor, -1, 0
+	for ; k < n && actx.Err() == nil; k++ {
 		it := a.item(a.cursor)
 		if a.cursor++; a.cursor == a.total {
 			a.cursor = 0
-			rep.Wrapped = true
+			rep.Wrapped, wrapK = true, k
 		}
 		pr := p.probeFor(fab, it)
 		if pr == nil {
 			continue // no longer known or no route to it
 		}
+		pr.k = k
 		reads = append(reads, pr)
 		g.Go(func() error {
-			pr.run(ctx, p.C)
+			if actx.Err() != nil {
+				pr.skipped = true
+				return nil
+			}
+			pr.run(actx, p.C)
+			if pr.readErr != nil {
+				if context.Cause(actx) != nil && ctx.Err() == nil {
+					pr.skipped, pr.readErr = true, nil // cancelled by another's failure
+				} else {
+					stop(pr.readErr)
+				}
+				return nil
+			}
 			if pr.diff == "" || pr.reset {
 				return nil
 			}
@@ -317,7 +343,26 @@ func (p *Programmer) Audit(ctx context.Context, fab *discovery.Fabric, budget in
 		})
 	}
 	g.Wait("audit")
+	if cause := context.Cause(actx); cause != nil && ctx.Err() == nil {
+		rep.Stopped, rep.FirstFailure = true, cause
+		// The next call starts at the first item not read, so the
+		// rotation is complete only if that is past its end.
+		resume := k
+		for _, pr := range reads {
+			if pr.skipped {
+				resume = pr.k
+				break
+			}
+		}
+		a.cursor = (start + resume) % a.total
+		if resume <= wrapK {
+			rep.Wrapped = false
+		}
+	}
 	for _, pr := range reads {
+		if pr.skipped {
+			continue
+		}
 		rep.Reads++
 		switch {
 		case pr.readErr != nil:
@@ -388,6 +433,10 @@ type probe struct {
 	readErr, fixErr error
 	diff            string
 	reset           bool
+	// k is the item's place in the call's share of the rotation;
+	// skipped: not read, because another read of the call failed first.
+	k       int
+	skipped bool
 }
 
 // run reads the item, and if it differs re-sends what was programmed and

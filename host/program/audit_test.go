@@ -272,17 +272,34 @@ func TestAuditSwitchReset(t *testing.T) {
 	}
 }
 
-// TestAuditReadFailures: reads that get no answer are not differences and
-// send nothing.
+// TestAuditReadFailures: a read that gets no answer stops the call (the
+// path is likely through something gone: the sweep must look, not wait
+// for every other read over it to time out); failures are not differences
+// and send nothing, and the next call starts at the first item not read.
 func TestAuditReadFailures(t *testing.T) {
 	r, p, d, _, _ := twoVLRig(t)
 	must(t, r.fab.SetDropRate(1, 1))
-	rep := p.Audit(context.Background(), d, 5)
+	sets0 := r.c.T.Stats().Sets
+	rep := p.Audit(context.Background(), d, 1<<20)
 	must(t, r.fab.SetDropRate(0, 1))
-	if rep.Reads != 5 || rep.ReadFailures != 5 || rep.Differences != 0 {
-		t.Fatalf("audit with every MAD lost: %+v", rep)
+	if !rep.Stopped || rep.FirstFailure == nil || rep.ReadFailures < 1 || rep.Reads != rep.ReadFailures || rep.Differences != 0 || rep.Wrapped {
+		t.Fatalf("audit with every MAD lost: %+v; want it stopped at its first failures, without finishing the rotation", rep)
 	}
-	if st := p.AuditStats(); st.ReadFailures != 5 || st.Differences != 0 || st.Cursor != 5 {
-		t.Fatalf("stats %+v", st)
+	if rep.Reads >= rep.Items/2 {
+		t.Fatalf("audit with every MAD lost read %d of %d items; want only those in flight when the first failed", rep.Reads, rep.Items)
+	}
+	if s := r.c.T.Stats().Sets - sets0; s != 0 {
+		t.Fatalf("audit sent %d Sets after failed reads", s)
+	}
+	st := p.AuditStats()
+	if st.ReadFailures != uint64(rep.ReadFailures) || st.Differences != 0 || st.Cursor > rep.Reads {
+		t.Fatalf("stats %+v after %d failed reads; want the cursor at the first item not read", st, rep.Reads)
+	}
+	again := p.Audit(context.Background(), d, 5)
+	if again.Stopped || again.Reads != 5 || again.ReadFailures != 0 || again.Differences != 0 {
+		t.Fatalf("audit once MADs pass again: %+v", again)
+	}
+	if c := p.AuditStats().Cursor; c != st.Cursor+5 {
+		t.Fatalf("cursor %d after reading 5 from %d", c, st.Cursor)
 	}
 }

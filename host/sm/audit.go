@@ -57,6 +57,10 @@ func (s *SM) audit(ctx context.Context, fab *discovery.Fabric) []discovery.PortR
 		s.Log.Info("audit", "read", rep.Reads, "read_failures", rep.ReadFailures, "differences", rep.Differences,
 			"repaired", rep.Repaired, "repair_failures", rep.RepairFailures, "reset_switches", len(rep.Reset), "items", rep.Items)
 	}
+	if rep.Stopped {
+		s.Log.Info("audit stopped at a read that failed; the next sweep looks for what changed, the rest is read after it",
+			"error", rep.FirstFailure)
+	}
 	if rep.Differences > 0 {
 		// Tables changed behind the SM's back: a staged rollout's health
 		// gate fails on it.
