@@ -406,6 +406,7 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 			_, err := routesOnly(t, rt, l, v, rz)
 			return err
 		},
+		Delta:        &check.Delta{},
 		VerifyPolicy: "switch_to_switch=" + string(policy) + ";rules=" + check.Rules,
 		Log:          a.Log.Named("pipeline"),
 	}

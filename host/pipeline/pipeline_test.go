@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/check"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -704,5 +706,58 @@ func TestOneVLChecksBeside(t *testing.T) {
 				t.Errorf("plans checked (their VLs) %v, want %v", checked, c.wantChecked)
 			}
 		})
+	}
+}
+
+// scriptEngine answers the next routing of its script for each call.
+type scriptEngine struct {
+	base
+	script []func(*topology.Topology) *plan.Routes
+	calls  int
+}
+
+func (e *scriptEngine) Route(_ context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	r := e.script[e.calls](req.Topo)
+	e.calls++
+	return r, nil
+}
+
+// TestDeltaSparesTheFullCheck: with Runner.Delta, a plan that differs
+// from the last one accepted in a way Delta proves sound is not checked
+// in full; one it cannot prove (a credit loop) is, and is refused; the
+// first plan has nothing to be compared with.
+func TestDeltaSparesTheFullCheck(t *testing.T) {
+	topo, err := analysistest.Ring(6, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upDown := func(root int32) func(*topology.Topology) *plan.Routes {
+		return func(t *topology.Topology) *plan.Routes { return analysistest.UpDown(t, root) }
+	}
+	for _, remote := range []bool{false, true} {
+		eng := &scriptEngine{base: base{"script"}, script: []func(*topology.Topology) *plan.Routes{upDown(0), upDown(3), analysistest.MinHop}}
+		full := 0
+		r := &Runner{
+			Engines: []Engine{{Identity{Name: "script"}, eng}},
+			LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
+			VL:      VLStage{Identity: Identity{Name: "one"}, Impl: &oneVL{base: base{"one"}}, Remote: remote, OneVL: remote},
+			Cache:   NewCache(""),
+			Delta:   &check.Delta{},
+			Verify: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+				full++
+				_, err := check.Check(check.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, check.Options{})
+				return err
+			},
+		}
+		for i, want := range []struct {
+			full int
+			ok   bool
+		}{{1, true}, {1, true}, {2, false}} {
+			r.Engines[0].ConfigHash = uint64(i) // each run's routes are new to the cache
+			_, err := r.Run(context.Background(), Input{Topo: topo})
+			if (err == nil) != want.ok || full != want.full {
+				t.Fatalf("remote %v, run %d: err %v, full checks %d; want ok %v after %d full checks", remote, i+1, err, full, want.ok, want.full)
+			}
+		}
 	}
 }

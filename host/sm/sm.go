@@ -413,6 +413,11 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	err = s.syncPartitions(ctx, fab, topo, res, rep, pkeys)
 	rep.Total = time.Since(start)
 	s.finishStats(rep, st0)
+	if pipe, _ := s.pipe(); pipe != nil {
+		// The fabric is up: what the next re-route's check needs is
+		// counted now, not when a cable goes down.
+		go pipe.Prepare()
+	}
 	return rep, err
 }
 

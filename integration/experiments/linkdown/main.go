@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/host/app"
+	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/sm"
 	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/integration/benchutil"
@@ -68,9 +69,12 @@ func main() {
 // sample is one reaction to one cable going down or up.
 type sample struct {
 	total, light, disc, route, dist time.Duration
-	sent, blocks                    int64
-	incremental                     bool
-	fallback                        string
+	// stages: the routing phase's route call, LID call, VL call and the
+	// check after it (pipeline.Timings).
+	stages       pipeline.Timings
+	sent, blocks int64
+	incremental  bool
+	fallback     string
 	// failed counts the sweeps after the change that failed before one
 	// succeeded (the loop retries them).
 	failed int
@@ -86,7 +90,7 @@ func run(o options) error {
 		return err
 	}
 	fmt.Printf("Via %s. Times are medians; \"reprogrammed\" runs from the cable's change to the end of the sweep that re-programmed the fabric.\n\n", o.via)
-	fmt.Println("| fabric | cable | event | runs | reprogrammed s | light sweep s | re-discovery s | routing s | distribution s | LFT blocks sent | of | share | incremental | failed sweeps first | load |")
+	fmt.Println("| fabric | cable | event | runs | reprogrammed s | light sweep s | re-discovery s | routing s (route / LIDs / VLs / check after) | distribution s | LFT blocks sent | of | share | incremental | failed sweeps first | load |")
 	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
 	for _, r := range o.radixes {
 		if err := fabric(o, r); err != nil {
@@ -317,7 +321,7 @@ func poll(ctx context.Context, s *sm.SM, fault func() error) (sample, error) {
 
 func measured(rep *sm.Report, total time.Duration) sample {
 	return sample{
-		total: total, disc: rep.Discovery.Time, route: rep.Routing.Time, dist: rep.Distribution.Time,
+		total: total, disc: rep.Discovery.Time, route: rep.Routing.Time, dist: rep.Distribution.Time, stages: rep.Stages,
 		sent: rep.Program.LFTBlocksSent, blocks: rep.Program.LFTBlocksTotal,
 		incremental: rep.Incremental, fallback: rep.Fallback,
 	}
@@ -352,9 +356,12 @@ func row(via, name, kind, event string, ss []sample) {
 			break
 		}
 	}
+	stages := fmt.Sprintf("%s (%s / %s / %s / %s)", sec(func(s sample) time.Duration { return s.route }),
+		sec(func(s sample) time.Duration { return s.stages.Routing }), sec(func(s sample) time.Duration { return s.stages.LIDs }),
+		sec(func(s sample) time.Duration { return s.stages.VLs }), sec(func(s sample) time.Duration { return s.stages.Verify }))
 	fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f %% | %s | %d | %.1f |\n",
 		name, kind, event, len(ss),
 		sec(func(s sample) time.Duration { return s.total }), light,
-		sec(func(s sample) time.Duration { return s.disc }), sec(func(s sample) time.Duration { return s.route }),
+		sec(func(s sample) time.Duration { return s.disc }), stages,
 		sec(func(s sample) time.Duration { return s.dist }), sent, blocks, 100*sent/max(blocks, 1), inc, failed, benchutil.LoadAvg())
 }

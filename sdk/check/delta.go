@@ -1,0 +1,541 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/route"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// Delta checks a one-VL plan by what changed since the last plan Check
+// (or Delta) accepted on the same fabric less or plus switch-to-switch
+// cables: a cable down at ft3-56 changes ~0.1 % of the forwarding, and
+// the full check walks all 187 M entries again (2.7 CPU-s). It can only
+// accept: where it cannot prove the plan sound it says why, and the
+// caller runs Check, which decides.
+//
+// What it proves, given the basis was sound: the LID and VL plans are the
+// basis's (same endpoints, so the same verdict on them); every column
+// (LID) whose entries changed, or that crosses a port whose link changed,
+// has no loop and every entry an up link to a switch, the owner's port or
+// none, and arrives at its owner from every switch that has sources for it
+// (as Check counts pairs: every switch for a switch's LID, the switches
+// with CAs for a CA's LID); the other columns follow the same links as
+// before; and the one-VL channel dependency graph stays acyclic: it
+// keeps, per dependency, how many LIDs' trees hold it (from every switch:
+// a superset of the traffic's, so never a cycle fewer), and looks for a
+// cycle where the dependencies new to the graph lead.
+//
+// The zero value is ready; it is safe for concurrent use.
+type Delta struct {
+	mu sync.Mutex
+	b  *basis
+	// pending is the basis of the plan Check accepted last, kept until
+	// Accepted names that plan (the caller may still refuse it).
+	pending *basis
+}
+
+// basis is an accepted plan and, once a Delta call needed them, its
+// dependency counts.
+type basis struct {
+	p      Plan
+	g      *route.Graph
+	cbase  []int32  // per switch: its first channel (one per port)
+	width  int      // ports of the widest switch + 1: dependencies per channel
+	counts []uint16 // per (channel, next out-port): LIDs whose tree holds it
+}
+
+// Accepted records p, which Check accepted without warnings, as the basis
+// of the next Delta call. Plans with more than one VL, or whose LIDs come
+// from a LID assigner's own planes, are not kept (Delta does not cover
+// them).
+func (d *Delta) Accepted(p Plan) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	prev, pending := d.b, d.pending
+	d.b, d.pending = nil, nil
+	if pending != nil && pending.p.Realized == p.Realized && pending.p.Topo == p.Topo && sameVLs(pending.p.VLs, p.VLs) {
+		d.b = pending // what Check accepted: its dependency counts are kept
+		return
+	}
+	if p.Topo == nil || p.Realized == nil || p.LIDs == nil || p.LIDs.Planes != nil || !oneVL(p.VLs) {
+		return
+	}
+	if prev != nil && prev.counts != nil {
+		// A plan accepted without Check (a verdict remembered, say, when a
+		// cable comes back and the plan cache has the plan from before it
+		// went): carry the counts over its changes rather than count all
+		// dependencies again at the next call.
+		if next, _ := prev.check(p); next != nil {
+			d.b = next
+			return
+		}
+	}
+	d.b = &basis{p: p}
+}
+
+// Prepare counts the basis's dependencies now, which Check would do at its
+// first call (1.2 CPU-s at ft3-56): call it when the host is idle, once
+// the plan is programmed.
+func (d *Delta) Prepare() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.b != nil && d.b.counts == nil {
+		d.b.build()
+	}
+}
+
+// Forget drops the basis (the next plan is checked in full).
+func (d *Delta) Forget() {
+	d.mu.Lock()
+	d.b, d.pending = nil, nil
+	d.mu.Unlock()
+}
+
+func sameVLs(a, b *plan.VLPlan) bool { return oneVL(a) && oneVL(b) }
+
+func oneVL(v *plan.VLPlan) bool { return v == nil || v.IsOneVL() }
+
+// Check accepts p if it can prove it sound from the basis; otherwise it
+// returns why not (and Check must decide). The basis stays until Accepted
+// names the plan that goes on, which keeps what Check learnt of p if it
+// is p.
+func (d *Delta) Check(p Plan) (ok bool, why string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pending = nil
+	if d.b == nil {
+		return false, "no plan accepted before"
+	}
+	next, why := d.b.check(p)
+	if next == nil {
+		return false, why
+	}
+	d.pending = next
+	return true, ""
+}
+
+// check returns p's basis if p is sound given b, or why it cannot tell.
+func (b *basis) check(p Plan) (*basis, string) {
+	old, rz := b.p, p.Realized
+	switch {
+	case p.Topo == nil || rz == nil || p.LIDs == nil:
+		return nil, "the plan has no topology, LIDs or tables"
+	case !oneVL(p.VLs):
+		return nil, "the plan uses more than one VL"
+	case !sameLIDs(old.LIDs, p.LIDs):
+		return nil, "the LID plan changed"
+	case rz.TopLID != old.Realized.TopLID || !slices.Equal(rz.LIDOwner, old.Realized.LIDOwner):
+		return nil, "the LIDs' owners changed"
+	}
+	changedPorts, why := cableChanges(old.Topo, p.Topo)
+	if why != "" {
+		return nil, why
+	}
+	at, sw, why := b.changedEntries(rz, changedPorts)
+	if why != "" {
+		return nil, why
+	}
+	if len(sw) > maxChanged {
+		return nil, fmt.Sprintf("%d entries changed: checking them all is as fast", len(sw))
+	}
+	if b.counts == nil {
+		b.build()
+	}
+	g := route.NewGraph(p.Topo)
+	next := &basis{p: p, g: g, cbase: b.cbase, width: b.width, counts: slices.Clone(b.counts)}
+	heads, why := next.update(b, at, sw)
+	if why != "" {
+		return nil, why
+	}
+	if next.cyclic(heads) {
+		return nil, "a new channel dependency closes a cycle (credit loop)"
+	}
+	return next, ""
+}
+
+// sameLIDs reports whether a and b number every endpoint alike.
+func sameLIDs(a, b *plan.LIDPlan) bool {
+	return a.Planes == nil && b.Planes == nil && a.Rule == b.Rule &&
+		slices.Equal(a.Ports, b.Ports) && slices.Equal(a.Overrides, b.Overrides)
+}
+
+// cableChanges lists the switch ports (node index, port) whose link
+// differs between a and b, or says why the change is more than switch
+// cables (nodes, ports, CA links or the SM's port).
+func cableChanges(a, b *topology.Topology) ([]topology.PortRef, string) {
+	if len(a.Nodes) != len(b.Nodes) || a.SM != b.SM {
+		return nil, "the fabric's nodes changed"
+	}
+	var out []topology.PortRef
+	for i := range a.Nodes {
+		na, nb := &a.Nodes[i], &b.Nodes[i]
+		if na.GUID != nb.GUID || na.Type != nb.Type || len(na.Ports) != len(nb.Ports) {
+			return nil, "the fabric's nodes changed"
+		}
+		for q := range na.Ports {
+			pa, pb := &na.Ports[q], &nb.Ports[q]
+			r := topology.PortRef{Node: int32(i), Port: uint8(q)}
+			if pa.Peer == pb.Peer && a.IsLinkUp(r) == b.IsLinkUp(r) {
+				continue
+			}
+			if na.Type != topology.Switch || !switchOrNone(a, pa.Peer) || !switchOrNone(b, pb.Peer) {
+				return nil, "a CA or router link changed"
+			}
+			out = append(out, r)
+		}
+	}
+	return out, ""
+}
+
+func switchOrNone(t *topology.Topology, r topology.PortRef) bool {
+	return !r.Connected() || t.Nodes[r.Node].Type == topology.Switch
+}
+
+// build counts the basis's dependencies: for every owned LID, switch s
+// sending it out of port out to switch t, which sends it on out of
+// out2 toward a switch, holds (s, out) -> (t, out2).
+func (b *basis) build() {
+	t, rz := b.p.Topo, b.p.Realized
+	b.g = route.NewGraph(t)
+	sw := t.Switches()
+	b.cbase = make([]int32, len(sw)+1)
+	b.width = 1
+	for s, n := range sw {
+		ports := len(t.Nodes[n].Ports)
+		b.cbase[s+1] = b.cbase[s] + int32(ports)
+		b.width = max(b.width, ports)
+	}
+	b.counts = make([]uint16, int(b.cbase[len(sw)])*b.width)
+	owner := rz.LIDOwner
+	// Each switch adds to its own channels' counts only.
+	_ = route.ForEach(context.Background(), len(sw), func() func(int32) error {
+		return func(s int32) error {
+			for lid := range rz.LFT[s] {
+				if lid < len(owner) && owner[lid] != 0 {
+					if i, _, ok := b.dep(b.g, rz.LFT, s, lid); ok {
+						b.counts[i]++
+					}
+				}
+			}
+			return nil
+		}
+	})
+}
+
+// sendsCA reports whether switch s has a CA that sends to a CA attached
+// at switch home (its own, when s is home, does not count).
+func (b *basis) sendsCA(s, home int32) bool {
+	n := len(b.g.Group(s)) - 1 // the group ends with the switch's port 0
+	if s == home {
+		n--
+	}
+	return n > 0
+}
+
+// dep returns the index of the dependency that switch s's entry for lid
+// starts in tables lft over links g, and the channel it leads to, if the
+// entry starts one.
+func (b *basis) dep(g *route.Graph, lft [][]uint8, s int32, lid int) (int, int32, bool) {
+	out := lft[s][lid]
+	if out == 0 || out == plan.NoPort {
+		return 0, 0, false
+	}
+	t := g.PeerSwitch(s, out)
+	if t < 0 {
+		return 0, 0, false
+	}
+	out2 := lft[t][lid]
+	if out2 == 0 || out2 == plan.NoPort || g.PeerSwitch(t, out2) < 0 {
+		return 0, 0, false
+	}
+	return int(b.cbase[s]+int32(out))*b.width + int(out2), b.cbase[t] + int32(out2), true
+}
+
+// maxChanged: beyond this many changed entries Delta leaves the plan to
+// Check (at ft3-56 a re-route that moves the sFtree root changes 1.9 M
+// entries and took Delta 2 s against Check's 1.5; repairing one cable
+// changes 4-13 k).
+const maxChanged = 500_000
+
+// changedEntries lists, by LID, the switches whose entry differs between
+// the basis's tables and rz or uses one of the changed ports (in either):
+// at[lid]..at[lid+1] index sw. It says why Delta cannot check them when
+// an unassigned LID's entry is among them.
+func (b *basis) changedEntries(rz *plan.Realized, ports []topology.PortRef) (at []int32, sw []int32, why string) {
+	old := b.p.Realized
+	changed := map[int32][]uint8{} // switch index -> its changed ports
+	for _, r := range ports {
+		s := b.p.Topo.SwitchIndex(r.Node)
+		changed[s] = append(changed[s], r.Port)
+	}
+	type entry struct{ lid, s int32 }
+	var es []entry
+	const block = 64
+	for s := range old.LFT {
+		a, c := old.LFT[s], rz.LFT[s]
+		if len(a) != len(c) {
+			return nil, nil, "a table's length changed"
+		}
+		qs := changed[int32(s)]
+		for lo := 0; lo < len(a); lo += block {
+			hi := min(lo+block, len(a))
+			if len(qs) == 0 && bytes.Equal(a[lo:hi], c[lo:hi]) {
+				continue
+			}
+			for lid := lo; lid < hi; lid++ {
+				if a[lid] == c[lid] && !slices.Contains(qs, a[lid]) {
+					continue
+				}
+				if rz.LIDOwner[lid] == 0 {
+					return nil, nil, fmt.Sprintf("the entry of unassigned LID %d changed or uses a port whose link changed", lid)
+				}
+				es = append(es, entry{int32(lid), int32(s)})
+			}
+		}
+	}
+	// Counting sort by LID.
+	at = make([]int32, len(rz.LFT[0])+1)
+	for _, e := range es {
+		at[e.lid+1]++
+	}
+	for i := 1; i < len(at); i++ {
+		at[i] += at[i-1]
+	}
+	sw = make([]int32, len(es))
+	fill := slices.Clone(at)
+	for _, e := range es {
+		sw[fill[e.lid]] = e.s
+		fill[e.lid]++
+	}
+	return at, sw, ""
+}
+
+// upLinks returns, per switch x, the switches with an up link to x and
+// their port toward it.
+func upLinks(g *route.Graph) [][]link {
+	in := make([][]link, g.N)
+	for y := range int32(g.N) {
+		for _, l := range g.Links(y) {
+			in[l.Peer] = append(in[l.Peer], link{y, l.Port})
+		}
+	}
+	return in
+}
+
+type link struct {
+	s    int32
+	port uint8
+}
+
+// update moves to next the dependencies of the entries that changed (at,
+// sw: see changedEntries) and of the switches that send into them, after
+// checking each LID's changed entries: each is an up link to a switch, the
+// owner's port or none, the forwarding from each goes on without a loop,
+// and where it ends without arriving no switch with sources for the LID
+// sends into it. Entries that did not change send as before over links
+// that did not change, so they arrive, or not, as they did. It returns
+// the channels the dependencies new to the graph lead to, or why it
+// cannot accept.
+func (next *basis) update(old *basis, at, sw []int32) (heads []int32, why string) {
+	rz, orz := next.p.Realized, old.p.Realized
+	n := len(rz.LFT)
+	const unknown, walking, arrives, dead = 0, 1, 2, 3
+	st := make([]uint8, n)
+	stamp := make([]int32, n) // the LID (+1) st[s] and the dependency pass last saw s for
+	seen := make([]int32, n)
+	in := upLinks(next.g)
+	type move struct{ from, to int } // dependency indices, -1 none
+	var moves []move
+	var path, queue, up []int32
+	for lid := range len(at) - 1 {
+		c := sw[at[lid]:at[lid+1]]
+		if len(c) == 0 {
+			continue
+		}
+		e := rz.LIDOwner[lid] - 1
+		a := next.g.Attachment(e)
+		if a.Switch < 0 {
+			return nil, fmt.Sprintf("LID %d's owner is not attached", lid)
+		}
+		source := func(s int32) bool { return a.IsSwitch || next.sendsCA(s, a.Switch) }
+		mark := int32(lid + 1)
+		state := func(s int32) uint8 {
+			if stamp[s] != mark {
+				return unknown
+			}
+			return st[s]
+		}
+		set := func(s int32, v uint8) { stamp[s], st[s] = mark, v }
+		for _, s0 := range c {
+			path = path[:0]
+			s := s0
+			end := uint8(0)
+			for state(s) == unknown {
+				set(s, walking)
+				path = append(path, s)
+				out := rz.LFT[s][lid]
+				if out == plan.NoPort {
+					end = dead
+					break
+				}
+				if s == a.Switch {
+					if out != a.Port {
+						return nil, fmt.Sprintf("switch %d does not deliver LID %d to its owner", s, lid)
+					}
+					end = arrives
+					break
+				}
+				t := next.g.PeerSwitch(s, out)
+				if t < 0 {
+					return nil, fmt.Sprintf("switch %d's entry for LID %d is not an up link to a switch", s, lid)
+				}
+				s = t
+			}
+			if end == 0 {
+				if st[s] == walking {
+					return nil, fmt.Sprintf("LID %d loops", lid)
+				}
+				end = st[s]
+			}
+			for _, q := range path {
+				st[q] = end
+			}
+			if end != dead {
+				continue
+			}
+			// Nothing with sources for the LID may send into s0 now.
+			queue = append(queue[:0], s0)
+			for len(queue) > 0 {
+				x := queue[len(queue)-1]
+				queue = queue[:len(queue)-1]
+				if source(x) {
+					return nil, fmt.Sprintf("switch %d's traffic toward LID %d does not arrive", x, lid)
+				}
+				for _, l := range in[x] {
+					if rz.LFT[l.s][lid] == l.port && seen[l.s] != mark {
+						seen[l.s] = mark
+						queue = append(queue, l.s)
+					}
+				}
+			}
+		}
+		// The dependencies that may differ start at a changed entry or at
+		// a switch sending into one (over the same link as before: its
+		// own entry did not change).
+		for _, x := range c {
+			up = append(upstream(up[:0], in[x], rz.LFT, lid), x)
+			for _, s := range up {
+				if stamp[s] == -mark {
+					continue
+				}
+				stamp[s] = -mark
+				from, _, okOld := next.dep(old.g, orz.LFT, s, lid)
+				to, _, okNew := next.dep(next.g, rz.LFT, s, lid)
+				if !okOld {
+					from = -1
+				}
+				if !okNew {
+					to = -1
+				}
+				if from != to {
+					moves = append(moves, move{from, to})
+				}
+			}
+		}
+	}
+	// All removals first, so that a dependency that stays is not taken
+	// for a new one.
+	for _, m := range moves {
+		if m.from >= 0 {
+			next.counts[m.from]--
+		}
+	}
+	for _, m := range moves {
+		if m.to < 0 {
+			continue
+		}
+		if next.counts[m.to]++; next.counts[m.to] == 1 {
+			c := int32(m.to / next.width)
+			s := int32(switchOf(next.cbase, c))
+			t := next.g.PeerSwitch(s, uint8(c-next.cbase[s]))
+			heads = append(heads, next.cbase[t]+int32(m.to%next.width))
+		}
+	}
+	return heads, ""
+}
+
+// upstream appends to out the switches of in whose entry for lid sends
+// into the switch in belongs to.
+func upstream(out []int32, in []link, lft [][]uint8, lid int) []int32 {
+	for _, l := range in {
+		if lft[l.s][lid] == l.port {
+			out = append(out, l.s)
+		}
+	}
+	return out
+}
+
+// cyclic reports whether next's dependency graph has a cycle through the
+// region reachable from heads (the new dependencies' heads): a cycle
+// through a new dependency lies in it, and the basis's graph, less what
+// was removed, has none. Depth first, iterative: gray channels are on the
+// current path, an edge to one closes a cycle.
+func (b *basis) cyclic(heads []int32) bool {
+	const white, gray, black = 0, 1, 2
+	color := make([]uint8, int(b.cbase[len(b.cbase)-1]))
+	type frame struct {
+		c    int32
+		t    int32 // the switch c leads to
+		next int   // the next out-port of t to try
+	}
+	var stack []frame
+	push := func(c int32) {
+		s := int32(switchOf(b.cbase, c))
+		color[c] = gray
+		stack = append(stack, frame{c: c, t: b.g.PeerSwitch(s, uint8(c-b.cbase[s]))})
+	}
+	for _, h := range heads {
+		if color[h] != white {
+			continue
+		}
+		push(h)
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if f.t < 0 {
+				color[f.c] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			row := b.counts[int(f.c)*b.width : int(f.c+1)*b.width]
+			for f.next < len(row) && row[f.next] == 0 {
+				f.next++
+			}
+			if f.next == len(row) {
+				color[f.c] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			nc := b.cbase[f.t] + int32(f.next)
+			f.next++
+			switch color[nc] {
+			case gray:
+				return true
+			case white:
+				push(nc)
+			}
+		}
+	}
+	return false
+}
+
+// switchOf returns the switch whose channels hold channel c.
+func switchOf(cbase []int32, c int32) int {
+	i, _ := slices.BinarySearch(cbase, c+1)
+	return i - 1
+}

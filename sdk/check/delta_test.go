@@ -1,0 +1,211 @@
+package check_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/check"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// cable is a switch-to-switch link by switch index and port.
+type cable struct {
+	s int32
+	p uint8
+}
+
+// deltaFabric builds a fresh ft3-8 (or ring) with cables down.
+func deltaFabric(t *testing.T, ring bool, down ...cable) *topology.Topology {
+	t.Helper()
+	var topo *topology.Topology
+	var err error
+	if ring {
+		topo, err = analysistest.Ring(6, 1, 1)
+	} else {
+		topo, err = analysistest.FatTree3(8, 1)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range down {
+		testfab.SetLinkState(topo, c.s, c.p, topology.StateDown)
+	}
+	return topo
+}
+
+// switchCables lists every switch-to-switch cable once (from its lower
+// switch index).
+func switchCables(topo *topology.Topology) []cable {
+	var out []cable
+	for s, n := range topo.Switches() {
+		for p := 1; p < len(topo.Nodes[n].Ports); p++ {
+			peer := topo.Nodes[n].Ports[p].Peer
+			if peer.Connected() && topo.SwitchIndex(peer.Node) > int32(s) {
+				out = append(out, cable{int32(s), uint8(p)})
+			}
+		}
+	}
+	return out
+}
+
+// planOf routes topo with routes (Up*/Down* from switch 0 unless given)
+// and the sequential LIDs, realised.
+func planOf(t *testing.T, topo *topology.Topology, routes *plan.Routes) check.Plan {
+	t.Helper()
+	if routes == nil {
+		routes = analysistest.UpDown(topo, 0)
+	}
+	lids := testfab.SequentialLIDs(topo, 0)
+	rz, err := plan.Realize(topo, routes, lids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return check.Plan{Topo: topo, Routes: routes, LIDs: lids, VLs: plan.OneVL(), Realized: rz}
+}
+
+func fullOK(t *testing.T, p check.Plan) bool {
+	t.Helper()
+	_, err := check.Check(p, check.Options{})
+	return err == nil
+}
+
+// TestDelta: Delta accepts only what Check accepts, says why otherwise,
+// and accepts the plain cases it is for (a cable down and re-routed, the
+// cable back up, the same plan again).
+func TestDelta(t *testing.T) {
+	ft := deltaFabric(t, false)
+	cables := switchCables(ft)
+	c0 := cables[0]
+	cases := []struct {
+		name   string
+		basis  func() check.Plan
+		next   func() check.Plan
+		wantOK bool
+		why    string // part of the reason when refused
+	}{
+		{name: "the same plan", basis: func() check.Plan { return planOf(t, deltaFabric(t, false), nil) },
+			next: func() check.Plan { return planOf(t, deltaFabric(t, false), nil) }, wantOK: true},
+		{name: "a cable down, re-routed", basis: func() check.Plan { return planOf(t, deltaFabric(t, false), nil) },
+			next: func() check.Plan { return planOf(t, deltaFabric(t, false, c0), nil) }, wantOK: true},
+		{name: "a cable back up", basis: func() check.Plan { return planOf(t, deltaFabric(t, false, c0), nil) },
+			next: func() check.Plan { return planOf(t, deltaFabric(t, false), nil) }, wantOK: true},
+		{name: "a cable down, tables unchanged", basis: func() check.Plan { return planOf(t, deltaFabric(t, false), nil) },
+			next: func() check.Plan {
+				p := planOf(t, deltaFabric(t, false), nil)
+				p.Topo = deltaFabric(t, false, c0)
+				p.Realized.Topo = p.Topo
+				return p
+			}, why: "not an up link"},
+		{name: "a credit loop on the same ring", basis: func() check.Plan { return planOf(t, deltaFabric(t, true), nil) },
+			next: func() check.Plan {
+				topo := deltaFabric(t, true)
+				return planOf(t, topo, analysistest.MinHop(topo))
+			}, why: "cycle"},
+		{name: "other LIDs", basis: func() check.Plan { return planOf(t, deltaFabric(t, false), nil) },
+			next: func() check.Plan {
+				p := planOf(t, deltaFabric(t, false), nil)
+				p.LIDs = testfab.SequentialLIDs(p.Topo, 1)
+				rz, err := plan.Realize(p.Topo, p.Routes, p.LIDs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Realized = rz
+				return p
+			}, why: "LID plan changed"},
+		{name: "a CA link down", basis: func() check.Plan { return planOf(t, deltaFabric(t, false), nil) },
+			next: func() check.Plan {
+				topo := deltaFabric(t, false)
+				ep := topo.Endpoints()[0]
+				if topo.Nodes[ep.Node].Type == topology.Switch {
+					ep = topo.Endpoints()[len(topo.Endpoints())-1]
+				}
+				topo.Port(ep).State = topology.StateDown
+				return planOf(t, topo, nil)
+			}, why: "CA or router link"},
+		{name: "two VLs", basis: func() check.Plan { return planOf(t, deltaFabric(t, false), nil) },
+			next: func() check.Plan {
+				p := planOf(t, deltaFabric(t, false), nil)
+				p.VLs = &plan.VLPlan{VLs: 2, Default: [16]uint8{0, 1}}
+				return p
+			}, why: "more than one VL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var d check.Delta
+			b := c.basis()
+			if !fullOK(t, b) {
+				t.Fatal("the basis does not pass Check")
+			}
+			d.Accepted(b)
+			next := c.next()
+			ok, why := d.Check(next)
+			if ok && !fullOK(t, next) {
+				t.Fatal("Delta accepted a plan Check rejects")
+			}
+			if ok != c.wantOK || !strings.Contains(why, c.why) {
+				t.Fatalf("Delta = %v (%q), want %v (%q)", ok, why, c.wantOK, c.why)
+			}
+		})
+	}
+}
+
+// TestDeltaSequences: random cables down and up again, each plan Up*/Down*
+// routed (from switch 0, or now and then another root), some with one
+// entry broken: wherever Delta accepts, Check accepts; and Delta accepts
+// most of them.
+func TestDeltaSequences(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	cables := switchCables(deltaFabric(t, false))
+	var d check.Delta
+	var down []cable
+	first := planOf(t, deltaFabric(t, false), nil)
+	d.Accepted(first)
+	accepted, steps := 0, 0
+	for range 200 {
+		if len(down) > 0 && rng.IntN(3) == 0 {
+			down = down[:len(down)-1]
+		} else {
+			down = append(down, cables[rng.IntN(len(cables))])
+		}
+		topo := deltaFabric(t, false, down...)
+		root := int32(0)
+		if rng.IntN(4) == 0 {
+			root = int32(rng.IntN(len(topo.Switches())))
+		}
+		p := planOf(t, topo, analysistest.UpDown(topo, root))
+		switch rng.IntN(6) {
+		case 0: // a broken entry: a random port toward a random owned LID
+			lft := p.Realized.LFT[rng.IntN(len(p.Realized.LFT))]
+			lft[1+rng.IntN(int(p.Realized.TopLID))] = uint8(rng.IntN(10))
+		case 1: // an entry removed (harmless only where no source's traffic comes)
+			lft := p.Realized.LFT[rng.IntN(len(p.Realized.LFT))]
+			lft[1+rng.IntN(int(p.Realized.TopLID))] = plan.NoPort
+		}
+		full := fullOK(t, p)
+		ok, why := d.Check(p)
+		steps++
+		if ok {
+			accepted++
+			if !full {
+				t.Fatalf("step %d (%d cables down): Delta accepted a plan Check rejects", steps, len(down))
+			}
+			d.Accepted(p)
+			continue
+		}
+		t.Logf("step %d (%d cables down): Delta refused: %s (Check: %v)", steps, len(down), why, full)
+		if full {
+			d.Accepted(p)
+		} else {
+			d.Forget()
+			d.Accepted(first)
+			down = nil
+		}
+	}
+	if accepted < steps/2 {
+		t.Errorf("Delta accepted %d of %d re-routes; want most", accepted, steps)
+	}
+}
