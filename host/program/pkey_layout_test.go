@@ -24,6 +24,9 @@ func TestPKeyLayout(t *testing.T) {
 		{"invalid and duplicate entries cleared", []uint16{0x8000, 0x8002, 0x0002}, map[uint16]bool{2: true}, 3, []uint16{0, 0x8002, 0}, false},
 		{"nothing wanted", []uint16{0xFFFF}, nil, 2, []uint16{0, 0}, false},
 		{"too many", nil, map[uint16]bool{1: true, 2: true, 3: true}, 2, nil, true},
+		{"already laid out", []uint16{0xFFFF, 0, 0x0002}, map[uint16]bool{0x7FFF: true, 2: false}, 3, []uint16{0xFFFF, 0, 0x0002}, false},
+		{"a wanted key duplicated, another missing", []uint16{0x8002, 0x8002, 0}, map[uint16]bool{2: true, 3: true}, 3, []uint16{0x8002, 0x8003, 0}, false},
+		{"a bit to flip", []uint16{0xFFFF, 0x0002}, map[uint16]bool{0x7FFF: true, 2: true}, 2, []uint16{0xFFFF, 0x8002}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package program
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -164,6 +165,13 @@ func layout(cur []uint16, want map[uint16]bool, size int) ([]uint16, error) {
 	if len(want) > size {
 		return nil, fmt.Errorf("%d partitions do not fit a P_Key table of %d entries", len(want), size)
 	}
+	if holds(cur, want, size) {
+		// What the rules below give for a table that holds the wanted keys
+		// and nothing else: the table itself. Every sweep lays out every
+		// port (135 k at ft3-56, 0.2 s a cable event); this skips the map
+		// and the table each would allocate.
+		return slices.Clone(cur), nil
+	}
 	t := make([]uint16, size)
 	placed := map[uint16]bool{}
 	entry := func(base uint16) uint16 {
@@ -201,4 +209,28 @@ func layout(cur []uint16, want map[uint16]bool, size int) ([]uint16, error) {
 		t[free] = entry(base)
 	}
 	return t, nil
+}
+
+// holds reports whether cur (size entries) holds each key of want once,
+// with its membership bit, and nothing else; tables of more than 16 keys
+// are not looked at (the general layout takes them).
+func holds(cur []uint16, want map[uint16]bool, size int) bool {
+	if len(cur) != size || len(want) > 16 {
+		return false
+	}
+	var seen [16]uint16
+	n := 0
+	for _, k := range cur {
+		if k == 0 {
+			continue
+		}
+		base := k & 0x7FFF
+		full, ok := want[base]
+		if !ok || base == 0 || n == len(want) || slices.Contains(seen[:n], base) || (k&smp.PKeyFullMember != 0) != full {
+			return false
+		}
+		seen[n] = base
+		n++
+	}
+	return n == len(want)
 }

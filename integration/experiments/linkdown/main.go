@@ -68,7 +68,7 @@ func main() {
 
 // sample is one reaction to one cable going down or up.
 type sample struct {
-	total, light, disc, route, dist time.Duration
+	total, light, disc, route, dist, parts time.Duration
 	// stages: the routing phase's route call, LID call, VL call and the
 	// check after it (pipeline.Timings).
 	stages       pipeline.Timings
@@ -90,8 +90,8 @@ func run(o options) error {
 		return err
 	}
 	fmt.Printf("Via %s. Times are medians; \"reprogrammed\" runs from the cable's change to the end of the sweep that re-programmed the fabric.\n\n", o.via)
-	fmt.Println("| fabric | cable | event | runs | reprogrammed s | light sweep s | re-discovery s | routing s (route / LIDs / VLs / check after) | distribution s | LFT blocks sent | of | share | incremental | failed sweeps first | load |")
-	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
+	fmt.Println("| fabric | cable | event | runs | reprogrammed s | light sweep s | re-discovery s | routing s (route / LIDs / VLs / check after) | distribution s | partitions s | LFT blocks sent | of | share | incremental | failed sweeps first | load |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
 	for _, r := range o.radixes {
 		if err := fabric(o, r); err != nil {
 			return fmt.Errorf("ft3-%d: %w", r, err)
@@ -321,7 +321,7 @@ func poll(ctx context.Context, s *sm.SM, fault func() error) (sample, error) {
 
 func measured(rep *sm.Report, total time.Duration) sample {
 	return sample{
-		total: total, disc: rep.Discovery.Time, route: rep.Routing.Time, dist: rep.Distribution.Time, stages: rep.Stages,
+		total: total, disc: rep.Discovery.Time, route: rep.Routing.Time, dist: rep.Distribution.Time, parts: rep.Partitions.Time, stages: rep.Stages,
 		sent: rep.Program.LFTBlocksSent, blocks: rep.Program.LFTBlocksTotal,
 		incremental: rep.Incremental, fallback: rep.Fallback,
 	}
@@ -359,9 +359,9 @@ func row(via, name, kind, event string, ss []sample) {
 	stages := fmt.Sprintf("%s (%s / %s / %s / %s)", sec(func(s sample) time.Duration { return s.route }),
 		sec(func(s sample) time.Duration { return s.stages.Routing }), sec(func(s sample) time.Duration { return s.stages.LIDs }),
 		sec(func(s sample) time.Duration { return s.stages.VLs }), sec(func(s sample) time.Duration { return s.stages.Verify }))
-	fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f %% | %s | %d | %.1f |\n",
+	fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f %% | %s | %d | %.1f |\n",
 		name, kind, event, len(ss),
 		sec(func(s sample) time.Duration { return s.total }), light,
 		sec(func(s sample) time.Duration { return s.disc }), stages,
-		sec(func(s sample) time.Duration { return s.dist }), sent, blocks, 100*sent/max(blocks, 1), inc, failed, benchutil.LoadAvg())
+		sec(func(s sample) time.Duration { return s.dist }), sec(func(s sample) time.Duration { return s.parts }), sent, blocks, 100*sent/max(blocks, 1), inc, failed, benchutil.LoadAvg())
 }
