@@ -272,7 +272,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		}
 		return rz, nil
 	}
-	var rz *plan.Realized // before the call for an assigner in this process, after it for a remote one
+	var rz *plan.Realized // before the call for an assigner in this process; for a remote one during a one-VL call, else after it
 	if !r.VL.Remote {
 		if rz, err = realize(); err != nil {
 			return res, err
