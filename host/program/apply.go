@@ -232,7 +232,7 @@ func (a *applyRun) forwardingTables() {
 		}
 		for b := 0; b < blocks; b++ {
 			if known != nil && known.blockKnown(b) {
-				if blk := lftBlock(lft, b); sameBlock(known.lft, b, blk) {
+				if sameLFTBlock(known.lft, lft, b) {
 					blockDone()
 					continue
 				}

@@ -15,6 +15,7 @@
 package program
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -212,6 +213,17 @@ func (p *Programmer) knownFor(guid uint64, n *discovery.Node) *nodeState {
 // blockKnown reports whether block b of lft is what the switch holds.
 func (ks *nodeState) blockKnown(b int) bool {
 	return ks.lftKnown == nil || (b < len(ks.lftKnown) && ks.lftKnown[b])
+}
+
+// sameLFTBlock reports whether block b is the same in tables known and
+// lft (past either's end: NoPort). Whole blocks are compared in place: a
+// re-route compares all 2.93 M blocks of ft3-56 to send the few that
+// changed, and building each as a block first took 0.2 s of it.
+func sameLFTBlock(known, lft []uint8, b int) bool {
+	if hi := (b + 1) * smp.LFTBlockLen; hi <= len(known) && hi <= len(lft) {
+		return bytes.Equal(known[hi-smp.LFTBlockLen:hi], lft[hi-smp.LFTBlockLen:hi])
+	}
+	return sameBlock(known, b, lftBlock(lft, b))
 }
 
 func sameBlock(lft []uint8, b int, blk *smp.LFTBlock) bool {
