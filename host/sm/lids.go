@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ibsm/ibsm/host/discovery"
-	"github.com/ibsm/ibsm/host/lidstore"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
@@ -28,7 +27,7 @@ func (s *SM) previousLIDs(fab *discovery.Fabric, topo *topology.Topology, lmc ui
 	remembered := map[uint64]uint16{}
 	spans := map[uint64]int{} // guid2lid ranges, for the adopting collision check
 	if s.Opts.LIDFile != "" {
-		m, err := lidstore.Load(s.Opts.LIDFile)
+		m, err := s.lidFile.load(s.Opts.LIDFile)
 		if err != nil {
 			return nil, fmt.Errorf("LID file: %w (fix or remove it; ports without an entry keep the LID the fabric shows, or get new LIDs)", err)
 		}

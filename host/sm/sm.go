@@ -133,6 +133,8 @@ type SM struct {
 	rec   *rollout.Recorder // Opts.ProgrammedFile's writer (plandiff.go)
 
 	parts partitionState // P_Key tables (partitions.go)
+	// lidFile is Opts.LIDFile as last read or written (lidfile.go).
+	lidFile lidFile
 
 	progress Progress // progress.go; nil: nobody draws progress
 }
@@ -465,7 +467,7 @@ func (s *SM) saveLIDs(t *topology.Topology, res *pipeline.Result) error {
 		pl := res.LIDs.Ports[i]
 		m[t.Port(ep).GUID] = lidstore.Range{Min: pl.Base, Max: pl.Base + uint16(pl.Count()) - 1}
 	}
-	return lidstore.Save(s.Opts.LIDFile, m)
+	return s.lidFile.save(s.Opts.LIDFile, m)
 }
 
 // clearPortStateChange reads every switch's SwitchInfo and clears a set
