@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -45,9 +46,7 @@ type Delta struct {
 type basis struct {
 	p      Plan
 	g      *route.Graph
-	cbase  []int32  // per switch: its first channel (one per port)
-	width  int      // ports of the widest switch + 1: dependencies per channel
-	counts []uint16 // per (channel, next out-port): LIDs whose tree holds it
+	counts *cdg.Counts // per dependency: the LIDs whose tree holds it
 }
 
 // Accepted records p, which Check accepted without warnings, as the basis
@@ -148,12 +147,12 @@ func (b *basis) check(p Plan) (*basis, string) {
 		b.build()
 	}
 	g := route.NewGraph(p.Topo)
-	next := &basis{p: p, g: g, cbase: b.cbase, width: b.width, counts: slices.Clone(b.counts)}
+	next := &basis{p: p, g: g, counts: b.counts.Next(g)}
 	heads, why := next.update(b, at, sw)
 	if why != "" {
 		return nil, why
 	}
-	if next.cyclic(heads) {
+	if next.counts.CycleFrom(heads) {
 		return nil, "a new channel dependency closes a cycle (credit loop)"
 	}
 	return next, ""
@@ -201,25 +200,17 @@ func switchOrNone(t *topology.Topology, r topology.PortRef) bool {
 // sending it out of port out to switch t, which sends it on out of
 // out2 toward a switch, holds (s, out) -> (t, out2).
 func (b *basis) build() {
-	t, rz := b.p.Topo, b.p.Realized
-	b.g = route.NewGraph(t)
-	sw := t.Switches()
-	b.cbase = make([]int32, len(sw)+1)
-	b.width = 1
-	for s, n := range sw {
-		ports := len(t.Nodes[n].Ports)
-		b.cbase[s+1] = b.cbase[s] + int32(ports)
-		b.width = max(b.width, ports)
-	}
-	b.counts = make([]uint16, int(b.cbase[len(sw)])*b.width)
+	rz := b.p.Realized
+	b.g = route.NewGraph(b.p.Topo)
+	b.counts = cdg.NewCounts(b.g)
 	owner := rz.LIDOwner
 	// Each switch adds to its own channels' counts only.
-	_ = route.ForEach(context.Background(), len(sw), func() func(int32) error {
+	_ = route.ForEach(context.Background(), b.g.N, func() func(int32) error {
 		return func(s int32) error {
 			for lid := range rz.LFT[s] {
 				if lid < len(owner) && owner[lid] != 0 {
-					if i, _, ok := b.dep(b.g, rz.LFT, s, lid); ok {
-						b.counts[i]++
+					if i, _, ok := b.counts.DepTables(s, rz.LFT, lid); ok {
+						b.counts.Add(i, 1)
 					}
 				}
 			}
@@ -236,25 +227,6 @@ func (b *basis) sendsCA(s, home int32) bool {
 		n--
 	}
 	return n > 0
-}
-
-// dep returns the index of the dependency that switch s's entry for lid
-// starts in tables lft over links g, and the channel it leads to, if the
-// entry starts one.
-func (b *basis) dep(g *route.Graph, lft [][]uint8, s int32, lid int) (int, int32, bool) {
-	out := lft[s][lid]
-	if out == 0 || out == plan.NoPort {
-		return 0, 0, false
-	}
-	t := g.PeerSwitch(s, out)
-	if t < 0 {
-		return 0, 0, false
-	}
-	out2 := lft[t][lid]
-	if out2 == 0 || out2 == plan.NoPort || g.PeerSwitch(t, out2) < 0 {
-		return 0, 0, false
-	}
-	return int(b.cbase[s]+int32(out))*b.width + int(out2), b.cbase[t] + int32(out2), true
 }
 
 // maxChanged: beyond this many changed entries Delta leaves the plan to
@@ -350,7 +322,10 @@ func (next *basis) update(old *basis, at, sw []int32) (heads []int32, why string
 	stamp := make([]int32, n) // the LID (+1) st[s] and the dependency pass last saw s for
 	seen := make([]int32, n)
 	in := upLinks(next.g)
-	type move struct{ from, to int } // dependency indices, -1 none
+	type move struct {
+		from, to int   // dependency indices, -1 none
+		head     int32 // the channel to leads to
+	}
 	var moves []move
 	var path, queue, up []int32
 	for lid := range len(at) - 1 {
@@ -435,8 +410,8 @@ func (next *basis) update(old *basis, at, sw []int32) (heads []int32, why string
 					continue
 				}
 				stamp[s] = -mark
-				from, _, okOld := next.dep(old.g, orz.LFT, s, lid)
-				to, _, okNew := next.dep(next.g, rz.LFT, s, lid)
+				from, _, okOld := old.counts.DepTables(s, orz.LFT, lid)
+				to, head, okNew := next.counts.DepTables(s, rz.LFT, lid)
 				if !okOld {
 					from = -1
 				}
@@ -444,7 +419,7 @@ func (next *basis) update(old *basis, at, sw []int32) (heads []int32, why string
 					to = -1
 				}
 				if from != to {
-					moves = append(moves, move{from, to})
+					moves = append(moves, move{from, to, head})
 				}
 			}
 		}
@@ -453,18 +428,12 @@ func (next *basis) update(old *basis, at, sw []int32) (heads []int32, why string
 	// for a new one.
 	for _, m := range moves {
 		if m.from >= 0 {
-			next.counts[m.from]--
+			next.counts.Add(m.from, -1)
 		}
 	}
 	for _, m := range moves {
-		if m.to < 0 {
-			continue
-		}
-		if next.counts[m.to]++; next.counts[m.to] == 1 {
-			c := int32(m.to / next.width)
-			s := int32(switchOf(next.cbase, c))
-			t := next.g.PeerSwitch(s, uint8(c-next.cbase[s]))
-			heads = append(heads, next.cbase[t]+int32(m.to%next.width))
+		if m.to >= 0 && next.counts.Add(m.to, 1) {
+			heads = append(heads, m.head)
 		}
 	}
 	return heads, ""
@@ -479,63 +448,4 @@ func upstream(out []int32, in []link, lft [][]uint8, lid int) []int32 {
 		}
 	}
 	return out
-}
-
-// cyclic reports whether next's dependency graph has a cycle through the
-// region reachable from heads (the new dependencies' heads): a cycle
-// through a new dependency lies in it, and the basis's graph, less what
-// was removed, has none. Depth first, iterative: gray channels are on the
-// current path, an edge to one closes a cycle.
-func (b *basis) cyclic(heads []int32) bool {
-	const white, gray, black = 0, 1, 2
-	color := make([]uint8, int(b.cbase[len(b.cbase)-1]))
-	type frame struct {
-		c    int32
-		t    int32 // the switch c leads to
-		next int   // the next out-port of t to try
-	}
-	var stack []frame
-	push := func(c int32) {
-		s := int32(switchOf(b.cbase, c))
-		color[c] = gray
-		stack = append(stack, frame{c: c, t: b.g.PeerSwitch(s, uint8(c-b.cbase[s]))})
-	}
-	for _, h := range heads {
-		if color[h] != white {
-			continue
-		}
-		push(h)
-		for len(stack) > 0 {
-			f := &stack[len(stack)-1]
-			if f.t < 0 {
-				color[f.c] = black
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			row := b.counts[int(f.c)*b.width : int(f.c+1)*b.width]
-			for f.next < len(row) && row[f.next] == 0 {
-				f.next++
-			}
-			if f.next == len(row) {
-				color[f.c] = black
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			nc := b.cbase[f.t] + int32(f.next)
-			f.next++
-			switch color[nc] {
-			case gray:
-				return true
-			case white:
-				push(nc)
-			}
-		}
-	}
-	return false
-}
-
-// switchOf returns the switch whose channels hold channel c.
-func switchOf(cbase []int32, c int32) int {
-	i, _ := slices.BinarySearch(cbase, c+1)
-	return i - 1
 }
