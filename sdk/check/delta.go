@@ -324,7 +324,7 @@ func (next *basis) update(old *basis, at, sw []int32) (heads []int32, why string
 	in := upLinks(next.g)
 	type move struct {
 		from, to int   // dependency indices, -1 none
-		head     int32 // the channel to leads to
+		head     int32 // the channel the dependency "to" leads to
 	}
 	var moves []move
 	var path, queue, up []int32
