@@ -305,7 +305,9 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		// The call runs while the host realises the tables (if it has not:
 		// a remote assigner) and checks plan.OneVL() with them.
 		if rz == nil {
-			r.collect() // see below
+			// A collection first, as below, but without waiting for the
+			// routing stage's file write: the call holds the planes anyway.
+			runtime.GC()
 		}
 		called := make(chan struct{})
 		go func() {
@@ -344,9 +346,9 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		// The call held the planes beside the tables realised before it,
 		// so the collections during it set the heap's goal at twice both
 		// (1.16 GB at ft3-56, reached during distribution). One now, in
-		// the background, finds the planes gone and sets it from the
-		// tables alone.
-		go runtime.GC()
+		// the background once the routing stage's file is written, finds
+		// the planes gone and sets it from the tables alone.
+		go r.collect()
 	}
 	t0 = time.Now()
 	early.wait()
