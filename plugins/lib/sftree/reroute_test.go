@@ -268,14 +268,7 @@ func TestReroute(t *testing.T) {
 // in place: each falls back to a full route that says why.
 func TestRerouteRefuses(t *testing.T) {
 	ctx := context.Background()
-	topo, err := sdktest.FatTree3(8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := RouteFatTree(ctx, topo, 0, ftree.Config{}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo, res := routedFT8(t)
 	s, p := upCable(2, notInPod)(res.Tree, res.State.root)
 	cable := cableOf(topo, s, p)
 	other := cableOf(topo, s, res.Tree.Up[s][0].Ports[0])
@@ -379,14 +372,7 @@ func TestRerouteSequence(t *testing.T) {
 // fabric routed in full.
 func TestRerouteMissedUp(t *testing.T) {
 	ctx := context.Background()
-	topo, err := sdktest.FatTree3(8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := RouteFatTree(ctx, topo, 0, ftree.Config{}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo, res := routedFT8(t)
 	fabric := func(down ...Cable) *topology.Topology {
 		f, err := sdktest.FatTree3(8)
 		if err != nil {
@@ -422,4 +408,18 @@ func TestRerouteMissedUp(t *testing.T) {
 			t.Fatalf("endpoint %d: differs from repairing the first routing directly", e)
 		}
 	}
+}
+
+// routedFT8 routes a full ft3-8 with the defaults.
+func routedFT8(t *testing.T) (*topology.Topology, *Result) {
+	t.Helper()
+	topo, err := sdktest.FatTree3(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RouteFatTree(context.Background(), topo, 0, ftree.Config{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo, res
 }
