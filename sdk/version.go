@@ -16,5 +16,7 @@ package sdk
 // the planes instead).
 //
 // 0.5.0: CapOneVL (a VL assigner whose every plan is plan.OneVL(); the
-// host checks that plan while the assigner works).
+// host checks that plan while the assigner works); check.Delta (a one-VL
+// plan checked by its changes since the last one accepted) and the
+// cdg.Counts it keeps.
 const SDKVersion = "0.5.0"
