@@ -391,7 +391,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	}
 	if r.Delta != nil {
 		if len(res.Warnings) == 0 {
-			r.Delta.Accepted(check.Plan{Topo: in.Topo, Routes: routes, LIDs: lids, VLs: vls, Realized: rz})
+			r.Delta.Accepted(check.Plan{Topo: in.Topo, Routes: routes, LIDs: lids, VLs: vls, Realized: rz}, uint64(res.Key))
 		} else {
 			r.Delta.Forget() // the verdict's warnings are the full check's to give
 		}

@@ -47,35 +47,42 @@ type basis struct {
 	p      Plan
 	g      *route.Graph
 	counts *cdg.Counts // per dependency: the LIDs whose tree holds it
+	// content is what Accepted was told identifies the plan (0: not known).
+	content uint64
 }
 
 // Accepted records p, which Check accepted without warnings, as the basis
-// of the next Delta call. Plans with more than one VL, or whose LIDs come
-// from a LID assigner's own planes, are not kept (Delta does not cover
-// them).
-func (d *Delta) Accepted(p Plan) {
+// of the next Delta call. content identifies p's content (equal non-zero
+// values: the same plan on the same fabric; 0: not known): a plan that is
+// the basis's again keeps its counts without looking at its tables. Plans
+// with more than one VL, or whose LIDs come from a LID assigner's own
+// planes, are not kept (Delta does not cover them).
+func (d *Delta) Accepted(p Plan, content uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	prev, pending := d.b, d.pending
 	d.b, d.pending = nil, nil
-	if pending != nil && pending.p.Realized == p.Realized && pending.p.Topo == p.Topo && sameVLs(pending.p.VLs, p.VLs) {
+	switch {
+	case pending != nil && pending.p.Realized == p.Realized && pending.p.Topo == p.Topo && oneVL(p.VLs):
 		d.b = pending // what Check accepted: its dependency counts are kept
+	case prev != nil && content != 0 && prev.content == content:
+		d.b = prev // the same plan again (every heavy sweep of a fabric that did not change)
+		d.b.p = p  // whose tables are the ones in force now
+	case p.Topo == nil || p.Realized == nil || p.LIDs == nil || p.LIDs.Planes != nil || !oneVL(p.VLs):
 		return
-	}
-	if p.Topo == nil || p.Realized == nil || p.LIDs == nil || p.LIDs.Planes != nil || !oneVL(p.VLs) {
-		return
-	}
-	if prev != nil && prev.counts != nil {
+	case prev != nil && prev.counts != nil:
 		// A plan accepted without Check (a verdict remembered, say, when a
 		// cable comes back and the plan cache has the plan from before it
 		// went): carry the counts over its changes rather than count all
 		// dependencies again at the next call.
 		if next, _ := prev.check(p); next != nil {
 			d.b = next
-			return
 		}
 	}
-	d.b = &basis{p: p}
+	if d.b == nil {
+		d.b = &basis{p: p}
+	}
+	d.b.content = content
 }
 
 // Prepare counts the basis's dependencies now, which Check would do at its
@@ -95,8 +102,6 @@ func (d *Delta) Forget() {
 	d.b, d.pending = nil, nil
 	d.mu.Unlock()
 }
-
-func sameVLs(a, b *plan.VLPlan) bool { return oneVL(a) && oneVL(b) }
 
 func oneVL(v *plan.VLPlan) bool { return v == nil || v.IsOneVL() }
 

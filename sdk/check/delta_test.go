@@ -140,7 +140,7 @@ func TestDelta(t *testing.T) {
 			if !fullOK(t, b) {
 				t.Fatal("the basis does not pass Check")
 			}
-			d.Accepted(b)
+			d.Accepted(b, 0)
 			next := c.next()
 			ok, why := d.Check(next)
 			if ok && !fullOK(t, next) {
@@ -163,7 +163,7 @@ func TestDeltaSequences(t *testing.T) {
 	var d check.Delta
 	var down []cable
 	first := planOf(t, deltaFabric(t, false), nil)
-	d.Accepted(first)
+	d.Accepted(first, 0)
 	accepted, steps := 0, 0
 	for range 200 {
 		if len(down) > 0 && rng.IntN(3) == 0 {
@@ -193,15 +193,15 @@ func TestDeltaSequences(t *testing.T) {
 			if !full {
 				t.Fatalf("step %d (%d cables down): Delta accepted a plan Check rejects", steps, len(down))
 			}
-			d.Accepted(p)
+			d.Accepted(p, 0)
 			continue
 		}
 		t.Logf("step %d (%d cables down): Delta refused: %s (Check: %v)", steps, len(down), why, full)
 		if full {
-			d.Accepted(p)
+			d.Accepted(p, 0)
 		} else {
 			d.Forget()
-			d.Accepted(first)
+			d.Accepted(first, 0)
 			down = nil
 		}
 	}
