@@ -421,7 +421,6 @@ func (r *Runner) collect() {
 // the assigner's reading of the planes. Its verdict is used only for that
 // exact plan.
 type earlyCheck struct {
-	vls      uint64 // hashVLs of the plan checked
 	done     chan struct{}
 	warnings []string
 	err      error
@@ -455,7 +454,7 @@ func (r *Runner) checkFirst(fresh bool, vk Key, planKey func(*plan.VLPlan) (Key,
 // changes when Delta proves it sound at once, in full otherwise.
 func (r *Runner) startCheck(in Input, routes *plan.Routes, lids *plan.LIDPlan, rz *plan.Realized) *earlyCheck {
 	one := plan.OneVL()
-	e := &earlyCheck{vls: hashVLs(one), done: make(chan struct{})}
+	e := &earlyCheck{done: make(chan struct{})}
 	check, shape := r.checker(), shapeOf(routes)
 	if r.deltaCheck(in.Topo, shape, lids, one, rz) {
 		close(e.done)
@@ -500,9 +499,10 @@ func (e *earlyCheck) wait() {
 	}
 }
 
-// result is the check's verdict if it judged v (ok), after wait.
+// result is the check's verdict if it judged v (ok: v is plan.OneVL()),
+// after wait.
 func (e *earlyCheck) result(v *plan.VLPlan) (warnings []string, err error, ok bool) {
-	if e == nil || hashVLs(v) != e.vls {
+	if e == nil || !v.IsOneVL() {
 		return nil, nil, false
 	}
 	return e.warnings, e.err, true
