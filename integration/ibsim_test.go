@@ -584,6 +584,11 @@ func testIBSimIBSM(t *testing.T, net string, unlink bool, lossPercent int) {
 	start = time.Now()
 	sm.waitUp(t, 2, 30*time.Second)
 	t.Logf("ibsm re-routed %s after the unlink", time.Since(start).Round(time.Millisecond))
+	// The re-route's plan was checked by its changes (check.Delta), not in
+	// full: what dump_fts and ibtracert read back below is that plan.
+	if !strings.Contains(sm.log.String(), "plan verified by its changes") {
+		t.Errorf("the re-route after the unlink was not verified by its changes:\n%s", tail(sm.log.String(), 3000))
+	}
 
 	tr, err := r.env.Trace(ctx, src, dst)
 	if err != nil {
