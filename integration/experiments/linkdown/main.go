@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,10 +29,14 @@ import (
 )
 
 type options struct {
-	bin, out, engine, via, log string
-	engineConfig               []string
-	radixes                    []int
-	runs                       int
+	bin, out, engine, via, log, cpuProfile string
+	engineConfig                           []string
+	radixes                                []int
+	runs                                   int
+	profile                                *profile // set by run when -cpuprofile is
+	// cables: the cable kinds to take down ("kind/first" or "kind/last");
+	// nil: all four.
+	cables map[string]bool
 }
 
 func main() {
@@ -46,11 +51,24 @@ func main() {
 		o.engineConfig = append(o.engineConfig, v)
 		return nil
 	})
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the host process for each event (from the cable's change to the end of the sweep that answers it) to this path with .1, .2 ... appended")
+	cables := flag.String("cables", "", `the cables to take down, comma-separated, from leaf-aggregation/first, leaf-aggregation/last, aggregation-core/first, aggregation-core/last (default all)`)
 	flag.StringVar(&o.via, "via", "trap", `how the SM learns of the change: "trap" (the switches' trap 128 reaches the running sweep loop) or "poll" (traps lost: the next light sweep finds it)`)
 	flag.Parse()
 	if o.via != "trap" && o.via != "poll" {
 		fmt.Fprintf(os.Stderr, "linkdown: -via %q: want trap or poll\n", o.via)
 		os.Exit(2)
+	}
+	if *cables != "" {
+		o.cables = map[string]bool{}
+		for _, c := range strings.Split(*cables, ",") {
+			c = strings.TrimSpace(c)
+			if !knownCables[c] {
+				fmt.Fprintf(os.Stderr, "linkdown: -cables: unknown cable %q: want leaf-aggregation/first, leaf-aggregation/last, aggregation-core/first or aggregation-core/last\n", c)
+				os.Exit(2)
+			}
+			o.cables[c] = true
+		}
 	}
 	for _, s := range strings.Split(*radixes, ",") {
 		r, err := strconv.Atoi(strings.TrimSpace(s))
@@ -66,9 +84,14 @@ func main() {
 	}
 }
 
+var knownCables = map[string]bool{"leaf-aggregation/first": true, "leaf-aggregation/last": true, "aggregation-core/first": true, "aggregation-core/last": true}
+
 // sample is one reaction to one cable going down or up.
 type sample struct {
-	total, light, disc, route, dist, parts time.Duration
+	// total runs from the change to the end of the sweep that answered
+	// it; sweep is that sweep's own time (the rest came before it: the
+	// trap's delivery and coalescing, or the light sweep).
+	total, sweep, light, disc, route, dist, parts time.Duration
 	// stages: the routing phase's route call, LID call, VL call and the
 	// check after it (pipeline.Timings).
 	stages       pipeline.Timings
@@ -90,8 +113,11 @@ func run(o options) error {
 		return err
 	}
 	fmt.Printf("Via %s. Times are medians; \"reprogrammed\" runs from the cable's change to the end of the sweep that re-programmed the fabric.\n\n", o.via)
-	fmt.Println("| fabric | cable | event | runs | reprogrammed s | light sweep s | re-discovery s | routing s (route / LIDs / VLs / check after) | distribution s | partitions s | LFT blocks sent | of | share | incremental | failed sweeps first | load |")
-	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
+	fmt.Println("| fabric | cable | event | runs | reprogrammed s | before the sweep s | light sweep s | re-discovery s | routing s (route / LIDs / VLs / check after) | distribution s | partitions s | rest of the sweep s | LFT blocks sent | of | share | incremental | failed sweeps first | load |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
+	if o.cpuProfile != "" {
+		o.profile = &profile{prefix: o.cpuProfile}
+	}
 	for _, r := range o.radixes {
 		if err := fabric(o, r); err != nil {
 			return fmt.Errorf("ft3-%d: %w", r, err)
@@ -159,9 +185,12 @@ func fabric(o options, radix int) error {
 		kind string
 		last bool
 	}{{"leaf-aggregation", false}, {"leaf-aggregation", true}, {"aggregation-core", false}, {"aggregation-core", true}} {
-		kind, where := c.kind, "first pod"
+		kind, where, flagName := c.kind, "first pod", c.kind+"/first"
 		if c.last {
-			where = "last pod"
+			where, flagName = "last pod", c.kind+"/last"
+		}
+		if o.cables != nil && !o.cables[flagName] {
+			continue
 		}
 		var downs, ups []sample
 		for i := 0; i < o.runs; i++ {
@@ -171,12 +200,15 @@ func fabric(o options, radix int) error {
 			if err != nil {
 				return err
 			}
-			s, err := react(func() error { return a.Sim.LinkDown(guid, port) })
+			s, err := react(func() error { o.profile.start(); return a.Sim.LinkDown(guid, port) })
+			o.profile.pause()
 			if err != nil {
 				return fmt.Errorf("%s cable down in the %s: %w", kind, where, err)
 			}
 			downs = append(downs, s)
-			if s, err = react(func() error { return a.Sim.LinkUp(guid, port) }); err != nil {
+			s, err = react(func() error { o.profile.start(); return a.Sim.LinkUp(guid, port) })
+			o.profile.pause()
+			if err != nil {
 				return fmt.Errorf("%s cable up in the %s: %w", kind, where, err)
 			}
 			ups = append(ups, s)
@@ -321,7 +353,7 @@ func poll(ctx context.Context, s *sm.SM, fault func() error) (sample, error) {
 
 func measured(rep *sm.Report, total time.Duration) sample {
 	return sample{
-		total: total, disc: rep.Discovery.Time, route: rep.Routing.Time, dist: rep.Distribution.Time, parts: rep.Partitions.Time, stages: rep.Stages,
+		total: total, sweep: rep.Total, disc: rep.Discovery.Time, route: rep.Routing.Time, dist: rep.Distribution.Time, parts: rep.Partitions.Time, stages: rep.Stages,
 		sent: rep.Program.LFTBlocksSent, blocks: rep.Program.LFTBlocksTotal,
 		incremental: rep.Incremental, fallback: rep.Fallback,
 	}
@@ -359,9 +391,49 @@ func row(via, name, kind, event string, ss []sample) {
 	stages := fmt.Sprintf("%s (%s / %s / %s / %s)", sec(func(s sample) time.Duration { return s.route }),
 		sec(func(s sample) time.Duration { return s.stages.Routing }), sec(func(s sample) time.Duration { return s.stages.LIDs }),
 		sec(func(s sample) time.Duration { return s.stages.VLs }), sec(func(s sample) time.Duration { return s.stages.Verify }))
-	fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f %% | %s | %d | %.1f |\n",
+	fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f %% | %s | %d | %.1f |\n",
 		name, kind, event, len(ss),
-		sec(func(s sample) time.Duration { return s.total }), light,
+		sec(func(s sample) time.Duration { return s.total }), sec(func(s sample) time.Duration { return s.total - s.sweep - s.light }), light,
 		sec(func(s sample) time.Duration { return s.disc }), stages,
-		sec(func(s sample) time.Duration { return s.dist }), sec(func(s sample) time.Duration { return s.parts }), sent, blocks, 100*sent/max(blocks, 1), inc, failed, benchutil.LoadAvg())
+		sec(func(s sample) time.Duration { return s.dist }), sec(func(s sample) time.Duration { return s.parts }),
+		sec(func(s sample) time.Duration { return s.sweep - s.disc - s.route - s.dist - s.parts }), sent, blocks, 100*sent/max(blocks, 1), inc, failed, benchutil.LoadAvg())
+}
+
+// profile writes a CPU profile of each event to its own file (prefix.1,
+// prefix.2 ...; go tool pprof merges the files it is given): Go cannot
+// pause a profile, and the waits between events would only add the light
+// sweeps. A nil profile does nothing.
+type profile struct {
+	prefix string
+	n      int
+	f      *os.File
+}
+
+func (p *profile) start() {
+	if p == nil {
+		return
+	}
+	p.n++
+	f, err := os.Create(fmt.Sprintf("%s.%d", p.prefix, p.n))
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "linkdown: CPU profile:", err)
+		return
+	}
+	p.f = f
+}
+
+func (p *profile) pause() {
+	if p == nil || p.f == nil {
+		return
+	}
+	pprof.StopCPUProfile()
+	if err := p.f.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "linkdown: CPU profile:", err)
+	}
+	p.f = nil
 }
