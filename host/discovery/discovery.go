@@ -385,6 +385,7 @@ func (w *walk) link(n *Node, p uint8, far *Node, q uint8, farPortGUID uint64) {
 		n.mu.Lock()
 		known := n.Ports[p].PeerGUID == far.Info.NodeGUID && n.Ports[p].PeerPort == q
 		n.mu.Unlock()
+		w.inc.touch(n, far)
 		if !known {
 			w.inc.count(func(s *UpdateSummary) { s.LinksUp++ })
 			w.cutStale(n, p, far.Info.NodeGUID, q)
@@ -432,47 +433,94 @@ func (f *Fabric) PortPath(n *Node, q uint8) (mad.Path, error) {
 func (f *Fabric) Topology() (*topology.Topology, error) {
 	b := topology.NewBuilder()
 	for guid, n := range f.Nodes {
-		tn := topology.Node{GUID: guid, Type: topology.NodeType(n.Info.NodeType), Desc: n.Desc, Ports: make([]topology.Port, len(n.Ports))}
-		for p := range n.Ports {
-			pt := &n.Ports[p]
-			tp := &tn.Ports[p]
-			tp.GUID = pt.GUID
-			if n.Info.NodeType == smp.NodeTypeSwitch {
-				tp.GUID = n.Info.PortGUID
-			}
-			if !pt.Valid {
-				tp.State = topology.StateDown
-				continue
-			}
-			tp.State = topology.PortState(pt.Info.PortState)
-			tp.Width = pt.Info.LinkWidthActive
-			tp.Speed = pt.Info.LinkSpeedActive
-			tp.VLCap = smp.DataVLs(pt.Info.VLCap)
-		}
-		if err := b.AddNode(tn); err != nil {
+		if err := b.AddNode(topoNode(guid, n)); err != nil {
 			return nil, err
 		}
 	}
 	for guid, n := range f.Nodes {
 		for p := range n.Ports {
-			pt := &n.Ports[p]
-			if pt.PeerGUID == 0 || !pt.Valid {
-				continue
-			}
-			far, ok := f.Nodes[pt.PeerGUID]
-			if !ok || int(pt.PeerPort) >= len(far.Ports) {
-				continue
-			}
-			fp := &far.Ports[pt.PeerPort]
-			if !fp.Valid || fp.PeerGUID != guid || int(fp.PeerPort) != p {
-				continue
-			}
+			g, q, ok := f.peer(guid, n, p)
 			// Record each link once, from its lower (GUID, port) end.
-			if guid < pt.PeerGUID || (guid == pt.PeerGUID && uint8(p) < pt.PeerPort) {
-				b.Link(guid, uint8(p), pt.PeerGUID, pt.PeerPort)
+			if ok && (guid < g || (guid == g && uint8(p) < q)) {
+				b.Link(guid, uint8(p), g, q)
 			}
 		}
 	}
 	b.SetSM(f.SMGUID, f.SMPort)
 	return b.Build()
+}
+
+// PatchTopology cuts the snapshot of f from prev, the snapshot of the
+// model that Update took to f with sum, re-making only the nodes the
+// update changed (sum.Changed) and those in dirty (nodes whose snapshot
+// may differ from prev for another reason, e.g. ports activated since prev
+// was cut): O(changed) where Topology is O(fabric). An update that added
+// or dropped nodes is cut whole. An error means the changes reached
+// further than the nodes named: cut the snapshot whole (Topology).
+func (f *Fabric) PatchTopology(prev *topology.Topology, sum UpdateSummary, dirty []uint64) (*topology.Topology, error) {
+	if sum.NewNodes > 0 || sum.Dropped > 0 || len(prev.Nodes) != len(f.Nodes) {
+		return f.Topology()
+	}
+	seen := make(map[uint64]bool, len(sum.Changed)+len(dirty))
+	nodes := make([]topology.Node, 0, len(sum.Changed)+len(dirty))
+	for _, guid := range append(sum.Changed[:len(sum.Changed):len(sum.Changed)], dirty...) {
+		n := f.Nodes[guid]
+		if seen[guid] || n == nil {
+			continue
+		}
+		seen[guid] = true
+		tn := topoNode(guid, n)
+		for p := range n.Ports {
+			tn.Ports[p].Peer = topology.PortRef{Node: topology.NoNode}
+			if g, q, ok := f.peer(guid, n, p); ok {
+				i := prev.NodeByGUID(g)
+				if i == topology.NoNode {
+					return nil, fmt.Errorf("node 0x%016x port %d is cabled to 0x%016x, which the previous snapshot does not hold", guid, p, g)
+				}
+				tn.Ports[p].Peer = topology.PortRef{Node: i, Port: q}
+			}
+		}
+		nodes = append(nodes, tn)
+	}
+	return prev.Patch(nodes)
+}
+
+// topoNode is n's snapshot without links.
+func topoNode(guid uint64, n *Node) topology.Node {
+	tn := topology.Node{GUID: guid, Type: topology.NodeType(n.Info.NodeType), Desc: n.Desc, Ports: make([]topology.Port, len(n.Ports))}
+	for p := range n.Ports {
+		pt := &n.Ports[p]
+		tp := &tn.Ports[p]
+		tp.GUID = pt.GUID
+		if n.Info.NodeType == smp.NodeTypeSwitch {
+			tp.GUID = n.Info.PortGUID
+		}
+		if !pt.Valid {
+			tp.State = topology.StateDown
+			continue
+		}
+		tp.State = topology.PortState(pt.Info.PortState)
+		tp.Width = pt.Info.LinkWidthActive
+		tp.Speed = pt.Info.LinkSpeedActive
+		tp.VLCap = smp.DataVLs(pt.Info.VLCap)
+	}
+	return tn
+}
+
+// peer returns the far end of port p of n (GUID guid) if the snapshot
+// holds that link: both ends were read and agree on each other.
+func (f *Fabric) peer(guid uint64, n *Node, p int) (uint64, uint8, bool) {
+	pt := &n.Ports[p]
+	if pt.PeerGUID == 0 || !pt.Valid {
+		return 0, 0, false
+	}
+	far, ok := f.Nodes[pt.PeerGUID]
+	if !ok || int(pt.PeerPort) >= len(far.Ports) {
+		return 0, 0, false
+	}
+	fp := &far.Ports[pt.PeerPort]
+	if !fp.Valid || fp.PeerGUID != guid || int(fp.PeerPort) != p {
+		return 0, 0, false
+	}
+	return pt.PeerGUID, pt.PeerPort, true
 }

@@ -3,6 +3,7 @@ package discovery_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +185,7 @@ func TestUpdateMatchesFullDiscovery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.file(t)
 			r := attach(t, f, 0, 0, transport.Options{Window: 32}, nil)
-			model, _ := r.discover(t)
+			model, modelTopo := r.discover(t)
 			r.clearPSC(t, model)
 			for _, st := range tc.steps {
 				must(t, st.fault(r, f))
@@ -206,6 +207,13 @@ func TestUpdateMatchesFullDiscovery(t *testing.T) {
 				if incTopo.Hash() != fullTopo.Hash() {
 					t.Fatalf("%s: topology hash %x, full discovery %x", st.name, incTopo.Hash(), fullTopo.Hash())
 				}
+				// The snapshot patched from the last one where the
+				// update changed something is the one cut afresh.
+				patched, err := inc.PatchTopology(modelTopo, sum, nil)
+				must(t, err)
+				if !reflect.DeepEqual(patched, incTopo) || patched.Hash() != fullTopo.Hash() {
+					t.Fatalf("%s: patched snapshot (hash %x, changed %x) differs from the one cut afresh (%x)", st.name, patched.Hash(), sum.Changed, fullTopo.Hash())
+				}
 				if inc.SMPs >= full.SMPs {
 					t.Fatalf("%s: update used %d SMPs, full discovery %d", st.name, inc.SMPs, full.SMPs)
 				}
@@ -215,7 +223,7 @@ func TestUpdateMatchesFullDiscovery(t *testing.T) {
 				r.checkPaths(t, inc)
 				t.Logf("%s: %d SMPs incremental, %d full; %+v", st.name, inc.SMPs, full.SMPs, sum)
 				r.clearPSC(t, inc)
-				model = inc
+				model, modelTopo = inc, patched
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ibsm/ibsm/host/discovery"
+	"github.com/ibsm/ibsm/sdk/topology"
 )
 
 // fullInstead runs a heavy sweep where an incremental one was meant, and
@@ -49,7 +50,7 @@ func (s *SM) IncrementalSweep(ctx context.Context, ch discovery.Changes) (*Repor
 		}
 		return s.fullInstead(ctx, err.Error())
 	}
-	topo, err := fab.Topology()
+	topo, err := s.topologyOf(old, fab, sum)
 	if err != nil {
 		return s.fullInstead(ctx, fmt.Sprintf("updated fabric model is inconsistent: %v", err))
 	}
@@ -71,4 +72,33 @@ func (s *SM) IncrementalSweep(ctx context.Context, ch discovery.Changes) (*Repor
 	s.Log.Debug("incremental discovery", "switches", len(ch.Switches), "ports", len(ch.Ports), "ports_read", sum.PortsRead,
 		"links_down", sum.LinksDown, "links_up", sum.LinksUp, "new_nodes", sum.NewNodes, "dropped", sum.Dropped, "rounds", sum.Rounds)
 	return s.route(ctx, rep, fab, topo, start, st0, []uint64{})
+}
+
+// snapshot is the topology cut for a fabric model, so that an incremental
+// sweep patches it (discovery.Fabric.PatchTopology: O(changed nodes))
+// instead of cutting all of ft3-56's 47,824 nodes again (0.13 s a cable
+// event).
+type snapshot struct {
+	fab  *discovery.Fabric
+	topo *topology.Topology
+	// dirty: nodes of fab whose snapshot may differ from topo (ports the
+	// programmer activated after topo was cut).
+	dirty []uint64
+}
+
+// topologyOf cuts the snapshot of fab, which Update made from old with
+// sum: patched from old's when the SM holds it, else whole.
+func (s *SM) topologyOf(old, fab *discovery.Fabric, sum discovery.UpdateSummary) (*topology.Topology, error) {
+	s.mu.Lock()
+	snap := s.snap
+	s.mu.Unlock()
+	if snap.fab != old || snap.topo == nil {
+		return fab.Topology()
+	}
+	topo, err := fab.PatchTopology(snap.topo, sum, snap.dirty)
+	if err != nil {
+		s.Log.Warn("incremental sweep: the snapshot could not be patched, cutting it whole", "error", err)
+		return fab.Topology()
+	}
+	return topo, nil
 }

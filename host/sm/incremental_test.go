@@ -3,6 +3,8 @@ package sm_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,12 +46,45 @@ func sameAsFull(t *testing.T, name string, s *sm.SM, tr transport.Transport) {
 	if h := s.Applied().Topo.Hash(); h != topo.Hash() {
 		t.Fatalf("%s: applied topology %x, full discovery %x", name, h, topo.Hash())
 	}
+	if d := topoDiff(s.Applied().Topo, topo); d != "" {
+		t.Fatalf("%s: applied topology (patched from the last one) differs from a full discovery's: %s", name, d)
+	}
 	sets0 := tr.Stats().Sets
 	rep, err := s.HeavySweep(context.Background())
 	must(t, err)
 	if rep.Rerouted || tr.Stats().Sets-sets0 != uint64(0) {
 		t.Fatalf("%s: a heavy sweep after the incremental one still changed things: %+v", name, rep.Program)
 	}
+}
+
+// topoDiff says how a differs from b in nodes, ports and the derived
+// indices; a port state of Init or better counts as Active (the sweep cut
+// its snapshot before it activated the ports a full discovery sees Active).
+func topoDiff(a, b *topology.Topology) string {
+	if len(a.Nodes) != len(b.Nodes) || a.SM != b.SM {
+		return fmt.Sprintf("%d nodes, SM %v vs %d, %v", len(a.Nodes), a.SM, len(b.Nodes), b.SM)
+	}
+	up := func(p topology.Port) topology.Port {
+		if p.State >= topology.StateInit {
+			p.State = topology.StateActive
+		}
+		return p
+	}
+	for i := range a.Nodes {
+		na, nb := a.Nodes[i], b.Nodes[i]
+		if na.GUID != nb.GUID || na.Type != nb.Type || na.Desc != nb.Desc || len(na.Ports) != len(nb.Ports) {
+			return fmt.Sprintf("node %d: %#x %v %q %d ports vs %#x %v %q %d ports", i, na.GUID, na.Type, na.Desc, len(na.Ports), nb.GUID, nb.Type, nb.Desc, len(nb.Ports))
+		}
+		for p := range na.Ports {
+			if up(na.Ports[p]) != up(nb.Ports[p]) {
+				return fmt.Sprintf("node %#x port %d: %+v vs %+v", na.GUID, p, na.Ports[p], nb.Ports[p])
+			}
+		}
+	}
+	if !slices.Equal(a.Endpoints(), b.Endpoints()) || !slices.Equal(a.Switches(), b.Switches()) {
+		return "endpoints or switches differ"
+	}
+	return ""
 }
 
 func switchLinks(f *netfile.File) []netfile.Link {

@@ -77,12 +77,8 @@ func activating(fab *discovery.Fabric) []uint64 {
 		if n.Info.NodeType != smp.NodeTypeSwitch {
 			continue
 		}
-		for p := 1; p < len(n.Ports); p++ {
-			pt := &n.Ports[p]
-			if pt.Valid && pt.PeerGUID != 0 && pt.Info.PortState >= smp.PortStateInit && pt.Info.PortState < smp.PortStateActive {
-				out = append(out, g)
-				break
-			}
+		if toActivate(n) {
+			out = append(out, g)
 		}
 	}
 	return out
@@ -90,19 +86,33 @@ func activating(fab *discovery.Fabric) []uint64 {
 
 // programmed returns a copy of fab holding what the programmer wrote for
 // res: endpoint LIDs, LMCs, SM LID and GID prefix, LinearFDBTop, and live links
-// Active. fab (as discovered) is left alone.
-func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result) *discovery.Fabric {
-	out := fab.Clone()
+// Active; and the switches and CAs whose ports it activated (their
+// snapshot now differs from topo's). fab (as discovered) is left alone:
+// the copy shares every node that already held all of it, so a sweep
+// after one cable event copies a few nodes, not the fabric.
+func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result) (*discovery.Fabric, []uint64) {
+	out := fab.ShallowCopy()
+	own := func(g uint64) *discovery.Node {
+		n := out.Nodes[g]
+		if n == fab.Nodes[g] {
+			n = n.Clone()
+			out.Nodes[g] = n
+		}
+		return n
+	}
 	smLID := smLIDOf(topo, res)
 	rz := res.Realized
 	for i, ep := range topo.Endpoints() {
-		n := out.Nodes[topo.Nodes[ep.Node].GUID]
+		g := topo.Nodes[ep.Node].GUID
+		n := out.Nodes[g]
 		pt := &n.Ports[ep.Port]
-		if !pt.Valid {
-			continue
-		}
-		old := pt.Info
 		want := rz.LIDs.Ports[i]
+		if !pt.Valid || pt.Info.LID == want.Base && pt.Info.LMC == want.LMC && pt.Info.MasterSMLID == smLID && pt.Info.GIDPrefix == program.SubnetPrefix {
+			continue // nothing to write (nor, for port 0, to mirror)
+		}
+		n = own(g)
+		pt = &n.Ports[ep.Port]
+		old := pt.Info
 		set := func(pi *smp.PortInfo) {
 			pi.LID, pi.LMC, pi.MasterSMLID, pi.GIDPrefix = want.Base, want.LMC, smLID, program.SubnetPrefix
 		}
@@ -118,16 +128,38 @@ func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Re
 			}
 		}
 	}
-	for _, n := range out.Nodes {
-		if n.Switch != nil {
+	var activated []uint64
+	for g, n := range out.Nodes {
+		if n.Switch != nil && n.Switch.LinearFDBTop != rz.TopLID {
+			n = own(g)
 			n.Switch.LinearFDBTop = rz.TopLID
 		}
+		if !toActivate(n) {
+			continue
+		}
+		n = own(g)
+		activated = append(activated, g)
 		for p := 1; p < len(n.Ports); p++ {
-			pt := &n.Ports[p]
-			if pt.Valid && pt.PeerGUID != 0 && pt.Info.PortState >= smp.PortStateInit && pt.Info.PortState < smp.PortStateActive {
+			if pt := &n.Ports[p]; activates(pt) {
 				pt.Info.PortState = smp.PortStateActive
 			}
 		}
 	}
-	return out
+	return out, activated
+}
+
+// activates reports whether pt is a live link's port the programmer arms
+// and activates (up, not yet Active).
+func activates(pt *discovery.Port) bool {
+	return pt.Valid && pt.PeerGUID != 0 && pt.Info.PortState >= smp.PortStateInit && pt.Info.PortState < smp.PortStateActive
+}
+
+// toActivate reports whether n has such a port.
+func toActivate(n *discovery.Node) bool {
+	for p := 1; p < len(n.Ports); p++ {
+		if activates(&n.Ports[p]) {
+			return true
+		}
+	}
+	return false
 }

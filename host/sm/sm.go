@@ -117,6 +117,7 @@ type SM struct {
 
 	mu      sync.Mutex
 	fabric  *discovery.Fabric
+	snap    snapshot // fabric's topology, for the next incremental sweep to patch
 	applied *Applied
 	lids    *lidIndex // LID → port of applied, built on first use
 	caNext  int       // light sweep CA check cursor
@@ -320,7 +321,7 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 		// polls and a takeover start from it.
 		countTopo(rep, topo)
 		s.mu.Lock()
-		s.fabric = fab
+		s.fabric, s.snap = fab, snapshot{fab: fab, topo: topo}
 		s.mu.Unlock()
 		rep.Total = time.Since(start)
 		s.finishStats(rep, st0)
@@ -340,7 +341,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	rep.Warnings = fab.Warnings
 	countTopo(rep, topo)
 	s.mu.Lock()
-	s.fabric = fab
+	s.fabric, s.snap = fab, snapshot{fab: fab, topo: topo}
 	cur := s.applied
 	s.mu.Unlock()
 
@@ -404,9 +405,9 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	s.record(planOf(res), res.Engine, res.Key.String(), "")
 	// The model now holds what was written, so the next incremental sweep
 	// diffs against the fabric as programmed.
-	done := programmed(fab, topo, res)
+	done, activated := programmed(fab, topo, res)
 	s.mu.Lock()
-	s.fabric = done
+	s.fabric, s.snap = done, snapshot{fab: done, topo: topo, dirty: activated}
 	s.applied = &Applied{Topo: topo, Result: res, At: time.Now()}
 	s.lids = nil
 	s.mu.Unlock()
@@ -448,11 +449,8 @@ func countTopo(rep *Report, t *topology.Topology) {
 // needsStateChange reports whether some live link has a port not yet Active.
 func needsStateChange(f *discovery.Fabric) bool {
 	for _, n := range f.Nodes {
-		for p := 1; p < len(n.Ports); p++ {
-			pt := &n.Ports[p]
-			if pt.Valid && pt.PeerGUID != 0 && pt.Info.PortState >= smp.PortStateInit && pt.Info.PortState < smp.PortStateActive {
-				return true
-			}
+		if toActivate(n) {
+			return true
 		}
 	}
 	return false

@@ -88,3 +88,56 @@ func (b *Builder) Build() (*Topology, error) {
 	}
 	return t, nil
 }
+
+// Patch returns a copy of t in which each of nodes replaces t's node of
+// the same GUID: a fabric model that changed in a few nodes (a cable went
+// down or up) gets its snapshot in O(changed nodes) instead of being
+// built again. The replacements keep their GUID, type and port count; their
+// Peer fields are node indices of t (indices do not move: the node set is
+// the same). Every other node shares its ports with t, and t is left as it
+// was. The links of the replaced nodes must be symmetric with their peers,
+// replaced or not, so a cable must be patched at both ends. The result
+// equals what a Builder makes of the same nodes and links, hash included.
+func (t *Topology) Patch(nodes []Node) (*Topology, error) {
+	out := &Topology{Nodes: append([]Node(nil), t.Nodes...), SM: t.SM,
+		switches: t.switches, switchIdx: t.switchIdx, endpoints: t.endpoints, epIdx: t.epIdx}
+	idx := make([]int32, len(nodes))
+	reindex := false
+	for k, n := range nodes {
+		i := t.NodeByGUID(n.GUID)
+		if i == NoNode {
+			return nil, fmt.Errorf("topology: patch names node 0x%016x, which the topology does not hold", n.GUID)
+		}
+		old := &t.Nodes[i]
+		if n.Type != old.Type || len(n.Ports) != len(old.Ports) {
+			return nil, fmt.Errorf("topology: patch changes node 0x%016x's type or port count", n.GUID)
+		}
+		if n.Type != Switch {
+			// A CA port is an endpoint only while it is cabled.
+			for p := 1; p < len(n.Ports); p++ {
+				reindex = reindex || n.Ports[p].Peer.Connected() != old.Ports[p].Peer.Connected()
+			}
+		}
+		out.Nodes[i] = n
+		idx[k] = i
+	}
+	for k, i := range idx {
+		if err := out.validateNode(i); err != nil {
+			return nil, err
+		}
+		// A peer that lost its link to this node must be patched too.
+		for p, op := range t.Nodes[i].Ports {
+			if op.Peer.Connected() && op.Peer != nodes[k].Ports[p].Peer {
+				back := out.Nodes[op.Peer.Node].Ports[op.Peer.Port].Peer
+				if back.Node == i && int(back.Port) == p {
+					return nil, fmt.Errorf("topology: patch cuts 0x%016x/%d but not its other end", nodes[k].GUID, p)
+				}
+			}
+		}
+	}
+	if reindex {
+		out.switches, out.endpoints = nil, nil
+		out.index()
+	}
+	return out, nil
+}

@@ -199,6 +199,32 @@ func (t *Topology) index() {
 	}
 }
 
+// validateNode checks node i's port count and that its links are
+// symmetric and in range.
+func (t *Topology) validateNode(i int32) error {
+	n := &t.Nodes[i]
+	if len(n.Ports) < 2 || len(n.Ports) > 255 {
+		return fmt.Errorf("topology: node 0x%016x has %d ports, want 1..254", n.GUID, len(n.Ports)-1)
+	}
+	for p := range n.Ports {
+		peer := n.Ports[p].Peer
+		if !peer.Connected() {
+			continue
+		}
+		if p == 0 {
+			return fmt.Errorf("topology: node 0x%016x port 0 has a link", n.GUID)
+		}
+		if int(peer.Node) >= len(t.Nodes) || int(peer.Port) >= len(t.Nodes[peer.Node].Ports) || peer.Port == 0 {
+			return fmt.Errorf("topology: node 0x%016x port %d links to a missing port", n.GUID, p)
+		}
+		back := t.Nodes[peer.Node].Ports[peer.Port].Peer
+		if back.Node != i || int(back.Port) != p {
+			return fmt.Errorf("topology: link 0x%016x/%d is not symmetric", n.GUID, p)
+		}
+	}
+	return nil
+}
+
 // Validate checks structural invariants: sorted unique GUIDs, symmetric links,
 // port numbers in range. Decoders of untrusted input call it.
 func (t *Topology) Validate() error {
@@ -207,24 +233,8 @@ func (t *Topology) Validate() error {
 		if i > 0 && t.Nodes[i-1].GUID >= n.GUID {
 			return fmt.Errorf("topology: nodes not sorted by unique GUID at index %d (0x%016x)", i, n.GUID)
 		}
-		if len(n.Ports) < 2 || len(n.Ports) > 255 {
-			return fmt.Errorf("topology: node 0x%016x has %d ports, want 1..254", n.GUID, len(n.Ports)-1)
-		}
-		for p := range n.Ports {
-			peer := n.Ports[p].Peer
-			if !peer.Connected() {
-				continue
-			}
-			if p == 0 {
-				return fmt.Errorf("topology: node 0x%016x port 0 has a link", n.GUID)
-			}
-			if int(peer.Node) >= len(t.Nodes) || int(peer.Port) >= len(t.Nodes[peer.Node].Ports) || peer.Port == 0 {
-				return fmt.Errorf("topology: node 0x%016x port %d links to a missing port", n.GUID, p)
-			}
-			back := t.Nodes[peer.Node].Ports[peer.Port].Peer
-			if back.Node != int32(i) || int(back.Port) != p {
-				return fmt.Errorf("topology: link 0x%016x/%d is not symmetric", n.GUID, p)
-			}
+		if err := t.validateNode(int32(i)); err != nil {
+			return err
 		}
 	}
 	if len(t.Nodes) > 0 && t.SM.Connected() && int(t.SM.Node) >= len(t.Nodes) {
