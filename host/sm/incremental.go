@@ -71,7 +71,7 @@ func (s *SM) IncrementalSweep(ctx context.Context, ch discovery.Changes) (*Repor
 	rep.Discovery.Gets, rep.Discovery.Sets = delta(st0, st1)
 	s.Log.Debug("incremental discovery", "switches", len(ch.Switches), "ports", len(ch.Ports), "ports_read", sum.PortsRead,
 		"links_down", sum.LinksDown, "links_up", sum.LinksUp, "new_nodes", sum.NewNodes, "dropped", sum.Dropped, "rounds", sum.Rounds)
-	return s.route(ctx, rep, fab, topo, start, st0, []uint64{})
+	return s.route(ctx, rep, fab, topo, start, st0, []uint64{}, s.unaffected(old, fab, sum))
 }
 
 // snapshot is the topology cut for a fabric model, so that an incremental

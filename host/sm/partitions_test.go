@@ -95,15 +95,42 @@ func TestPartitionSweeps(t *testing.T) {
 		if full != "" {
 			t.Fatalf("light sweep wants a heavy sweep: %s", full)
 		}
-		if _, err := s.IncrementalSweep(ctx, ch); err != nil {
+		rep, err := s.IncrementalSweep(ctx, ch)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if st := s.PKeyStats(); st.BlocksSent+st.EnforceSets != 0 {
-			t.Errorf("link up=%v: %+v, want no P_Key Set", up, st)
+		if st := s.PKeyStats(); st.BlocksSent+st.EnforceSets != 0 || rep.PKeysKept {
+			t.Errorf("link up=%v: %+v, kept without a look %v; want it looked at, no P_Key Set", up, st, rep.PKeysKept)
 		}
 	}
 	if !holds(cas[0], 0x8002) {
 		t.Error("the bounced member lost its key")
+	}
+
+	// A cable between two switches bounces: no end port changed, so the
+	// P_Key plan stays without a read-back (no P_Key SMP at all).
+	isl := interSwitchLink(t, f)
+	for _, up := range []bool{false, true} {
+		if up {
+			must(t, fab.LinkUp(isl.A.GUID, uint8(isl.PA)))
+		} else {
+			must(t, fab.LinkDown(isl.A.GUID, uint8(isl.PA)))
+		}
+		ch, full, err := s.LightSweepChanges(ctx)
+		must(t, err)
+		if full != "" {
+			t.Fatalf("light sweep wants a heavy sweep: %s", full)
+		}
+		rep, err := s.IncrementalSweep(ctx, ch)
+		must(t, err)
+		if !rep.Rerouted || !rep.PKeysKept || rep.Partitions.Gets+rep.Partitions.Sets != 0 {
+			t.Errorf("switch cable up=%v: rerouted %v, P_Keys kept %v, %d P_Key Gets, %d Sets; want kept, none", up, rep.Rerouted, rep.PKeysKept, rep.Partitions.Gets, rep.Partitions.Sets)
+		}
+	}
+	rep, err = s.HeavySweep(ctx)
+	must(t, err)
+	if st := s.PKeyStats(); st.BlocksRead+st.BlocksSent+st.EnforceSets != 0 || !holds(cas[0], 0x8002) {
+		t.Errorf("heavy sweep after the switch cable: %+v, want the plan kept in force", st)
 	}
 
 	// SIGHUP: cas[1] leaves, cas[2] joins: their blocks and their switch

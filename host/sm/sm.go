@@ -159,8 +159,11 @@ type Report struct {
 	Discovery, Routing, Distribution Phase
 	// Partitions is the P_Key tables' programming after distribution (zero
 	// when partitions are not managed); PKeys says what it read and sent.
-	Partitions                  Phase
-	PKeys                       program.PKeyStats
+	Partitions Phase
+	PKeys      program.PKeyStats
+	// PKeysKept: the sweep changed nothing the P_Key plan in force
+	// depends on (a cable between switches) and kept it without a read.
+	PKeysKept                   bool
 	Total                       time.Duration
 	Nodes, Switches, CAs, Links int
 	// Rerouted is false when the fabric and config were unchanged and the
@@ -328,7 +331,7 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 		return rep, nil
 	}
 	s.startTerm()
-	rep, err = s.route(ctx, rep, fab, topo, start, st0, nil)
+	rep, err = s.route(ctx, rep, fab, topo, start, st0, nil, false)
 	if err == nil {
 		s.elect.programmed()
 	}
@@ -337,7 +340,9 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 
 // route plans and programs a freshly discovered fabric. clear lists the
 // switches whose PortStateChange to clear after programming (nil: all).
-func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo *topology.Topology, start time.Time, st0 transport.Stats, clear []uint64) (*Report, error) {
+// keepPKeys: the fabric changed nothing the P_Key plan in force depends on
+// (unaffected); it is kept if the plan's LIDs are the same too.
+func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo *topology.Topology, start time.Time, st0 transport.Stats, clear []uint64, keepPKeys bool) (*Report, error) {
 	rep.Warnings = fab.Warnings
 	countTopo(rep, topo)
 	s.mu.Lock()
@@ -346,7 +351,10 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	s.mu.Unlock()
 
 	t1 := time.Now()
-	pkeys := s.readPartitions(ctx, fab) // its Gets overlap routing, which sends none
+	var pkeys *pkeyRead
+	if !keepPKeys {
+		pkeys = s.readPartitions(ctx, fab) // its Gets overlap routing, which sends none
+	}
 	res, calls, err := s.plan(ctx, fab, topo)
 	rep.Routing = Phase{Time: time.Since(t1)}
 	rep.PluginCalls = calls
@@ -361,10 +369,20 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	rep.Engine = res.Engine
 	rep.Attempts = res.Attempts
 	rep.Stages = res.Timings
+	// With other LIDs the P_Key programmer's record is stale: syncing
+	// without a read-back started reads back itself.
+	keepPKeys = keepPKeys && samePKeyLIDs(cur, topo, res)
+	rep.PKeysKept = keepPKeys
+	partitions := func() error {
+		if keepPKeys {
+			return nil
+		}
+		return s.syncPartitions(ctx, fab, topo, res, rep, pkeys)
+	}
 	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab) && !drift(fab, topo, res) {
 		// Unchanged plan (its key covers the topology hash) that the
 		// fabric holds: nothing to send but P_Key blocks that differ.
-		err := s.syncPartitions(ctx, fab, topo, res, rep, pkeys)
+		err := partitions()
 		rep.Total = time.Since(start)
 		s.finishStats(rep, st0)
 		return rep, err
@@ -413,7 +431,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	s.mu.Unlock()
 	s.multicastAfterRoute(ctx)
 	s.notifyEndpoints(cur, topo) // InformInfo subscribers: traps 64/65
-	err = s.syncPartitions(ctx, fab, topo, res, rep, pkeys)
+	err = partitions()
 	rep.Total = time.Since(start)
 	s.finishStats(rep, st0)
 	if pipe, _ := s.pipe(); pipe != nil {
