@@ -379,9 +379,28 @@ func (l *logSink) waitFor(want string, d time.Duration) bool {
 	}
 }
 
+// TestTrapQuiet: a cable's traps are answered once they go quiet, not at
+// the end of the coalescing window (here far longer than the test waits).
+func TestTrapQuiet(t *testing.T) {
+	t.Parallel()
+	r := startTrapRig(t, sm.Options{TrapCoalesce: time.Minute, TrapQuiet: 20 * time.Millisecond}, false, 4)
+	l := switchLinks(r.f)[0]
+	must(t, r.fab.LinkDown(l.A.GUID, uint8(l.PA)))
+	select {
+	case rep := <-r.reps:
+		if !rep.Incremental || rep.Traps < 1 || !rep.Rerouted {
+			t.Fatalf("link down: %+v", rep)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no sweep 20 s after the traps: the loop waited for the coalescing window")
+	}
+}
+
 func TestRunTraps(t *testing.T) {
 	t.Parallel()
-	r0 := startTrapRig(t, sm.Options{TrapCoalesce: 30 * time.Millisecond, TrapMinInterval: 300 * time.Millisecond}, true, 16)
+	// The quiet gap is the whole window: the burst below must come as one
+	// batch on a loaded machine too.
+	r0 := startTrapRig(t, sm.Options{TrapCoalesce: 30 * time.Millisecond, TrapQuiet: 30 * time.Millisecond, TrapMinInterval: 300 * time.Millisecond}, true, 16)
 	f, fab, tr, s, sink, reps := r0.f, r0.fab, r0.tr, r0.s, r0.sink, r0.reps
 	next := func(what string) *sm.Report {
 		t.Helper()

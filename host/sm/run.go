@@ -11,6 +11,7 @@ import (
 
 const (
 	defaultTrapCoalesce    = 50 * time.Millisecond
+	defaultTrapQuiet       = 10 * time.Millisecond
 	defaultTrapMinInterval = 500 * time.Millisecond
 	defaultCAChecks        = 64
 	defaultSweepInterval   = 10 * time.Second
@@ -25,9 +26,12 @@ const (
 // a heavy sweep. Sweep failures are logged and retried.
 func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Report, error)) error {
 	interval := s.sweepInterval()
-	coalesce, minGap := s.Opts.TrapCoalesce, s.Opts.TrapMinInterval
+	coalesce, minGap, quietGap := s.Opts.TrapCoalesce, s.Opts.TrapMinInterval, s.Opts.TrapQuiet
 	if coalesce <= 0 {
 		coalesce = defaultTrapCoalesce
+	}
+	if quietGap <= 0 {
+		quietGap = min(defaultTrapQuiet, coalesce)
 	}
 	if minGap <= 0 {
 		minGap = defaultTrapMinInterval
@@ -66,11 +70,13 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 	elect, lastElect := false, time.Time{}
 	traps := s.demux(ctx)
 
-	// Traps wait in pend until the coalescing timer fires.
+	// Traps wait in pend until the coalescing timer fires; firstTrap is
+	// when the first of them came.
 	var (
 		pend      trapBatch
 		timer     *time.Timer
 		timerC    <-chan time.Time
+		firstTrap time.Time
 		lastTrap  time.Time
 		logBudget = newLogBudget(trapLogBurst)
 	)
@@ -139,15 +145,29 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 					}
 				}
 			}
-			if !sweep || timer != nil {
+			if !sweep {
 				continue
 			}
-			wait := coalesce
-			if gap := time.Until(lastTrap.Add(minGap)); gap > wait {
-				wait = gap // rate limit: a flapping link re-routes at most every minGap
+			// Sweep once the traps went quiet (a cable's two ends trap
+			// together; the sweep re-reads both ends anyway), at the
+			// latest coalesce after the first.
+			now := time.Now()
+			if timer == nil {
+				firstTrap = now
 			}
-			timer = time.NewTimer(wait)
-			timerC = timer.C
+			due := now.Add(quietGap)
+			if last := firstTrap.Add(coalesce); due.After(last) {
+				due = last
+			}
+			if gap := lastTrap.Add(minGap); gap.After(due) {
+				due = gap // rate limit: a flapping link re-routes at most every minGap
+			}
+			if timer == nil {
+				timer = time.NewTimer(time.Until(due))
+				timerC = timer.C
+			} else {
+				timer.Reset(time.Until(due))
+			}
 		case <-timerC:
 			timer, timerC = nil, nil
 			b := pend

@@ -40,9 +40,11 @@ type Options struct {
 	// M_Key); discovery and the bulk of programming go out in batches that
 	// the MAD window bounds.
 	Parallel int
-	// TrapCoalesce is how long the sweep loop waits after a trap for more
-	// traps before it re-routes once for all of them (default 50ms).
-	TrapCoalesce time.Duration
+	// TrapCoalesce is how long the sweep loop waits at most after a trap
+	// for more traps before it re-routes once for all of them (default
+	// 50ms); it sweeps sooner once no trap came for TrapQuiet (default
+	// 10ms, at most TrapCoalesce).
+	TrapCoalesce, TrapQuiet time.Duration
 	// TrapMinInterval is the least time between two trap-driven sweeps, so
 	// a flapping link cannot keep the SM re-routing (default 500ms).
 	TrapMinInterval time.Duration
