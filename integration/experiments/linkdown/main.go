@@ -98,6 +98,7 @@ type sample struct {
 	sent, blocks int64
 	incremental  bool
 	fallback     string
+	traps        int // the traps the sweep answered (0: a light sweep found the change)
 	// failed counts the sweeps after the change that failed before one
 	// succeeded (the loop retries them).
 	failed int
@@ -206,12 +207,14 @@ func fabric(o options, radix int) error {
 				return fmt.Errorf("%s cable down in the %s: %w", kind, where, err)
 			}
 			downs = append(downs, s)
+			s.log(name, kind, where, "down")
 			s, err = react(func() error { o.profile.start(); return a.Sim.LinkUp(guid, port) })
 			o.profile.pause()
 			if err != nil {
 				return fmt.Errorf("%s cable up in the %s: %w", kind, where, err)
 			}
 			ups = append(ups, s)
+			s.log(name, kind, where, "up")
 		}
 		row(o.via, name, kind+", "+where, "down", downs)
 		row(o.via, name, kind+", "+where, "up", ups)
@@ -355,8 +358,15 @@ func measured(rep *sm.Report, total time.Duration) sample {
 	return sample{
 		total: total, sweep: rep.Total, disc: rep.Discovery.Time, route: rep.Routing.Time, dist: rep.Distribution.Time, parts: rep.Partitions.Time, stages: rep.Stages,
 		sent: rep.Program.LFTBlocksSent, blocks: rep.Program.LFTBlocksTotal,
-		incremental: rep.Incremental, fallback: rep.Fallback,
+		incremental: rep.Incremental, fallback: rep.Fallback, traps: rep.Traps,
 	}
+}
+
+// log writes one sample to stderr, for what the medians hide.
+func (s sample) log(name, kind, where, event string) {
+	fmt.Fprintf(os.Stderr, "%s %s, %s, %s: %.3f s (%.3f before the sweep, %d traps), re-discovery %.3f, routing %.3f, distribution %.3f, partitions %.3f, rest %.3f\n",
+		name, kind, where, event, s.total.Seconds(), (s.total - s.sweep - s.light).Seconds(), s.traps, s.disc.Seconds(), s.route.Seconds(), s.dist.Seconds(), s.parts.Seconds(),
+		(s.sweep - s.disc - s.route - s.dist - s.parts).Seconds())
 }
 
 func row(via, name, kind, event string, ss []sample) {
