@@ -461,7 +461,8 @@ func (f *Fabric) behind(n *Node, pending map[*Node]bool) bool {
 // concurrently with a walk.
 func (f *Fabric) reroute() map[*Node]bool {
 	root := f.Nodes[f.SMGUID]
-	reach := map[*Node]bool{root: true}
+	reach := make(map[*Node]bool, len(f.Nodes))
+	reach[root] = true
 	root.Path = nil
 	queue := []*Node{root}
 	for len(queue) > 0 {
@@ -498,6 +499,9 @@ func (f *Fabric) reroute() map[*Node]bool {
 
 // drop removes the nodes reroute did not reach and every link to them.
 func (f *Fabric) drop(reach map[*Node]bool, sum *UpdateSummary) {
+	if len(reach) == len(f.Nodes) {
+		return // every node reached (reach holds only nodes of f)
+	}
 	for g, n := range f.Nodes {
 		if !reach[n] {
 			delete(f.Nodes, g)

@@ -3,6 +3,7 @@ package sm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -980,8 +981,20 @@ func (s *SM) learnSM(ctx context.Context, lid uint16) bool {
 }
 
 // knownSMs are the remote SMs of fab and those learnt from traps since.
+// The fabric's own are remembered for the last fabric asked (a model never
+// changes once made): a sweep asks twice and the next tick again, and at
+// ft3-56 each look is a pass over 311 k ports.
 func (s *SM) knownSMs(fab *discovery.Fabric) []remoteSM {
-	rs := remoteSMs(fab)
+	s.mu.Lock()
+	c := s.smsOf
+	s.mu.Unlock()
+	if c.fab != fab {
+		c = fabricSMs{fab: fab, rs: remoteSMs(fab)}
+		s.mu.Lock()
+		s.smsOf = c
+		s.mu.Unlock()
+	}
+	rs := slices.Clone(c.rs)
 	e := s.elect
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -1024,7 +1037,10 @@ func (s *SM) checkAlone(ctx context.Context, fab *discovery.Fabric, topo *topolo
 	}
 	seen := map[uint64]bool{}
 	var rs []remoteSM
-	for _, f := range []*discovery.Fabric{fab, s.Fabric()} {
+	for i, f := range []*discovery.Fabric{fab, s.Fabric()} {
+		if f == nil || i > 0 && f == fab {
+			continue // route made fab the fabric last seen
+		}
 		for _, r := range s.knownSMs(f) {
 			if !seen[r.guid] {
 				seen[r.guid] = true
@@ -1043,4 +1059,10 @@ func (s *SM) checkAlone(ctx context.Context, fab *discovery.Fabric, topo *topolo
 		}
 	}
 	return nil
+}
+
+// fabricSMs are the remote SMs found in one fabric model.
+type fabricSMs struct {
+	fab *discovery.Fabric
+	rs  []remoteSM
 }

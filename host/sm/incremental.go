@@ -102,3 +102,19 @@ func (s *SM) topologyOf(old, fab *discovery.Fabric, sum discovery.UpdateSummary)
 	}
 	return topo, nil
 }
+
+// settleSnapshot patches topo (cut before the programmer activated the
+// ports of the nodes in dirty) into done's snapshot, if done is still the
+// fabric model by then.
+func (s *SM) settleSnapshot(done *discovery.Fabric, topo *topology.Topology, dirty []uint64) {
+	t, err := done.PatchTopology(topo, discovery.UpdateSummary{}, dirty)
+	if err != nil {
+		s.Log.Debug("snapshot of the programmed fabric not patched; the next incremental sweep does it", "error", err)
+		return
+	}
+	s.mu.Lock()
+	if s.snap.fab == done {
+		s.snap = snapshot{fab: done, topo: t}
+	}
+	s.mu.Unlock()
+}

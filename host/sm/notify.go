@@ -1,6 +1,8 @@
 package sm
 
 import (
+	"slices"
+
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/smp"
 )
@@ -37,8 +39,40 @@ func (s *SM) notifyEndpoints(old *Applied, topo *topology.Topology) {
 }
 
 // endpointChanges lists the port GUIDs that are endpoints of b and not of
-// a (in) and the reverse (out). O(endpoints).
+// a (in) and the reverse (out). O(endpoints); O(nodes) without a map when
+// b was patched from a (Topology.Patch: a cable event), where only the
+// nodes whose ports b does not share with a can differ.
 func endpointChanges(a, b *topology.Topology) (in, out []uint64) {
+	if len(a.Nodes) == len(b.Nodes) && a.SM == b.SM {
+		same := true
+		var changed []int32
+		for i := range a.Nodes {
+			na, nb := &a.Nodes[i], &b.Nodes[i]
+			if na.GUID != nb.GUID || na.Type != nb.Type {
+				same = false
+				break
+			}
+			if len(na.Ports) != len(nb.Ports) || len(na.Ports) > 0 && &na.Ports[0] != &nb.Ports[0] {
+				changed = append(changed, int32(i))
+			}
+		}
+		if same {
+			for _, i := range changed {
+				ga, gb := nodeEndpoints(a, i), nodeEndpoints(b, i)
+				for _, g := range gb {
+					if !slices.Contains(ga, g) {
+						in = append(in, g)
+					}
+				}
+				for _, g := range ga {
+					if !slices.Contains(gb, g) {
+						out = append(out, g)
+					}
+				}
+			}
+			return in, out
+		}
+	}
 	guids := func(t *topology.Topology) map[uint64]bool {
 		m := make(map[uint64]bool, len(t.Endpoints()))
 		for _, ep := range t.Endpoints() {
@@ -58,6 +92,22 @@ func endpointChanges(a, b *topology.Topology) (in, out []uint64) {
 		}
 	}
 	return in, out
+}
+
+// nodeEndpoints lists the port GUIDs of node i's endpoints in t (as
+// Topology.Endpoints counts them: a switch's port 0, cabled CA ports).
+func nodeEndpoints(t *topology.Topology, i int32) []uint64 {
+	n := &t.Nodes[i]
+	if n.Type == topology.Switch {
+		return []uint64{t.PortGUID(topology.PortRef{Node: i})}
+	}
+	var out []uint64
+	for p := 1; p < len(n.Ports); p++ {
+		if n.Ports[p].Peer.Connected() {
+			out = append(out, t.PortGUID(topology.PortRef{Node: i, Port: uint8(p)}))
+		}
+	}
+	return out
 }
 
 // forwardTrap hands a generic trap to the notifier.

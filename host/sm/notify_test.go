@@ -39,4 +39,29 @@ func TestEndpointChanges(t *testing.T) {
 	if in, out := endpointChanges(build(0x200), build(0x200)); len(in)+len(out) != 0 {
 		t.Fatalf("unchanged fabric: in %#x out %#x", in, out)
 	}
+	// Patched (a cable event): only the nodes b does not share with a
+	// are looked at, in either direction.
+	a := build(0x200, 0x300)
+	var cut []topology.Node
+	for _, end := range []struct {
+		guid uint64
+		port int
+	}{{0x100, 2}, {0x300, 1}} {
+		n := a.Nodes[a.NodeByGUID(end.guid)]
+		n.Ports = slices.Clone(n.Ports)
+		n.Ports[end.port].Peer = topology.PortRef{Node: topology.NoNode}
+		cut = append(cut, n)
+	}
+	b, err := a.Patch(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		from, to *topology.Topology
+		in, out  []uint64
+	}{{a, b, nil, []uint64{0x301}}, {b, a, []uint64{0x301}, nil}, {a, a, nil, nil}} {
+		if in, out := endpointChanges(tc.from, tc.to); !slices.Equal(in, tc.in) || !slices.Equal(out, tc.out) {
+			t.Fatalf("patched: in %#x out %#x; want in %#x out %#x", in, out, tc.in, tc.out)
+		}
+	}
 }

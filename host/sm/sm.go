@@ -119,7 +119,8 @@ type SM struct {
 
 	mu      sync.Mutex
 	fabric  *discovery.Fabric
-	snap    snapshot // fabric's topology, for the next incremental sweep to patch
+	snap    snapshot  // fabric's topology, for the next incremental sweep to patch
+	smsOf   fabricSMs // the remote SMs of the last fabric model asked (knownSMs)
 	applied *Applied
 	lids    *lidIndex // LID → port of applied, built on first use
 	caNext  int       // light sweep CA check cursor
@@ -428,6 +429,11 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	done, activated := programmed(fab, topo, res)
 	s.mu.Lock()
 	s.fabric, s.snap = done, snapshot{fab: done, topo: topo, dirty: activated}
+	if len(activated) > 0 {
+		// After a bring-up that is every node: patch them now, not in
+		// the first cable event.
+		go s.settleSnapshot(done, topo, activated)
+	}
 	s.applied = &Applied{Topo: topo, Result: res, At: time.Now()}
 	s.lids = nil
 	s.mu.Unlock()
