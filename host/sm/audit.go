@@ -41,17 +41,32 @@ func (s *SM) auditBudget() int {
 	}
 }
 
+// auditChunk is how many reads the audit makes between two looks at
+// whether a trap waits: at ft3-56 a tick's share is ~100 k reads (seconds
+// on a loaded host), which a cable event's trap would otherwise wait out.
+const auditChunk = 4096
+
 // audit reads back the next share of what the programmer wrote to fab's
 // nodes and repairs what differs (program.Programmer.Audit). It returns
 // the switches found reset (port-0 LID lost), which the caller re-reads so
 // that the incremental sweep re-programs them whole. It runs on the sweep
-// goroutine, never concurrently with programming.
-func (s *SM) audit(ctx context.Context, fab *discovery.Fabric) []discovery.PortRef {
+// goroutine, never concurrently with programming. It reads in chunks
+// (of auditChunk) and stops early, leaving the rest of the share for the
+// next tick, when yield says something more urgent waits (nil: never).
+func (s *SM) audit(ctx context.Context, fab *discovery.Fabric, chunk int, yield func() bool) []discovery.PortRef {
 	budget := s.auditBudget()
 	if budget == 0 || fab == nil {
 		return nil
 	}
-	rep := s.prog.Audit(ctx, fab, budget)
+	var rep program.AuditReport
+	for left := budget; left > 0; {
+		r := s.prog.Audit(ctx, fab, min(left, chunk))
+		left = min(left, r.Items) - min(left, chunk)
+		rep = addAudit(rep, r)
+		if r.Stopped || r.Items == 0 || yield != nil && yield() {
+			break
+		}
+	}
 	s.auditItems.Store(int64(rep.Items))
 	if rep.Differences > 0 || rep.ReadFailures > 0 {
 		s.Log.Info("audit", "read", rep.Reads, "read_failures", rep.ReadFailures, "differences", rep.Differences,
@@ -75,4 +90,21 @@ func (s *SM) audit(ctx context.Context, fab *discovery.Fabric) []discovery.PortR
 		out = append(out, discovery.PortRef{GUID: g, Port: 0})
 	}
 	return out
+}
+
+// addAudit sums two reports of one rotation's consecutive calls.
+func addAudit(a, b program.AuditReport) program.AuditReport {
+	a.Reads += b.Reads
+	a.ReadFailures += b.ReadFailures
+	a.Differences += b.Differences
+	a.Repaired += b.Repaired
+	a.RepairFailures += b.RepairFailures
+	a.Reset = append(a.Reset, b.Reset...)
+	a.Wrapped = a.Wrapped || b.Wrapped
+	a.Items = b.Items
+	a.Stopped = b.Stopped
+	if a.FirstFailure == nil {
+		a.FirstFailure = b.FirstFailure
+	}
+	return a
 }

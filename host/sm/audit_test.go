@@ -52,6 +52,38 @@ func ft3(t *testing.T) *netfile.File {
 	return f
 }
 
+// TestAuditYields: the tick's audit reads its share in chunks and stops
+// after the chunk in which something more urgent came (a trap, in Run):
+// the rest of the share waits for the next tick.
+func TestAuditYields(t *testing.T) {
+	t.Parallel()
+	_, tr := attach(t, ft3(t))
+	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 1), sm.Options{AuditSMPs: 40}, nil)
+	ctx := context.Background()
+	_, err := s.HeavySweep(ctx)
+	must(t, err)
+	tests := []struct {
+		name     string
+		urgentAt int // the yield that says something waits (0: none)
+		reads    uint64
+	}{
+		{"nothing waits: the whole share", 0, 40},
+		{"a trap after the first chunk", 1, 10},
+		{"a trap after the third", 3, 30},
+	}
+	for _, tc := range tests {
+		asked := 0
+		before := s.AuditStats().Reads
+		s.AuditIn(ctx, 10, func() bool { asked++; return asked == tc.urgentAt })
+		if got := s.AuditStats().Reads - before; got != tc.reads {
+			t.Errorf("%s: %d reads, want %d", tc.name, got, tc.reads)
+		}
+		if items := s.AuditStats().Items; items < 40 {
+			t.Fatalf("the fabric has %d audit items; the test needs 40", items)
+		}
+	}
+}
+
 // TestAuditRepairsLFTBlock: an LFT block overwritten behind the SM's back
 // is found and repaired within ceil(items/budget) light sweeps, by one
 // Set, and no light sweep calls for a re-route; each light sweep reads

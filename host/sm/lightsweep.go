@@ -35,7 +35,7 @@ func (s *SM) lightSweep(ctx context.Context) (discovery.Changes, string, error) 
 	if full != "" || !ch.Empty() {
 		return ch, full, err
 	}
-	ch.Ports = s.audit(ctx, s.Fabric())
+	ch.Ports = s.audit(ctx, s.Fabric(), auditChunk, nil)
 	return ch, full, err
 }
 

@@ -189,7 +189,7 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 				heavy = true
 				continue
 			}
-			heavy = s.periodic(ctx, report)
+			heavy = s.periodic(ctx, report, func() bool { return len(traps) > 0 })
 			if !heavy {
 				s.rolloutTick(ctx) // candidate {}: requests, stages
 			}
@@ -201,8 +201,9 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 // sweep it calls for, then the audit over the fabric as it now stands (so
 // a re-route after a link loss is not delayed by reads over the dead
 // link), and the incremental sweep of switches the audit found reset. It
-// reports whether a heavy sweep is due.
-func (s *SM) periodic(ctx context.Context, report func(*Report, error)) bool {
+// reports whether a heavy sweep is due. The audit gives way when
+// trapsWaiting says a trap came (the rest of its share waits a tick).
+func (s *SM) periodic(ctx context.Context, report func(*Report, error), trapsWaiting func() bool) bool {
 	t0, st0 := time.Now(), s.T.Stats()
 	ch, full, err := s.pollAndCheck(ctx)
 	s.observeLight(time.Since(t0), st0, err)
@@ -220,7 +221,7 @@ func (s *SM) periodic(ctx context.Context, report func(*Report, error)) bool {
 			return true
 		}
 	}
-	if reset := s.audit(ctx, s.Fabric()); len(reset) > 0 {
+	if reset := s.audit(ctx, s.Fabric(), auditChunk, trapsWaiting); len(reset) > 0 {
 		rep, err := s.IncrementalSweep(ctx, discovery.Changes{Ports: reset})
 		report(rep, err)
 		return err != nil
