@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -99,6 +100,12 @@ type sample struct {
 	incremental  bool
 	fallback     string
 	traps        int // the traps the sweep answered (0: a light sweep found the change)
+	start        time.Time
+	// lights: the periodic light sweeps that ran between the change and
+	// the sweep that answered it (the loop answers traps between them),
+	// lightTime their time.
+	lights    int
+	lightTime time.Duration
 	// failed counts the sweeps after the change that failed before one
 	// succeeded (the loop retries them).
 	failed int
@@ -167,11 +174,17 @@ func fabric(o options, radix int) error {
 		runCtx, stop := context.WithCancel(ctx)
 		defer stop()
 		reports := make(chan sweep, 16)
+		lights := &lightLog{}
+		a.SM.Observer = lights
 		go a.SM.Run(runCtx, nil, func(rep *sm.Report, err error) { reports <- sweep{rep, err, time.Now()} })
 		if sw := <-reports; sw.err != nil {
 			return fmt.Errorf("bring-up: %w", sw.err)
 		}
-		react = func(fault func() error) (sample, error) { return trapped(reports, fault) }
+		react = func(fault func() error) (sample, error) {
+			s, err := trapped(reports, fault)
+			s.lights, s.lightTime = lights.between(s.start, s.start.Add(s.total-s.sweep))
+			return s, err
+		}
 	} else if _, err := a.SM.HeavySweep(ctx); err != nil {
 		return fmt.Errorf("bring-up: %w", err)
 	}
@@ -312,7 +325,7 @@ func trapped(reports <-chan sweep, fault func() error) (sample, error) {
 				continue
 			}
 			out := measured(sw.rep, sw.at.Sub(start))
-			out.failed = failed
+			out.failed, out.start = failed, start
 			return out, nil
 		case <-deadline:
 			return sample{}, fmt.Errorf("no sweep within 10 minutes")
@@ -364,8 +377,8 @@ func measured(rep *sm.Report, total time.Duration) sample {
 
 // log writes one sample to stderr, for what the medians hide.
 func (s sample) log(name, kind, where, event string) {
-	fmt.Fprintf(os.Stderr, "%s %s, %s, %s: %.3f s (%.3f before the sweep, %d traps), re-discovery %.3f, routing %.3f, distribution %.3f, partitions %.3f, rest %.3f\n",
-		name, kind, where, event, s.total.Seconds(), (s.total - s.sweep - s.light).Seconds(), s.traps, s.disc.Seconds(), s.route.Seconds(), s.dist.Seconds(), s.parts.Seconds(),
+	fmt.Fprintf(os.Stderr, "%s %s, %s, %s: %.3f s (%.3f before the sweep, %d traps, %d light sweeps %.3f s), re-discovery %.3f, routing %.3f, distribution %.3f, partitions %.3f, rest %.3f\n",
+		name, kind, where, event, s.total.Seconds(), (s.total - s.sweep - s.light).Seconds(), s.traps, s.lights, s.lightTime.Seconds(), s.disc.Seconds(), s.route.Seconds(), s.dist.Seconds(), s.parts.Seconds(),
 		(s.sweep - s.disc - s.route - s.dist - s.parts).Seconds())
 }
 
@@ -446,4 +459,42 @@ func (p *profile) pause() {
 		fmt.Fprintln(os.Stderr, "linkdown: CPU profile:", err)
 	}
 	p.f = nil
+}
+
+// lightLog is the sweep loop's observer: when each light sweep ended and
+// what it took.
+type lightLog struct {
+	mu   sync.Mutex
+	ends []time.Time
+	took []time.Duration
+}
+
+func (l *lightLog) LightSweep(took time.Duration, _ uint64, _ error) {
+	l.mu.Lock()
+	l.ends, l.took = append(l.ends, time.Now()), append(l.took, took)
+	l.mu.Unlock()
+}
+
+func (l *lightLog) Trap(uint16, uint16) {}
+
+// between counts the light sweeps that overlapped [from, to] and their
+// time within it.
+func (l *lightLog) between(from, to time.Time) (n int, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, end := range l.ends {
+		begin := end.Add(-l.took[i])
+		if end.Before(from) || begin.After(to) {
+			continue
+		}
+		n++
+		if end.After(to) {
+			end = to
+		}
+		if begin.Before(from) {
+			begin = from
+		}
+		d += end.Sub(begin)
+	}
+	return n, d
 }
