@@ -37,6 +37,7 @@ func (d *Dispatcher) DoEach(ctx context.Context, first int, n func() int, build 
 	most := lim.win.ceiling
 	b := &batch{d: d, ctx: ctx, lim: lim, done: done, ev: make(chan batchEvent, 2*most)}
 	b.recycle, _ = d.conn.(Recycler)
+	b.bs, _ = d.conn.(BatchSender)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	next := first
@@ -70,13 +71,17 @@ func (d *Dispatcher) DoEach(ctx context.Context, first int, n func() int, build 
 			b.start(&pend, to, down)
 			havePend = false
 		}
+		b.flush()
 		if len(b.live) == 0 {
 			if !havePend && next >= n() {
 				return next
 			}
 			continue
 		}
-		timer.Reset(time.Until(b.earliest()))
+		if b.rearm {
+			b.armed, b.rearm = b.earliest(), false
+			timer.Reset(time.Until(b.armed))
+		}
 		select {
 		case e := <-b.ev:
 			b.event(e)
@@ -84,6 +89,7 @@ func (d *Dispatcher) DoEach(ctx context.Context, first int, n func() int, build 
 				b.event(<-b.ev)
 			}
 		case now := <-timer.C:
+			b.armed, b.rearm = time.Time{}, true
 			b.expire(now)
 		case <-ctx.Done():
 			return b.abort(&pend, havePend, next, n, ctx.Err())
@@ -130,6 +136,16 @@ type batch struct {
 	free [][]byte // request buffers
 	// recycle takes the answers' buffers back (the Conn's, if it can).
 	recycle Recycler
+	// bs, if the Conn can, writes the attempts send queued in out, in one
+	// system call (flush), before the batch waits.
+	bs            BatchSender
+	out, flushing []*call
+	outP          []Packet
+	// The timer is armed for armed, no later than any live deadline;
+	// rearm: set it to the earliest again before waiting (a deadline came
+	// earlier, or it fired). Not per MAD: earliest scans the window.
+	armed time.Time
+	rearm bool
 }
 
 // never is a deadline that does not come: the call's answer is on its way.
@@ -169,7 +185,7 @@ func (b *batch) start(st *batchState, to destKey, down bool) {
 // send makes c's next attempt (c.bs.attempt), as attempts does.
 func (b *batch) send(c *call) {
 	d, st := b.d, &c.bs
-	key, ok := d.newAttempt(c, st.req)
+	_, ok := d.newAttempt(c, st.req)
 	if !ok {
 		st.deadline = never // answered meanwhile: the answer waits in ev
 		return
@@ -183,7 +199,20 @@ func (b *batch) send(c *call) {
 	if st.attempt > 0 && c.win.slow(c.to) {
 		st.req.Timeout = backedOff(c.timeout, st.waitedN)
 	}
-	if err := d.conn.Send(st.req); err != nil {
+	if b.bs != nil {
+		b.out = append(b.out, c) // written by flush
+		st.deadline = never
+		return
+	}
+	b.written(c, d.conn.Send(st.req), time.Now())
+}
+
+// written records that c's attempt was handed to the Conn at now with
+// err.
+func (b *batch) written(c *call, err error, now time.Time) {
+	d, st := b.d, &c.bs
+	if err != nil {
+		key := c.keys[len(c.keys)-1] // only this goroutine adds keys
 		switch {
 		case d.isClosed():
 			b.fail(c, d.endErr())
@@ -200,8 +229,41 @@ func (b *batch) send(c *call) {
 		st.sendErr = err
 		d.log.Debug("re-send not written; still waiting for the earlier attempts", "tid", key, "error", err)
 	}
-	st.sent = time.Now()
-	st.deadline = st.sent.Add(st.req.Timeout)
+	st.sent = now
+	st.deadline = now.Add(st.req.Timeout)
+	if b.armed.IsZero() || st.deadline.Before(b.armed) {
+		b.rearm = true
+	}
+}
+
+// flush writes the attempts send queued, in one SendBatch.
+func (b *batch) flush() {
+	if len(b.out) == 0 {
+		return
+	}
+	ps := b.outP[:0]
+	for _, c := range b.out {
+		ps = append(ps, c.bs.req)
+	}
+	out := b.out
+	b.out = b.flushing[:0]
+	// A request the Conn refuses (its error, its attempt's) does not hold
+	// back those after it.
+	for off := 0; off < len(ps); {
+		n, err := b.bs.SendBatch(ps[off:])
+		now := time.Now()
+		for _, c := range out[off : off+n] {
+			b.written(c, nil, now)
+		}
+		if off += n; err != nil && off < len(ps) {
+			b.written(out[off], err, now)
+			off++
+		}
+	}
+	clear(ps)
+	b.outP = ps[:0]
+	clear(out)
+	b.flushing = out[:0]
 }
 
 // next makes c's next attempt if it has one left, else ends it with its
@@ -306,6 +368,7 @@ func (b *batch) finish(c *call, resp Packet, err error) {
 // sent, and returns the index after the last it ended.
 func (b *batch) abort(pend *batchState, havePend bool, next int, n func() int, err error) int {
 	d := b.d
+	b.out = b.out[:0] // never written: they end with err below
 	d.mu.Lock()
 	for _, c := range b.live {
 		if !c.answered {

@@ -513,18 +513,28 @@ func (d *Dispatcher) release(c *call) {
 func (d *Dispatcher) receive(ctx context.Context) {
 	defer close(d.recvDone)
 	defer close(d.unsol)
+	if dl, ok := d.conn.(Deliverer); ok {
+		dl.Deliver(ctx, func(p Packet, err error) {
+			if err == nil {
+				d.received.Add(1)
+				d.dispatch(p)
+				return
+			}
+			if !d.failed(err) && !errors.Is(err, ErrClosed) && !errors.Is(err, net.ErrClosed) {
+				d.log.Warn("MAD receive failed", "error", err)
+			}
+		})
+		return
+	}
 	backoff := time.Millisecond
 	for {
 		p, err := d.conn.Recv(ctx)
 		if err != nil {
-			if b := asBounce(err); b != nil {
-				d.received.Add(1)
-				d.bounce(b.Packet)
+			if d.failed(err) {
+				if errors.Is(err, ErrConnLost) {
+					return
+				}
 				continue
-			}
-			if errors.Is(err, ErrConnLost) {
-				d.lose(err)
-				return
 			}
 			if ctx.Err() != nil || d.isClosed() || errors.Is(err, ErrClosed) || errors.Is(err, net.ErrClosed) {
 				return
@@ -544,6 +554,21 @@ func (d *Dispatcher) receive(ctx context.Context) {
 		d.received.Add(1)
 		d.dispatch(p)
 	}
+}
+
+// failed handles what a receive error says about the Conn: a bounce
+// (true, handled) or a lost attachment (true: the transport has ended).
+func (d *Dispatcher) failed(err error) bool {
+	if b := asBounce(err); b != nil {
+		d.received.Add(1)
+		d.bounce(b.Packet)
+		return true
+	}
+	if errors.Is(err, ErrConnLost) {
+		d.lose(err)
+		return true
+	}
+	return false
 }
 
 // SMP management classes and where a directed-route SMP keeps its hop

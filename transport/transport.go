@@ -45,6 +45,27 @@ type Recycler interface {
 	Recycle(mad []byte)
 }
 
+// Deliverer is a Conn whose own reader can hand each packet it reads
+// straight to the Dispatcher instead of queueing it for Recv: a goroutine
+// hop and a channel send fewer per MAD (on ibsim, at a few microseconds of
+// host CPU per SMP on two cores the simulator shares, that is rate).
+// Deliver calls fn, from one goroutine at a time, with what Recv would have
+// returned, until ctx is done or the Conn is closed; it returns once fn is
+// no longer called. fn never blocks. Meanwhile Recv is not called; after
+// Deliver returned the Conn queues packets for Recv again.
+type Deliverer interface {
+	Deliver(ctx context.Context, fn func(Packet, error))
+}
+
+// BatchSender is a Conn that writes several requests in one system call
+// (DoAll's answers come in bursts, and so do the requests that take their
+// slots). SendBatch sends ps in order, each as Send would, and returns how
+// many it handed over before err; the rest were not sent. Like Send, it
+// keeps no MAD after it returned.
+type BatchSender interface {
+	SendBatch(ps []Packet) (int, error)
+}
+
 // Stats counts what a Transport did. Gets and Sets count distinct requests
 // by method (a retry is counted in Retries, not again in Gets/Sets).
 type Stats struct {

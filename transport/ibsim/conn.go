@@ -167,6 +167,10 @@ type Conn struct {
 	in      chan item
 	earlyMu sync.Mutex
 	early   []item // packets read while Dial probed, before Recv existed
+	// deliver, while set (Deliver), takes each packet from the read loop
+	// instead of in; deliverMu is held while one is handed over.
+	deliverMu sync.Mutex
+	deliver   func(transport.Packet, error)
 
 	done       chan struct{}
 	closeOnce  sync.Once
@@ -176,8 +180,13 @@ type Conn struct {
 	gone       error
 
 	bufs sync.Pool
+	// batches holds *datagrams for SendBatch; wdeadline is the data
+	// socket's write deadline (unix ns, writeDeadline).
+	batches   sync.Pool
+	wdeadline atomic.Int64
 
 	sent, received, bounced, malformed, overruns atomic.Uint64
+	reads, writes                                atomic.Uint64
 }
 
 type item struct {
@@ -185,7 +194,10 @@ type item struct {
 	status uint32
 }
 
-var _ transport.Conn = (*Conn)(nil)
+var (
+	_ transport.Conn      = (*Conn)(nil)
+	_ transport.Deliverer = (*Conn)(nil)
+)
 
 // abs is an abstract socket address. ibsim's names include a trailing NUL
 // in the address length; Go turns the leading '@' into the first NUL.
@@ -801,14 +813,36 @@ func (c *Conn) SetIsSM(ctx context.Context, on bool) error {
 // ibsim requires; LID-routed packets with SLID 0 get our port's LID from
 // ibsim. The source QP is 0 for SMPs and 1 for everything else.
 func (c *Conn) Send(p transport.Packet) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	h, err := header(p)
+	if err != nil {
+		return err
+	}
+	return c.send(&h, p.MAD)
+}
+
+// SendBatch implements transport.BatchSender: on 64-bit Linux one
+// sendmmsg(2) per batch.
+func (c *Conn) SendBatch(ps []transport.Packet) (int, error) {
+	if err := c.usable(); err != nil {
+		return 0, err
+	}
+	return c.sendBatch(ps)
+}
+
+func (c *Conn) usable() error {
 	if c.isClosed() {
 		return transport.ErrClosed
 	}
-	if err := c.goneErr(); err != nil {
-		return err
-	}
+	return c.goneErr()
+}
+
+// header is the sim header that carries p.
+func header(p transport.Packet) (Header, error) {
 	if len(p.MAD) < 24 {
-		return fmt.Errorf("ibsim: MAD is %d bytes, shorter than its 24-byte header", len(p.MAD))
+		return Header{}, fmt.Errorf("ibsim: MAD is %d bytes, shorter than its 24-byte header", len(p.MAD))
 	}
 	class := p.MAD[1]
 	h := Header{DLID: p.DLID, SLID: p.SLID, DQP: p.QP, SQP: 1, Length: uint64(smp.RMPPMessageLen(p.MAD))}
@@ -817,13 +851,40 @@ func (c *Conn) Send(p transport.Packet) error {
 	}
 	switch {
 	case p.DLID == 0:
-		return fmt.Errorf("ibsim: DLID 0 is invalid; use %#04x for a directed-route SMP or the destination's LID", smp.PermissiveLID)
+		return h, fmt.Errorf("ibsim: DLID 0 is invalid; use %#04x for a directed-route SMP or the destination's LID", smp.PermissiveLID)
 	case p.DLID == smp.PermissiveLID:
 		h.SLID = smp.PermissiveLID
 	case class == smp.ClassSMPDR:
-		return fmt.Errorf("ibsim: directed-route SMP with DLID %d; ibsim routes DR only with DLID %#04x (no combined LID/DR routing)", p.DLID, smp.PermissiveLID)
+		return h, fmt.Errorf("ibsim: directed-route SMP with DLID %d; ibsim routes DR only with DLID %#04x (no combined LID/DR routing)", p.DLID, smp.PermissiveLID)
 	}
-	return c.send(&h, p.MAD)
+	return h, nil
+}
+
+// writeDeadline arms the data socket's write deadline when less than
+// half of SendTimeout is left of it: a write waits between SendTimeout/2
+// and SendTimeout for a stalled ibsim, and the timer is not reset per MAD
+// (it was 2 % of a bring-up's host CPU).
+func (c *Conn) writeDeadline() {
+	now := time.Now()
+	if c.wdeadline.Load()-now.UnixNano() >= int64(c.opts.SendTimeout/2) {
+		return
+	}
+	d := now.Add(c.opts.SendTimeout)
+	c.data.SetWriteDeadline(d)
+	c.wdeadline.Store(d.UnixNano())
+}
+
+// wrote counts one write of n MADs to ibsim; err (if any) is the write's.
+func (c *Conn) wrote(n int, err error) error {
+	c.writes.Add(1)
+	c.sent.Add(uint64(n))
+	if err == nil {
+		return nil
+	}
+	if c.isClosed() && errors.Is(err, net.ErrClosed) {
+		return transport.ErrClosed
+	}
+	return c.writeErr(err, c.out.Name[1:len(c.out.Name)-1], "a MAD")
 }
 
 func (c *Conn) send(h *Header, mad []byte) error {
@@ -832,15 +893,12 @@ func (c *Conn) send(h *Header, mad []byte) error {
 	if err := MarshalRequest(buf[:], h, mad); err != nil {
 		return err
 	}
-	c.data.SetWriteDeadline(time.Now().Add(c.opts.SendTimeout))
-	if _, err := c.data.Write(buf[:]); err != nil { // connected to out<k>
-		if c.isClosed() && errors.Is(err, net.ErrClosed) {
-			return transport.ErrClosed
-		}
-		return c.writeErr(err, c.out.Name[1:len(c.out.Name)-1], "a MAD")
+	c.writeDeadline()
+	_, err := c.data.Write(buf[:]) // connected to out<k>
+	if err != nil {
+		return c.wrote(0, err)
 	}
-	c.sent.Add(1)
-	return nil
+	return c.wrote(1, nil)
 }
 
 // writeErr turns a socket write error into one that says what to do.
@@ -914,14 +972,20 @@ func (c *Conn) Recycle(mad []byte) {
 	}
 }
 
-// readLoop drains the data socket for the Conn's whole life. It must never
-// block on the consumer: ibsim spins, stalling every client, while our
-// socket is full.
+// readLoop drains the data socket for the Conn's whole life, up to
+// readBatch datagrams per system call. It must never block on the
+// consumer: ibsim spins, stalling every client, while our socket is full.
 func (c *Conn) readLoop() {
 	defer close(c.readerDone)
-	buf := make([]byte, RequestLen+1) // one spare byte reveals oversize datagrams
+	// one spare byte reveals oversize datagrams
+	dg, err := newDatagrams(c.data, readBatch, RequestLen+1)
+	if err != nil {
+		c.log.Error("cannot read from ibsim", "error", err)
+		return
+	}
 	for {
-		n, err := c.data.Read(buf)
+		n, err := dg.read()
+		c.reads.Add(1)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -934,28 +998,72 @@ func (c *Conn) readLoop() {
 			}
 			continue
 		}
-		c.received.Add(1)
-		h, mad, err := UnmarshalRequest(buf[:n])
-		if err != nil {
-			c.malformed.Add(1)
-			c.log.Debug("dropping malformed datagram", "error", err)
-			continue
+		c.deliverMu.Lock()
+		for i := range n {
+			c.take(dg.bufs[i][:dg.size(i)])
 		}
-		it := item{
-			p:      transport.Packet{DLID: h.DLID, SLID: h.SLID, QP: h.SQP, MAD: c.copyMAD(mad)},
-			status: h.Status,
-		}
-		if h.Status != 0 {
-			c.bounced.Add(1)
-		}
-		select {
-		case c.in <- it:
-		default:
-			if n := c.overruns.Add(1); n&(n-1) == 0 { // log at powers of two
-				c.log.Warn("receive queue full, dropping packets from ibsim", "dropped", n, "capacity", cap(c.in))
-			}
+		c.deliverMu.Unlock()
+	}
+}
+
+// readBatch is how many datagrams one read takes at most: about a MAD
+// window's answers (ibsim's default window is 128).
+const readBatch = 64
+
+// take hands one datagram to deliver or queues it for Recv (caller holds
+// deliverMu).
+func (c *Conn) take(b []byte) {
+	c.received.Add(1)
+	h, mad, err := UnmarshalRequest(b)
+	if err != nil {
+		c.malformed.Add(1)
+		c.log.Debug("dropping malformed datagram", "error", err)
+		return
+	}
+	it := item{
+		p:      transport.Packet{DLID: h.DLID, SLID: h.SLID, QP: h.SQP, MAD: c.copyMAD(mad)},
+		status: h.Status,
+	}
+	if h.Status != 0 {
+		c.bounced.Add(1)
+	}
+	if c.deliver != nil {
+		c.deliver(it.result())
+		return
+	}
+	select {
+	case c.in <- it:
+	default:
+		if n := c.overruns.Add(1); n&(n-1) == 0 { // log at powers of two
+			c.log.Warn("receive queue full, dropping packets from ibsim", "dropped", n, "capacity", cap(c.in))
 		}
 	}
+}
+
+// Deliver implements transport.Deliverer: the read loop hands each packet
+// to fn, those that already wait for Recv first, until ctx is done or the
+// Conn closes. fn must not block: ibsim stalls while our socket is full.
+func (c *Conn) Deliver(ctx context.Context, fn func(transport.Packet, error)) {
+	c.deliverMu.Lock()
+	c.earlyMu.Lock()
+	early := c.early
+	c.early = nil
+	c.earlyMu.Unlock()
+	for _, it := range early {
+		fn(it.result())
+	}
+	for len(c.in) > 0 {
+		fn((<-c.in).result())
+	}
+	c.deliver = fn
+	c.deliverMu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-c.done:
+	}
+	c.deliverMu.Lock()
+	c.deliver = nil
+	c.deliverMu.Unlock()
 }
 
 // Recv implements transport.Conn. A packet ibsim handed back undelivered
@@ -1003,12 +1111,15 @@ type Stats struct {
 	// Malformed counts datagrams of the wrong size; Overruns counts
 	// packets dropped because Recv fell RecvBuffer packets behind.
 	Malformed, Overruns uint64
+	// Reads and Writes count the system calls that moved them (several
+	// datagrams each where recvmmsg and sendmmsg exist).
+	Reads, Writes uint64
 }
 
 // Stats returns the Conn's counters.
 func (c *Conn) Stats() Stats {
 	return Stats{Sent: c.sent.Load(), Received: c.received.Load(), Bounced: c.bounced.Load(),
-		Malformed: c.malformed.Load(), Overruns: c.overruns.Load()}
+		Malformed: c.malformed.Load(), Overruns: c.overruns.Load(), Reads: c.reads.Load(), Writes: c.writes.Load()}
 }
 
 func (c *Conn) isClosed() bool {
