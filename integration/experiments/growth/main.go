@@ -54,7 +54,13 @@ type Run struct {
 	HostRSSKiB, PluginRSSKiB                                         int64
 	CacheBytes                                                       int64
 	Wall                                                             float64
+	// Floor is ibsim's SMP rate for a client that does nothing else,
+	// measured on a fresh ibsim right after this bring-up (ibsm on ibsim).
+	Floor float64 `json:"floor,omitempty"`
 }
+
+// SMPs is every SMP of the bring-up, P_Key programming included.
+func (r Run) SMPs() int64 { return r.Gets + r.Sets + r.PKeyGets + r.PKeySets }
 
 // Model is the subnet-management model's SMP counts for an m-port n-tree.
 type Model struct {
@@ -89,8 +95,12 @@ func main() {
 	bin := flag.String("bin", "bin", "directory of the built ibsm and plugin binaries (make build)")
 	out := flag.String("out", filepath.Join(os.TempDir(), "growth"), "work and results directory")
 	limit := flag.Duration("timeout", 20*time.Minute, "bound on each process")
+	fl := floorOpts{}
+	embedded := flag.Bool("embedded", true, "bring each size up on the embedded fabric too")
+	flag.IntVar(&fl.n, "floor", 200000, "SMPs of ibsim's floor measured after each ibsm bring-up on ibsim (0: none)")
+	flag.IntVar(&fl.window, "floor-window", 128, "SMPs in flight when measuring the floor (ibsim's best window, BENCHMARKS.md)")
 	flag.Parse()
-	if err := run(*radixes, *opensm, *ibsimRadix, *runs, *engine, *osmEngine, *bin, *out, *limit); err != nil {
+	if err := run(*radixes, *opensm, *ibsimRadix, *runs, *engine, *osmEngine, *bin, *out, *limit, fl, *embedded); err != nil {
 		fmt.Fprintln(os.Stderr, "growth:", err)
 		os.Exit(1)
 	}
@@ -111,7 +121,10 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
-func run(radixList, osmList, ibsimList string, runs int, engine, osmEngine, bin, out string, limit time.Duration) error {
+// floorOpts say how to measure ibsim's floor (floorRate).
+type floorOpts struct{ n, window int }
+
+func run(radixList, osmList, ibsimList string, runs int, engine, osmEngine, bin, out string, limit time.Duration, fl floorOpts, embedded bool) error {
 	rs, err := ints(radixList)
 	if err != nil {
 		return err
@@ -144,7 +157,7 @@ func run(radixList, osmList, ibsimList string, runs int, engine, osmEngine, bin,
 		if err := os.WriteFile(net, b, 0o644); err != nil {
 			return err
 		}
-		for i := 0; i < runs; i++ {
+		for i := 0; i < runs && embedded; i++ {
 			x, err := ibsmRun(bin, net, out, engine, r, i, "", limit)
 			if err != nil {
 				return err
@@ -164,6 +177,16 @@ func run(radixList, osmList, ibsimList string, runs int, engine, osmEngine, bin,
 					})
 					if err != nil {
 						return err
+					}
+					if fl.n > 0 {
+						if _, err := onIBSim(ibsimPath, net, out, r, i, limit, func(_ string, sim *benchutil.IBSim) (*Run, error) {
+							ctx, cancel := context.WithTimeout(context.Background(), limit)
+							defer cancel()
+							x.Floor, err = floorRate(ctx, sim.Sockname, fl.window, fl.n)
+							return nil, err
+						}); err != nil {
+							return err
+						}
 					}
 					all = append(all, *x)
 					progress(x)
@@ -210,8 +233,16 @@ func contains(xs []int, x int) bool {
 }
 
 func progress(x *Run) {
-	fmt.Fprintf(os.Stderr, "ft3-%d %s on %s: SUBNET UP %.2fs\n", x.Radix, x.SM, x.Fabric, x.SubnetUp)
+	fmt.Fprintf(os.Stderr, "ft3-%d %s on %s: SUBNET UP %.2fs", x.Radix, x.SM, x.Fabric, x.SubnetUp)
+	if x.Floor > 0 {
+		fmt.Fprintf(os.Stderr, " (routing %.2fs); %d SMPs, ibsim's floor %.0f SMPs/s: %.2fx the at-floor time; load %.2f",
+			x.Routing, x.SMPs(), x.Floor, atFloor(*x), benchutil.LoadAvg())
+	}
+	fmt.Fprintln(os.Stderr)
 }
+
+// atFloor is SUBNET UP over the time r's SMPs take at ibsim's floor rate.
+func atFloor(r Run) float64 { return r.SubnetUp / (float64(r.SMPs()) / r.Floor) }
 
 // onIBSim starts a fresh ibsim with net for one run of f.
 func onIBSim(ibsimPath, net, out string, r, i int, limit time.Duration, f func(dir string, sim *benchutil.IBSim) (*Run, error)) (*Run, error) {
@@ -342,6 +373,7 @@ func table(w *os.File, all []Run) {
 			med(rs, func(r Run) float64 { return float64(r.HostRSSKiB) })/1024, med(rs, func(r Run) float64 { return float64(r.PluginRSSKiB) })/1024,
 			med(rs, func(r Run) float64 { return float64(r.CacheBytes) })/(1<<20))
 	}
+	floors(w, keys, groups)
 	// Growth exponents of ibsm's embedded phases against LIDs × switches.
 	phases := []struct {
 		name string
@@ -396,4 +428,37 @@ func slope(xs, ys []float64) float64 {
 		den += (xs[i] - mx) * (xs[i] - mx)
 	}
 	return num / den
+}
+
+// floors prints, per size brought up on ibsim with the floor measured,
+// SUBNET UP against the time its SMPs take at ibsim's floor (issue 16's
+// ≤ 1.3×), each run's ratio against the floor measured right after it.
+func floors[K comparable](w *os.File, keys []K, groups map[K][]Run) {
+	header := false
+	for _, k := range keys {
+		rs := groups[k]
+		if rs[0].Floor == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "| fabric | SM on | SMPs | SUBNET UP s (runs) | routing s | ibsim floor SMPs/s (runs) | at-floor s | SUBNET UP / at-floor (runs) |")
+			fmt.Fprintln(w, "|---|---|---:|---|---:|---|---:|---|")
+			header = true
+		}
+		var ups, routing, fls, ratios []float64
+		for _, r := range rs {
+			ups, routing, fls, ratios = append(ups, r.SubnetUp), append(routing, r.Routing), append(fls, r.Floor), append(ratios, atFloor(r))
+		}
+		list := func(xs []float64, f string) string {
+			s := make([]string, len(xs))
+			for i, x := range xs {
+				s[i] = fmt.Sprintf(f, x)
+			}
+			return strings.Join(s, ", ")
+		}
+		fmt.Fprintf(w, "| ft3-%d | ibsm %s | %d | %.2f (%s) | %.2f | %.0f (%s) | %.2f | **%.2f×** (%s) |\n", rs[0].Radix, rs[0].Fabric, rs[0].SMPs(),
+			median(ups), list(ups, "%.2f"), median(routing), median(fls), list(fls, "%.0f"), float64(rs[0].SMPs())/median(fls),
+			median(ratios), list(ratios, "%.2f"))
+	}
 }
