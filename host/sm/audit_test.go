@@ -84,6 +84,31 @@ func TestAuditYields(t *testing.T) {
 	}
 }
 
+// TestNewSMsYields: the master's look for new SMs reads every end port,
+// and none once a trap waits (the next poll tick looks again).
+func TestNewSMsYields(t *testing.T) {
+	t.Parallel()
+	f := ft3(t)
+	_, tr := attach(t, f)
+	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 1), sm.Options{}, nil)
+	ctx := context.Background()
+	rep, err := s.HeavySweep(ctx)
+	must(t, err)
+	ends := uint64(rep.Switches + rep.CAs - 1) // every end port but the SM's own
+	for _, tc := range []struct {
+		name  string
+		yield func() bool
+		gets  uint64
+		done  bool
+	}{{"nothing waits", nil, ends, true}, {"a trap waits", func() bool { return true }, 0, false}} {
+		gets := tr.Stats().Gets
+		found, done := s.NewSMs(ctx, tc.yield)
+		if got := tr.Stats().Gets - gets; found || done != tc.done || got != tc.gets {
+			t.Errorf("%s: found %v, done %v, %d Gets; want none found, done %v, %d Gets", tc.name, found, done, got, tc.done, tc.gets)
+		}
+	}
+}
+
 // TestAuditRepairsLFTBlock: an LFT block overwritten behind the SM's back
 // is found and repaired within ceil(items/budget) light sweeps, by one
 // Set, and no light sweep calls for a re-route; each light sweep reads

@@ -65,10 +65,12 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 	defer poll.Stop()
 	s.learnOwnPort(ctx)
 	polls := 0
+	lookAgain := false // newSMs gave way to a trap
 	// elect: an SM trap asked for an election sweep within the last poll
 	// interval; lastElect: when a trap last caused one.
 	elect, lastElect := false, time.Time{}
 	traps := s.demux(ctx)
+	trapsWaiting := func() bool { return len(traps) > 0 }
 
 	// Traps wait in pend until the coalescing timer fires; firstTrap is
 	// when the first of them came.
@@ -118,7 +120,14 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 			case smp.SMStateStandby:
 				heavy = heavy || s.pollMaster(ctx)
 			case smp.SMStateMaster:
-				if polls++; polls%peerTicks == 0 && s.newSMs(ctx) || elect || s.peersChanged(ctx) {
+				polls++
+				found := false
+				if polls%peerTicks == 0 || lookAgain {
+					var done bool
+					found, done = s.newSMs(ctx, trapsWaiting)
+					lookAgain = !done // a trap came first: the next tick looks
+				}
+				if found || elect || s.peersChanged(ctx) {
 					heavy = true
 				}
 			}
@@ -189,7 +198,7 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 				heavy = true
 				continue
 			}
-			heavy = s.periodic(ctx, report, func() bool { return len(traps) > 0 })
+			heavy = s.periodic(ctx, report, trapsWaiting)
 			if !heavy {
 				s.rolloutTick(ctx) // candidate {}: requests, stages
 			}
