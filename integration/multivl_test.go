@@ -864,8 +864,12 @@ func TestPathLIDAssignersThroughHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Engine != c.engine || rep.PluginCalls != 3 || rep.Program.LFTBlocksSent == 0 {
-				t.Fatalf("engine %s, %d plugin calls, %d LFT blocks sent", rep.Engine, rep.PluginCalls, rep.Program.LFTBlocksSent)
+			calls := 3
+			if c.v == "single" {
+				calls = 2 // single (one-vl) is not asked: the host's check proved its plan
+			}
+			if rep.Engine != c.engine || rep.PluginCalls != calls || rep.Program.LFTBlocksSent == 0 {
+				t.Fatalf("engine %s, %d plugin calls (want %d), %d LFT blocks sent", rep.Engine, rep.PluginCalls, calls, rep.Program.LFTBlocksSent)
 			}
 			checkPathPlan(t, a)
 			res := a.SM.Applied().Result

@@ -35,6 +35,14 @@ const (
 	// of planes the assigner would decode and drop. Assigners without it
 	// get the routes in full, as before.
 	CapRoutesUnread = "routes-unread"
+	// CapEndpointsOnly: a LID assigner (declaring CapRoutesUnread too)
+	// whose plan depends on the topology's endpoints alone (each one's
+	// port GUID and whether it is a switch's, in Endpoints() order), the
+	// LMC, the previous LIDs and its config: not on cables, port states or
+	// routes. The host then files its plan under those alone, so a cable
+	// going down or up asks it nothing. sdktest checks that two fabrics
+	// differing in one cable get the same plan.
+	CapEndpointsOnly = "endpoints-only"
 	// CapTablesUnread: a VL assigner reads the routes and the LID plan but
 	// not the realised forwarding tables, so the SDK does not realise them
 	// in the plugin (VLRequest.Realized is nil): on ft3-56 that spares
@@ -42,11 +50,12 @@ const (
 	// concerns the plugin's own SDK only; the host sends the same request.
 	CapTablesUnread = "tables-unread"
 	// CapOneVL: a VL assigner whose every plan is plan.OneVL() (it only
-	// proves that the routing needs no VL separation, or refuses). The
-	// host then verifies that plan while the assigner works, instead of
-	// after it: at ft3-56 the two overlap on two cores. The host keeps
-	// that verdict only when the answer is that exact plan, and verifies
-	// any other answer as usual.
+	// proves that the routing needs no VL separation, or refuses). Its
+	// answer is then known once the host's own check of that plan passes,
+	// and the host does not ask it (at ft3-56 the call ships 172 MB of
+	// planes to prove what the host just proved); it asks when the check
+	// fails, and verifies any other answer as usual. sdktest fails a
+	// plugin that declares it and answers otherwise.
 	CapOneVL = "one-vl"
 )
 

@@ -138,10 +138,20 @@ func (c *RemoteClient) Route(ctx context.Context, req RouteRequest) (*plan.Route
 		return nil, fmt.Errorf("route request needs a topology and LMC <= 7")
 	}
 	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.routing.Route(ctx) },
-		&pb.Start{Lmc: uint32(req.LMC)}, req.Topo,
+		&pb.Start{Lmc: uint32(req.LMC), Since: req.Since}, req.Topo,
 		func(wire.Send) error { return nil },
-		func(recv wire.Recv) (*plan.Routes, error) { return wire.RecvRoutes(recv, req.Topo, req.LMC) })
+		func(recv wire.Recv) (*plan.Routes, error) {
+			r, err := wire.RecvRouteAnswer(recv, req.Topo, req.LMC)
+			if err == nil && r.Base != 0 && r.Base != req.Since {
+				err = fmt.Errorf("routes: the plugin answered changes to answer %#x, the request named %#x", r.Base, req.Since)
+			}
+			return r, err
+		})
 }
+
+// errPartialRoutes: routes that carry only an answer's changes
+// (plan.Routes.Base) were to be sent to a plugin that reads them.
+var errPartialRoutes = errors.New("routes carry only the destinations changed since an earlier answer; a plugin that reads routes needs them whole")
 
 // AssignLIDs runs the plugin's LID assigner. Previous entries with a LID
 // outside the unicast range are not sent.
@@ -162,6 +172,8 @@ func (c *RemoteClient) AssignLIDs(ctx context.Context, req LIDRequest) (*plan.LI
 			sendRoutes := wire.SendRoutes
 			if c.routesUnread.Load() {
 				sendRoutes = func(send wire.Send, _ *topology.Topology, r *plan.Routes) error { return wire.SendRoutesShape(send, r) }
+			} else if req.Routes.Base != 0 {
+				return errPartialRoutes
 			}
 			if err := sendRoutes(send, req.Topo, req.Routes); err != nil {
 				return err
@@ -180,6 +192,9 @@ func (c *RemoteClient) AssignVLs(ctx context.Context, req VLRequest) (*plan.VLPl
 	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.vls.AssignVLs(ctx) },
 		&pb.Start{MaxVls: uint32(req.MaxVLs)}, req.Topo,
 		func(send wire.Send) error {
+			if req.Routes.Base != 0 {
+				return errPartialRoutes
+			}
 			if err := wire.SendRoutes(send, req.Topo, req.Routes); err != nil {
 				return err
 			}

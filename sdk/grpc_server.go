@@ -59,6 +59,8 @@ type server struct {
 	life    context.Context
 	stop    context.CancelFunc
 	stopped sync.Once
+	// last is a routing engine's last planes answer (routes_since.go).
+	last lastAnswer
 }
 
 // ServerPluginSet builds the plugin set a binary serves for p: the Plugin
@@ -260,6 +262,10 @@ func (s *server) Route(stream pb.RoutingEngine_RouteServer) error {
 		if err != nil {
 			return implErr("route", err)
 		}
+		if routes == nil {
+			return implErr("sending routes", wire.SendRoutes(stream.Send, r.topo, routes))
+		}
+		routes = s.last.answer(r.start.Since, len(r.topo.Switches()), routes)
 		return implErr("sending routes", wire.SendRoutes(stream.Send, r.topo, routes))
 	})
 }

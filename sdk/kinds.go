@@ -56,6 +56,11 @@ type RouteRequest struct {
 	// LMC is the configured LID mask control: engines producing planes may
 	// return up to 2^LMC planes per destination.
 	LMC uint8
+	// Since, set by the host only for a remote engine, is the Token of an
+	// earlier answer of the engine whose routes the host still holds: the
+	// SDK then sends only the destinations whose planes changed since
+	// (plan.Routes.Base). Engines need not read it.
+	Since uint64
 }
 
 // RoutingEngine decides paths; it knows nothing of LIDs.

@@ -19,4 +19,10 @@ package sdk
 // host checks that plan while the assigner works); check.Delta (a one-VL
 // plan checked by its changes since the last one accepted) and the
 // cdg.Counts it keeps.
-const SDKVersion = "0.5.0"
+//
+// 0.6.0: a route call answers only the destinations changed since the
+// answer the host holds (RouteRequest.Since; plan.Routes Token, Base and
+// Changed, set by the SDK, never by engines; plan.RealizeChanged,
+// DestPlanes.Hash, DestHashes); the host takes a CapOneVL assigner's plan
+// without asking it once its own check of plan.OneVL() passes.
+const SDKVersion = "0.6.0"

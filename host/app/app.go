@@ -436,7 +436,8 @@ func (a *App) pipeline(ctx context.Context, cfg *conf.Config) (*pipeline.Runner,
 	if err != nil {
 		return nil, err
 	}
-	r.LID = pipeline.LIDStage{Identity: id, Impl: a.Hooks.lids(cfg.LIDAssigner().Name, lid)}
+	r.LID = pipeline.LIDStage{Identity: id, Impl: a.Hooks.lids(cfg.LIDAssigner().Name, lid),
+		RoutesUnread: pl.Info().HasCapability(sdk.CapRoutesUnread), EndpointsOnly: pl.Info().HasCapability(sdk.CapEndpointsOnly)}
 	pl, id, err = a.launch(ctx, cfg.VLAssigner(), lock)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ type digest struct {
 
 func newDigest(kind string) *digest {
 	d := &digest{h: xxhash.New()}
-	d.h.WriteString("ibsm-content-v1:" + kind)
+	d.h.WriteString("ibsm-content-v2:" + kind)
 	return d
 }
 
@@ -39,26 +39,45 @@ func (d *digest) bytes(b []byte) {
 
 func (d *digest) sum() uint64 { return d.h.Sum64() }
 
-// planes writes per-destination forwarding trees (nil and empty differ).
+// planes writes per-destination forwarding trees (nil and empty differ)
+// as each destination's plan.DestPlanes.Hash, so that routes changed in a
+// few destinations are hashed again from the hashes of the others
+// (hashRoutesFrom).
 func (d *digest) planes(dps []plan.DestPlanes) {
 	if dps == nil {
 		d.u64(0)
 		return
 	}
+	d.hashes(plan.DestHashes(dps))
+}
+
+// hashes writes the per-destination hashes of non-nil planes.
+func (d *digest) hashes(hs []uint64) {
 	d.u64(1)
-	d.u64(uint64(len(dps)))
-	for _, dp := range dps {
-		d.u64(uint64(len(dp.Planes)))
-		for _, pl := range dp.Planes {
-			d.bytes(pl)
-		}
+	d.u64(uint64(len(hs)))
+	for _, h := range hs {
+		d.u64(h)
 	}
 }
 
 // hashRoutes is the content hash of a routing engine's answer.
 func hashRoutes(r *plan.Routes) uint64 {
+	var hs []uint64
+	if r.Planes != nil {
+		hs = plan.DestHashes(r.Planes)
+	}
+	return hashRoutesFrom(r, hs)
+}
+
+// hashRoutesFrom is hashRoutes given the per-destination hashes of
+// planes-form routes (nil for paths).
+func hashRoutesFrom(r *plan.Routes, planeHashes []uint64) uint64 {
 	d := newDigest("routes")
-	d.planes(r.Planes)
+	if r.Planes == nil {
+		d.u64(0)
+	} else {
+		d.hashes(planeHashes)
+	}
 	d.u64(uint64(len(r.Paths)))
 	for _, p := range r.Paths {
 		d.u64(uint64(uint32(p.Src))<<32 | uint64(uint32(p.Dst)))
@@ -117,6 +136,24 @@ func hashPrevious(t *topology.Topology, prev map[uint64]uint16) uint64 {
 		if lid, ok := prev[t.PortGUID(ep)]; ok {
 			d.u64(uint64(i)<<16 | uint64(lid))
 		}
+	}
+	return d.sum()
+}
+
+// hashEndpoints names what an endpoints-only LID assigner reads of the
+// topology: each endpoint's port GUID and whether it is a switch's, in
+// order.
+func hashEndpoints(t *topology.Topology) uint64 {
+	d := newDigest("endpoints")
+	eps := t.Endpoints()
+	d.u64(uint64(len(eps)))
+	for _, ep := range eps {
+		sw := uint64(0)
+		if t.SwitchIndex(ep.Node) >= 0 {
+			sw = 1
+		}
+		d.u64(t.PortGUID(ep))
+		d.u64(sw)
 	}
 	return d.sum()
 }

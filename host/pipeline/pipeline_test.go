@@ -8,9 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/sdk"
@@ -20,6 +18,8 @@ import (
 	"github.com/ibsm/ibsm/sdk/schema"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // line builds CA(0x10) - SW(0x1) - SW(0x2) - CA(0x20).
@@ -141,7 +141,7 @@ func TestRunCachesAndFallsBack(t *testing.T) {
 	mk := func() *Runner {
 		return &Runner{
 			Engines: []Engine{{Identity{Name: "bad"}, bad}, {Identity{Name: "good"}, good}},
-			LID:     LIDStage{Identity{Name: "seq"}, lids},
+			LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: lids},
 			VL:      VLStage{Identity: Identity{Name: "single"}, Impl: vls},
 			Cache:   NewCache(dir),
 			Verify:  loopCheck,
@@ -186,7 +186,7 @@ func TestRunAllFail(t *testing.T) {
 	bad := &lineEngine{base: base{"bad"}, broken: true}
 	r := &Runner{
 		Engines: []Engine{{Identity{Name: "bad"}, bad}},
-		LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{}},
+		LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: &seqLIDs{}},
 		VL:      VLStage{Identity: Identity{Name: "single"}, Impl: &oneVL{}},
 		Cache:   NewCache(""),
 		Verify:  loopCheck,
@@ -250,7 +250,7 @@ func TestVerifyPolicy(t *testing.T) {
 		var logBuf strings.Builder
 		r := &Runner{
 			Engines:      []Engine{{Identity{Name: "e"}, eng}},
-			LID:          LIDStage{Identity{Name: "seq"}, lids},
+			LID:          LIDStage{Identity: Identity{Name: "seq"}, Impl: lids},
 			VL:           VLStage{Identity: Identity{Name: "single"}, Impl: vls},
 			Cache:        NewCache(dir), // a fresh runner: a restart on the same state
 			Check:        check(st.policy),
@@ -312,7 +312,7 @@ func (f *integrityFixture) runner() *Runner {
 	f.log = &strings.Builder{}
 	return &Runner{
 		Engines: []Engine{{Identity{Name: "e"}, f.eng}},
-		LID:     LIDStage{Identity{Name: "seq"}, f.lids},
+		LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: f.lids},
 		VL:      VLStage{Identity: Identity{Name: "single"}, Impl: f.vls},
 		Cache:   NewCache(f.dir),
 		Verify:  loopCheck,
@@ -492,7 +492,7 @@ func TestResultKeepsRoutesShape(t *testing.T) {
 	topo := line(t)
 	r := &Runner{
 		Engines: []Engine{{Identity{Name: "good"}, &lineEngine{base: base{"good"}}}},
-		LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
+		LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: &seqLIDs{base: base{"seq"}}},
 		VL:      VLStage{Identity: Identity{Name: "single"}, Impl: &oneVL{base: base{"single"}}},
 		Cache:   NewCache(t.TempDir()),
 		Verify:  loopCheck,
@@ -552,7 +552,7 @@ func TestRoutingKeptOnDisk(t *testing.T) {
 			eng := &lineEngine{base: base{"good"}}
 			r := &Runner{
 				Engines: []Engine{{Identity{Name: "good"}, eng}},
-				LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
+				LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: &seqLIDs{base: base{"seq"}}},
 				VL:      VLStage{Identity: Identity{Name: "single"}, Impl: &oneVL{base: base{"single"}}},
 				Cache:   NewCache(c.dir(t)),
 				Verify:  loopCheck,
@@ -603,7 +603,7 @@ func TestRemoteVLRealisesAfter(t *testing.T) {
 		var checked *plan.Routes
 		r := &Runner{
 			Engines: []Engine{{Identity{Name: "good"}, &lineEngine{base: base{"good"}}}},
-			LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
+			LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: &seqLIDs{base: base{"seq"}}},
 			VL:      VLStage{Identity: Identity{Name: "seen"}, Impl: vls, Remote: remote},
 			Cache:   NewCache(""),
 			Verify: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
@@ -633,77 +633,82 @@ func TestRemoteVLRealisesAfter(t *testing.T) {
 
 // gatedVL answers plan after the host's check has started when early is
 // set (the check must then run beside the call), at once otherwise.
-type gatedVL struct {
+// countedVL answers its plan or error and counts the calls.
+type countedVL struct {
 	base
-	plan    *plan.VLPlan
-	err     error
-	early   bool
-	started chan struct{}
+	plan  *plan.VLPlan
+	err   error
+	calls int
 }
 
-func (g *gatedVL) AssignVLs(context.Context, sdk.VLRequest) (*plan.VLPlan, error) {
-	if g.early {
-		select {
-		case <-g.started:
-		case <-time.After(10 * time.Second):
-			return nil, errors.New("the host's check did not start while the VL assigner worked")
-		}
-	}
+func (g *countedVL) AssignVLs(context.Context, sdk.VLRequest) (*plan.VLPlan, error) {
+	g.calls++
 	return g.plan, g.err
 }
 
-// TestOneVLChecksBeside: for an assigner that declared CapOneVL the host
-// checks plan.OneVL() while the call runs and keeps that verdict only when
-// the answer is that plan; any other answer is checked as answered, and a
-// refusal is reported as the assigner's.
-func TestOneVLChecksBeside(t *testing.T) {
+// TestOneVLProvenFirst: for an assigner that declared CapOneVL the host
+// checks plan.OneVL() first and, when it passes, takes it without asking
+// the assigner (and remembers it as the assigner's answer); when it fails
+// the assigner is asked, any other answer is checked as answered and a
+// refusal is reported as the assigner's. Undeclared, it is always asked.
+func TestOneVLProvenFirst(t *testing.T) {
 	two := &plan.VLPlan{VLs: 2, Default: [16]uint8{0, 1}}
 	cases := []struct {
 		name           string
 		oneVL, remote  bool
+		oneVLCyclic    bool // the check rejects every 1-VL plan
 		answer         *plan.VLPlan
 		refuse         error
+		wantCalls      int
+		wantVLs        int
 		wantChecked    []int // VLs of each plan checked, in order
 		wantErrContent string
 	}{
-		{name: "one-vl answer, remote", oneVL: true, remote: true, answer: plan.OneVL(), wantChecked: []int{1}},
-		{name: "one-vl answer, in process", oneVL: true, answer: plan.OneVL(), wantChecked: []int{1}},
-		{name: "another answer is checked as answered", oneVL: true, remote: true, answer: two, wantChecked: []int{1, 2}},
-		{name: "refusal", oneVL: true, remote: true, refuse: errors.New("cycle"), wantChecked: []int{1}, wantErrContent: "VL assigner gated: cycle"},
-		{name: "not declared: checked after", remote: true, answer: plan.OneVL(), wantChecked: []int{1}},
+		{name: "proven, remote", oneVL: true, remote: true, answer: plan.OneVL(), wantVLs: 1, wantChecked: []int{1}},
+		{name: "proven, in process", oneVL: true, answer: plan.OneVL(), wantVLs: 1, wantChecked: []int{1}},
+		{name: "not proven: another answer is checked as answered", oneVL: true, remote: true, oneVLCyclic: true, answer: two, wantCalls: 1, wantVLs: 2, wantChecked: []int{1, 2}},
+		{name: "not proven: a one-VL answer keeps the check's verdict", oneVL: true, remote: true, oneVLCyclic: true, answer: plan.OneVL(), wantCalls: 1, wantChecked: []int{1}, wantErrContent: "credit loop"},
+		{name: "not proven: refusal", oneVL: true, remote: true, oneVLCyclic: true, refuse: status.Error(codes.Unknown, "cycle"), wantCalls: 1, wantChecked: []int{1}, wantErrContent: "cycle"},
+		{name: "not declared: asked, checked after", remote: true, answer: plan.OneVL(), wantCalls: 1, wantVLs: 1, wantChecked: []int{1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			started := make(chan struct{})
-			var once sync.Once
-			var mu sync.Mutex
 			var checked []int
-			vls := &gatedVL{base: base{"gated"}, plan: c.answer, err: c.refuse, early: c.oneVL, started: started}
+			vls := &countedVL{base: base{"counted"}, plan: c.answer, err: c.refuse}
 			r := &Runner{
 				Engines: []Engine{{Identity{Name: "good"}, &lineEngine{base: base{"good"}}}},
-				LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
-				VL:      VLStage{Identity: Identity{Name: "gated"}, Impl: vls, Remote: c.remote, OneVL: c.oneVL},
+				LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: &seqLIDs{base: base{"seq"}}},
+				VL:      VLStage{Identity: Identity{Name: "counted"}, Impl: vls, Remote: c.remote, OneVL: c.oneVL},
 				Cache:   NewCache(""),
 				Verify: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
-					mu.Lock()
 					checked = append(checked, v.VLs)
-					mu.Unlock()
-					once.Do(func() { close(started) })
+					if c.oneVLCyclic && v.VLs == 1 {
+						return errors.New("credit loop")
+					}
 					return loopCheck(t, rt, l, v, rz)
 				},
 			}
-			res, err := r.Run(context.Background(), Input{Topo: line(t)})
-			if c.wantErrContent != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErrContent) {
-					t.Fatalf("err = %v, want it to name %q", err, c.wantErrContent)
+			for run := range 2 { // the second run finds everything remembered
+				checked = checked[:0]
+				res, err := r.Run(context.Background(), Input{Topo: line(t)})
+				if c.wantErrContent != "" {
+					if err == nil || !strings.Contains(err.Error(), c.wantErrContent) {
+						t.Fatalf("run %d: err = %v, want it to name %q", run, err, c.wantErrContent)
+					}
+				} else if err != nil {
+					t.Fatal(err)
+				} else if res.VLs.VLs != c.wantVLs {
+					t.Errorf("run %d: result holds a %d-VL plan, want %d", run, res.VLs.VLs, c.wantVLs)
 				}
-			} else if err != nil {
-				t.Fatal(err)
-			} else if res.VLs.VLs != c.answer.VLs {
-				t.Errorf("result holds a %d-VL plan, want the answer's %d", res.VLs.VLs, c.answer.VLs)
-			}
-			if !slices.Equal(checked, c.wantChecked) {
-				t.Errorf("plans checked (their VLs) %v, want %v", checked, c.wantChecked)
+				if run == 0 && !slices.Equal(checked, c.wantChecked) {
+					t.Errorf("plans checked (their VLs) %v, want %v", checked, c.wantChecked)
+				}
+				if run == 1 && len(checked) != 0 {
+					t.Errorf("second run checked %v, want nothing (verdicts remembered)", checked)
+				}
+				if vls.calls != c.wantCalls {
+					t.Errorf("run %d: VL assigner asked %d times, want %d", run, vls.calls, c.wantCalls)
+				}
 			}
 		})
 	}
@@ -739,7 +744,7 @@ func TestDeltaSparesTheFullCheck(t *testing.T) {
 		full := 0
 		r := &Runner{
 			Engines: []Engine{{Identity{Name: "script"}, eng}},
-			LID:     LIDStage{Identity{Name: "seq"}, &seqLIDs{base: base{"seq"}}},
+			LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: &seqLIDs{base: base{"seq"}}},
 			VL:      VLStage{Identity: Identity{Name: "one"}, Impl: &oneVL{base: base{"one"}}, Remote: remote, OneVL: remote},
 			Cache:   NewCache(""),
 			Delta:   &check.Delta{},

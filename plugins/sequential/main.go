@@ -34,7 +34,7 @@ type assigner struct {
 var _ sdk.LIDAssigner = (*assigner)(nil)
 
 func (a *assigner) Info() sdk.Info {
-	return sdk.Info{Name: "sequential", Version: version, Kind: sdk.KindLIDAssign, Capabilities: []string{sdk.CapLMC, sdk.CapRoutesUnread}}
+	return sdk.Info{Name: "sequential", Version: version, Kind: sdk.KindLIDAssign, Capabilities: []string{sdk.CapLMC, sdk.CapRoutesUnread, sdk.CapEndpointsOnly}}
 }
 
 func (a *assigner) Schema() schema.Block {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/ibsm/ibsm/sdk/topology"
 )
 
@@ -52,10 +53,55 @@ type Path struct {
 type Routes struct {
 	Planes []DestPlanes
 	Paths  []Path
+	// Token names a remote engine's planes answer for a later
+	// RouteRequest.Since (0: the plugin keeps nothing of it). The SDK sets
+	// it; engines leave it alone.
+	Token uint64
+	// Base, when non-zero, makes the routes a change to an earlier answer
+	// (the request's Since): only the destinations in Changed (ascending)
+	// carry planes; every other destination keeps its planes of the answer
+	// named Base. Only a caller that asked with Since gets such routes.
+	Base    uint64
+	Changed []int32
 }
 
 // IsPlanes reports whether the routes are destination-based planes.
 func (r *Routes) IsPlanes() bool { return r.Planes != nil }
+
+// Hash is a 64-bit digest of the destination's planes (their count and
+// bytes): two answers' destinations with equal hashes are taken as equal
+// when only the changes between them cross the wire.
+func (d DestPlanes) Hash() uint64 {
+	h := xxhash.New()
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(d.Planes)))
+	h.Write(n[:])
+	for _, pl := range d.Planes {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(pl)))
+		h.Write(n[:])
+		h.Write(pl)
+	}
+	return h.Sum64()
+}
+
+// DestHashes returns the Hash of every destination's planes, spread over
+// GOMAXPROCS goroutines (187 M entries at the edge of the LID space).
+func DestHashes(dests []DestPlanes) []uint64 {
+	out := make([]uint64, len(dests))
+	n := min(runtime.GOMAXPROCS(0), max(1, len(dests)/256))
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := w; e < len(dests); e += n {
+				out[e] = dests[e].Hash()
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
 
 // PortLID is the base LID and LMC of one endpoint.
 type PortLID struct {
@@ -285,6 +331,54 @@ func Realize(t *topology.Topology, r *Routes, l *LIDPlan) (*Realized, error) {
 	}
 	transpose(lft, src)
 	return &Realized{Topo: t, LFT: lft, TopLID: top, LIDOwner: owner, LIDs: l}, nil
+}
+
+// RealizeChanged is Realize for routes that change an earlier answer
+// (r.Base != 0) whose tables base are, with the same LID plan (the caller
+// checks the LIDs are equal): the tables of the destinations in r.Changed
+// are rewritten and every other entry is base's. A switch's table that
+// changes is copied first; the others are shared with base, so neither
+// may be written to afterwards (nothing in the SDK or host writes a
+// realised table).
+func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan) (*Realized, error) {
+	sw := t.Switches()
+	eps := t.Endpoints()
+	switch {
+	case r == nil || r.Base == 0:
+		return nil, fmt.Errorf("routes are not a change to an earlier answer")
+	case len(base.LFT) != len(sw) || len(r.Planes) != len(eps) || len(l.Ports) != len(eps) || l.Planes != nil:
+		return nil, fmt.Errorf("the earlier tables are for %d switches, the routes for %d destinations: realise them in full", len(base.LFT), len(r.Planes))
+	}
+	lft := slices.Clone(base.LFT)
+	copied := make([]bool, len(sw))
+	for _, e := range r.Changed {
+		if e < 0 || int(e) >= len(eps) {
+			return nil, fmt.Errorf("changed destination %d out of range (%d endpoints)", e, len(eps))
+		}
+		p, planes := l.Ports[e], r.Planes[e].Planes
+		if len(planes) == 0 {
+			return nil, fmt.Errorf("destination endpoint %d has no plane", e)
+		}
+		for k := 0; k < p.Count(); k++ {
+			pl, lid := planes[k%len(planes)], int(p.Base)+k
+			if len(pl) != len(sw) {
+				return nil, fmt.Errorf("destination endpoint %d plane %d has %d entries, want one per switch (%d)", e, k%len(planes), len(pl), len(sw))
+			}
+			if lid > int(base.TopLID) {
+				return nil, fmt.Errorf("destination endpoint %d: LID %d above the earlier tables' top %d", e, lid, base.TopLID)
+			}
+			for s, port := range pl {
+				if lft[s][lid] == port {
+					continue
+				}
+				if !copied[s] {
+					lft[s], copied[s] = slices.Clone(lft[s]), true
+				}
+				lft[s][lid] = port
+			}
+		}
+	}
+	return &Realized{Topo: t, LFT: lft, TopLID: base.TopLID, LIDOwner: base.LIDOwner, LIDs: l}, nil
 }
 
 // realizeBlock is the number of LIDs transposed together: a switch's

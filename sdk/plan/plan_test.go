@@ -118,3 +118,93 @@ func TestIsOneVL(t *testing.T) {
 		}
 	}
 }
+
+// TestRealizeChanged: the tables of routes that change an earlier answer
+// in some destinations, realised onto that answer's tables, equal the
+// tables of the whole new routes; tables no change touches stay shared
+// with the earlier ones, which are left as they were.
+func TestRealizeChanged(t *testing.T) {
+	topo, err := testfab.FatTree2(6, 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, sw := topo.Endpoints(), topo.Switches()
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := func(lmc uint8) *plan.Routes {
+		r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
+		for e := range r.Planes {
+			for range 1 << lmc {
+				pl := make(plan.Plane, len(sw))
+				for s := range pl {
+					pl[s] = uint8(rng.IntN(4))
+				}
+				r.Planes[e].Planes = append(r.Planes[e].Planes, pl)
+			}
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name    string
+		lmc     uint8
+		changed []int32
+	}{
+		{"none", 0, []int32{}},
+		{"one", 0, []int32{5}},
+		{"first and last", 0, []int32{0, int32(len(eps) - 1)}},
+		{"all", 0, nil},
+		{"lmc 2", 2, []int32{1, 7, 9}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lids := &plan.LIDPlan{Ports: make([]plan.PortLID, len(eps))}
+			for e := range lids.Ports {
+				lids.Ports[e] = plan.PortLID{Base: uint16(e+1) << c.lmc, LMC: c.lmc}
+			}
+			old := random(c.lmc)
+			base, err := plan.Realize(topo, old, lids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := make([][]uint8, len(base.LFT))
+			for s, row := range base.LFT {
+				before[s] = append([]uint8(nil), row...)
+			}
+			changed := c.changed
+			if changed == nil {
+				for e := range eps {
+					changed = append(changed, int32(e))
+				}
+			}
+			next := &plan.Routes{Planes: append([]plan.DestPlanes(nil), old.Planes...)}
+			fresh := random(c.lmc)
+			for _, e := range changed {
+				next.Planes[e] = fresh.Planes[e]
+			}
+			want, err := plan.Realize(topo, next, lids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			delta := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps)), Base: 1, Changed: changed}
+			for _, e := range changed {
+				delta.Planes[e] = next.Planes[e]
+			}
+			got, err := plan.RealizeChanged(base, topo, delta, lids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := range want.LFT {
+				if string(got.LFT[s]) != string(want.LFT[s]) {
+					t.Fatalf("switch %d: table differs from the whole routes' tables", s)
+				}
+				if string(base.LFT[s]) != string(before[s]) {
+					t.Fatalf("switch %d: the earlier table was written to", s)
+				}
+				if shared := &got.LFT[s][0] == &base.LFT[s][0]; shared != (string(got.LFT[s]) == string(before[s])) {
+					t.Errorf("switch %d: shared %v, unchanged %v", s, shared, !shared)
+				}
+			}
+		})
+	}
+	if _, err := plan.RealizeChanged(&plan.Realized{}, topo, &plan.Routes{}, &plan.LIDPlan{}); err == nil {
+		t.Error("routes that change nothing earlier were realised as changes")
+	}
+}

@@ -418,7 +418,12 @@ type Start struct {
 	NumPrevious uint32 `protobuf:"varint,3,opt,name=num_previous,json=numPrevious,proto3" json:"num_previous,omitempty"`
 	// num_groups counts the multicast groups that follow in McastGroupBatch
 	// messages (RouteMulticast); the plugin answers one tree per group.
-	NumGroups     uint32 `protobuf:"varint,4,opt,name=num_groups,json=numGroups,proto3" json:"num_groups,omitempty"`
+	NumGroups uint32 `protobuf:"varint,4,opt,name=num_groups,json=numGroups,proto3" json:"num_groups,omitempty"`
+	// since (Route): the token (RoutesHeader.token) of this plugin's earlier
+	// answer whose routes the host still holds; the plugin may then answer
+	// with only the destinations whose planes changed since (RoutesHeader.
+	// base). 0: the host holds none.
+	Since         uint64 `protobuf:"fixed64,5,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -477,6 +482,13 @@ func (x *Start) GetNumPrevious() uint32 {
 func (x *Start) GetNumGroups() uint32 {
 	if x != nil {
 		return x.NumGroups
+	}
+	return 0
+}
+
+func (x *Start) GetSince() uint64 {
+	if x != nil {
+		return x.Since
 	}
 	return 0
 }
@@ -704,7 +716,16 @@ type RoutesHeader struct {
 	// and the counts to a LID assigner that declares the "routes-unread"
 	// capability (it numbers endpoints from the topology alone); the plugin
 	// sees one empty DestPlanes per destination, or an empty path list.
-	ShapeOnly     bool `protobuf:"varint,4,opt,name=shape_only,json=shapeOnly,proto3" json:"shape_only,omitempty"`
+	ShapeOnly bool `protobuf:"varint,4,opt,name=shape_only,json=shapeOnly,proto3" json:"shape_only,omitempty"`
+	// token (a routing engine's planes answer): names this answer for a
+	// later Start.since; 0 when the plugin keeps nothing of it.
+	Token uint64 `protobuf:"fixed64,5,opt,name=token,proto3" json:"token,omitempty"`
+	// base: non-zero (the request's since) when the answer carries only the
+	// num_changed destinations whose planes differ from that answer's; the
+	// plane batches then name their destinations (PlaneBatch.changed), and
+	// every other destination keeps its planes.
+	Base          uint64 `protobuf:"fixed64,6,opt,name=base,proto3" json:"base,omitempty"`
+	NumChanged    uint32 `protobuf:"varint,7,opt,name=num_changed,json=numChanged,proto3" json:"num_changed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -767,6 +788,27 @@ func (x *RoutesHeader) GetShapeOnly() bool {
 	return false
 }
 
+func (x *RoutesHeader) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *RoutesHeader) GetBase() uint64 {
+	if x != nil {
+		return x.Base
+	}
+	return 0
+}
+
+func (x *RoutesHeader) GetNumChanged() uint32 {
+	if x != nil {
+		return x.NumChanged
+	}
+	return 0
+}
+
 // PlaneBatch carries the planes of a run of consecutive destinations as one
 // block, so that either side handles a few large byte strings instead of a
 // message per plane. A destination is never split across batches.
@@ -782,7 +824,10 @@ type PlaneBatch struct {
 	// planes holds those destinations' planes back to back, in destination
 	// then plane order: exactly sum(counts) * width bytes. Byte s of a plane is
 	// switch s's out-port toward the destination, 0xFF for none.
-	Planes        []byte `protobuf:"bytes,5,opt,name=planes,proto3" json:"planes,omitempty"`
+	Planes []byte `protobuf:"bytes,5,opt,name=planes,proto3" json:"planes,omitempty"`
+	// changed (answers with a base): the destination of each entry of
+	// counts, ascending across the answer's batches; first is then 0.
+	Changed       []uint32 `protobuf:"varint,6,rep,packed,name=changed,proto3" json:"changed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -841,6 +886,13 @@ func (x *PlaneBatch) GetCounts() []byte {
 func (x *PlaneBatch) GetPlanes() []byte {
 	if x != nil {
 		return x.Planes
+	}
+	return nil
+}
+
+func (x *PlaneBatch) GetChanged() []uint32 {
+	if x != nil {
+		return x.Changed
 	}
 	return nil
 }
@@ -1596,13 +1648,14 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\fmcast_groups\x18\x0e \x01(\v2\x1f.ibsm.plugin.v1.McastGroupBatchH\x00R\vmcastGroups\x12A\n" +
 	"\vmcast_trees\x18\x0f \x01(\v2\x1e.ibsm.plugin.v1.McastTreeBatchH\x00R\n" +
 	"mcastTreesB\x06\n" +
-	"\x04part\"t\n" +
+	"\x04part\"\x8a\x01\n" +
 	"\x05Start\x12\x10\n" +
 	"\x03lmc\x18\x01 \x01(\rR\x03lmc\x12\x17\n" +
 	"\amax_vls\x18\x02 \x01(\rR\x06maxVls\x12!\n" +
 	"\fnum_previous\x18\x03 \x01(\rR\vnumPrevious\x12\x1d\n" +
 	"\n" +
-	"num_groups\x18\x04 \x01(\rR\tnumGroups\"s\n" +
+	"num_groups\x18\x04 \x01(\rR\tnumGroups\x12\x14\n" +
+	"\x05since\x18\x05 \x01(\x06R\x05since\"s\n" +
 	"\x0eTopologyHeader\x12\x1b\n" +
 	"\tnum_nodes\x18\x01 \x01(\rR\bnumNodes\x12\x17\n" +
 	"\asm_node\x18\x02 \x01(\x11R\x06smNode\x12\x17\n" +
@@ -1622,24 +1675,29 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	" \x01(\fR\x05speed\x12\x15\n" +
 	"\x06vl_cap\x18\v \x01(\fR\x05vlCap\x12\x1b\n" +
 	"\tpeer_node\x18\f \x03(\x11R\bpeerNode\x12\x1b\n" +
-	"\tpeer_port\x18\r \x01(\fR\bpeerPortJ\x04\b\x01\x10\x02R\x05nodes\"\xeb\x01\n" +
+	"\tpeer_port\x18\r \x01(\fR\bpeerPortJ\x04\b\x01\x10\x02R\x05nodes\"\xb6\x02\n" +
 	"\fRoutesHeader\x125\n" +
 	"\x04form\x18\x01 \x01(\x0e2!.ibsm.plugin.v1.RoutesHeader.FormR\x04form\x12)\n" +
 	"\x10num_destinations\x18\x02 \x01(\rR\x0fnumDestinations\x12\x1b\n" +
 	"\tnum_paths\x18\x03 \x01(\rR\bnumPaths\x12\x1d\n" +
 	"\n" +
-	"shape_only\x18\x04 \x01(\bR\tshapeOnly\"=\n" +
+	"shape_only\x18\x04 \x01(\bR\tshapeOnly\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\x06R\x05token\x12\x12\n" +
+	"\x04base\x18\x06 \x01(\x06R\x04base\x12\x1f\n" +
+	"\vnum_changed\x18\a \x01(\rR\n" +
+	"numChanged\"=\n" +
 	"\x04Form\x12\x14\n" +
 	"\x10FORM_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vFORM_PLANES\x10\x01\x12\x0e\n" +
 	"\n" +
-	"FORM_PATHS\x10\x02\"u\n" +
+	"FORM_PATHS\x10\x02\"\x8f\x01\n" +
 	"\n" +
 	"PlaneBatch\x12\x14\n" +
 	"\x05first\x18\x02 \x01(\rR\x05first\x12\x14\n" +
 	"\x05width\x18\x03 \x01(\rR\x05width\x12\x16\n" +
 	"\x06counts\x18\x04 \x01(\fR\x06counts\x12\x16\n" +
-	"\x06planes\x18\x05 \x01(\fR\x06planesJ\x04\b\x01\x10\x02R\x05dests\"7\n" +
+	"\x06planes\x18\x05 \x01(\fR\x06planes\x12\x18\n" +
+	"\achanged\x18\x06 \x03(\rR\achangedJ\x04\b\x01\x10\x02R\x05dests\"7\n" +
 	"\tPathBatch\x12*\n" +
 	"\x05paths\x18\x01 \x03(\v2\x14.ibsm.plugin.v1.PathR\x05paths\"y\n" +
 	"\x04Path\x12\x10\n" +

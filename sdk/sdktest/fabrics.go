@@ -52,6 +52,25 @@ func Ring(n, hosts int) (*topology.Topology, error) {
 	return testfab.Ring(n, hosts, style(false)...)
 }
 
+// ringCut is Ring(n, hosts) with, if cut, the cable from the last switch
+// to the first left out: the same nodes and GUIDs, one cable fewer.
+func ringCut(n, hosts int, cut bool) (*topology.Topology, error) {
+	f := testfab.New(style(false)...)
+	sw := make([]uint64, n)
+	for i := range sw {
+		sw[i] = f.Switch(2 + hosts)
+	}
+	for i := range sw {
+		if !cut || i < n-1 {
+			f.Link(sw[i], 1, sw[(i+1)%n], 2)
+		}
+		for c := 0; c < hosts; c++ {
+			f.CAOn(sw[i], 3+c)
+		}
+	}
+	return f.Build()
+}
+
 // Random builds a connected random fabric from seed: a random spanning tree
 // over switches plus extra random cables until no switch has a free
 // inter-switch port left or the tries run out; every switch gets hosts CAs.

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -204,6 +205,13 @@ func LIDAssigner(t *testing.T, impl sdk.LIDAssigner, opts Options) {
 
 func checkLIDs(t *testing.T, c *sdk.RemoteClient, opts Options) {
 	ctx, fabrics := setup(t, c, sdk.KindLIDAssign, &opts)
+	info, err := c.GetInfo(ctx)
+	if err != nil {
+		t.Fatalf("GetInfo: %v", err)
+	}
+	if info.HasCapability(sdk.CapEndpointsOnly) {
+		t.Run("endpoints-only", func(t *testing.T) { checkEndpointsOnly(t, ctx, c, info, opts) })
+	}
 	for name, topo := range fabrics {
 		t.Run(name, func(t *testing.T) {
 			routes := BFSRoutes(topo)
@@ -218,6 +226,28 @@ func checkLIDs(t *testing.T, c *sdk.RemoteClient, opts Options) {
 				t.Fatalf("the host refuses the LID plan: %v", err)
 			}
 		})
+	}
+}
+
+// checkEndpointsOnly: an assigner that declares sdk.CapEndpointsOnly
+// gives a ring and the same ring with one cable cut the same plan.
+func checkEndpointsOnly(t *testing.T, ctx context.Context, c *sdk.RemoteClient, info sdk.Info, opts Options) {
+	if !info.HasCapability(sdk.CapRoutesUnread) {
+		t.Fatalf("the plugin declares %s without %s", sdk.CapEndpointsOnly, sdk.CapRoutesUnread)
+	}
+	var plans [2]*plan.LIDPlan
+	for i, cut := range []bool{false, true} {
+		topo, err := ringCut(6, 2, cut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := map[uint64]uint16{topo.PortGUID(topo.Endpoints()[3]): 40 << opts.LMC}
+		if plans[i], err = c.AssignLIDs(ctx, sdk.LIDRequest{Topo: topo, Routes: BFSRoutes(topo), LMC: opts.LMC, Previous: prev}); err != nil {
+			t.Fatalf("AssignLIDs: %v", err)
+		}
+	}
+	if !slices.Equal(plans[0].Ports, plans[1].Ports) {
+		t.Fatalf("the plugin declares %s but numbers a ring and the ring with a cable cut differently:\n%v\n%v", sdk.CapEndpointsOnly, plans[0].Ports, plans[1].Ports)
 	}
 }
 
@@ -251,7 +281,7 @@ func checkVLs(t *testing.T, c *sdk.RemoteClient, opts Options) {
 				t.Fatal(err)
 			}
 			if oneVL && !v.IsOneVL() {
-				t.Fatalf("the plugin declares %s but answered %+v: answer plan.OneVL() or drop the capability (the host would verify the plan twice)", sdk.CapOneVL, v)
+				t.Fatalf("the plugin declares %s but answered %+v: answer plan.OneVL() or drop the capability (the host takes plan.OneVL() without asking once its check passes)", sdk.CapOneVL, v)
 			}
 			if err := CheckPlan(check.Plan{Topo: topo, Routes: routes, LIDs: lids, VLs: v}, opts, false); err != nil {
 				t.Fatalf("the host refuses the VL plan: %v", err)

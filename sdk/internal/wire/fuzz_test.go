@@ -165,7 +165,7 @@ func FuzzRecvRoutes(f *testing.F) {
 		if err := s(&pb.Chunk{Part: &pb.Chunk_RoutesHeader{RoutesHeader: h}}); err != nil {
 			return err
 		}
-		return sendPlanes(s, topo, planes.Planes, 1)
+		return sendPlanes(s, topo, planes.Planes, nil, 1)
 	})
 	if _, err := RecvRoutes(unframe(split), topo, 1); err != nil {
 		f.Fatalf("split seed does not decode: %v", err)
@@ -185,6 +185,54 @@ func FuzzRecvRoutes(f *testing.F) {
 			if _, err := plan.Realize(topo, r, l); err != nil {
 				t.Fatalf("accepted planes do not realise: %v", err)
 			}
+		}
+	})
+}
+
+// FuzzRecvRouteAnswer: a routing engine's answer may carry only the
+// destinations changed since an earlier one; whatever the decoder accepts
+// realises onto the earlier tables without a panic.
+func FuzzRecvRouteAnswer(f *testing.F) {
+	topo := fuzzTopo(f)
+	planes, _, _, _ := fuzzPlans(f, topo)
+	l := &plan.LIDPlan{Ports: make([]plan.PortLID, len(topo.Endpoints()))}
+	for e := range l.Ports {
+		l.Ports[e] = plan.PortLID{Base: uint16(e + 1)}
+	}
+	base, err := plan.Realize(topo, planes, l)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, changed := range [][]int32{{}, {0}, {0, int32(len(planes.Planes) - 1)}} {
+		r := *planes
+		r.Token, r.Base, r.Changed = 7, 5, changed
+		seed := collect(f, func(s Send) error { return SendRoutes(s, topo, &r) })
+		if _, err := RecvRouteAnswer(unframe(seed), topo, 1); err != nil {
+			f.Fatalf("seed does not decode: %v", err)
+		}
+		if _, err := RecvRoutes(unframe(seed), topo, 1); err == nil {
+			f.Fatal("RecvRoutes accepted an answer of changes")
+		}
+		f.Add(uint8(1), seed)
+	}
+	f.Fuzz(func(t *testing.T, lmc uint8, data []byte) {
+		r, err := RecvRouteAnswer(unframe(data), topo, lmc%8)
+		if err != nil || !r.IsPlanes() {
+			return
+		}
+		if r.Base == 0 {
+			if _, err := plan.Realize(topo, r, l); err != nil {
+				t.Fatalf("accepted planes do not realise: %v", err)
+			}
+			return
+		}
+		for _, e := range r.Changed {
+			if len(r.Planes[e].Planes) == 0 {
+				t.Fatalf("changed destination %d arrived without planes", e)
+			}
+		}
+		if _, err := plan.RealizeChanged(base, topo, r, l); err != nil {
+			t.Fatalf("accepted changes do not realise: %v", err)
 		}
 	})
 }

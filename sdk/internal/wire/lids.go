@@ -41,7 +41,7 @@ func SendLIDPlan(send Send, t *topology.Topology, l *plan.LIDPlan) error {
 		}
 	}
 	if l.Planes != nil {
-		if err := sendPlanes(send, t, l.Planes, PlaneBatchBytes); err != nil {
+		if err := sendPlanes(send, t, l.Planes, nil, PlaneBatchBytes); err != nil {
 			return err
 		}
 	}

@@ -20,25 +20,46 @@ const PlaneBatchBytes = 2 << 20
 const maxPlanesPerDest = 1 << 7
 
 // sendPlanes streams every destination's planes in PlaneBatch blocks of
-// about batchBytes (PlaneBatchBytes; tests pass less). Each block is a fresh buffer: gRPC forbids touching
-// a message after Send (stats handlers may still read it), so one copy into
-// the block is the floor. Every plane must be one byte per switch of t.
-func sendPlanes(send Send, t *topology.Topology, dests []plan.DestPlanes, batchBytes int) error {
+// about batchBytes (PlaneBatchBytes; tests pass less), or only those of
+// the destinations in changed (ascending) when it is not nil, each block
+// then naming its destinations. Each block is a fresh buffer: gRPC forbids
+// touching a message after Send (stats handlers may still read it), so one
+// copy into the block is the floor. Every plane must be one byte per
+// switch of t.
+func sendPlanes(send Send, t *topology.Topology, dests []plan.DestPlanes, changed []int32, batchBytes int) error {
 	width := len(t.Switches())
-	for first := 0; first < len(dests); {
+	n := len(dests)
+	dest := func(i int) int { return i }
+	if changed != nil {
+		n = len(changed)
+		dest = func(i int) int { return int(changed[i]) }
+	}
+	for first := 0; first < n; {
 		// Size the block first so it is allocated once, exactly.
 		end, total := first, 0
-		for end < len(dests) && (end == first || total*width < batchBytes) {
-			n := len(dests[end].Planes)
-			if n > maxPlanesPerDest {
-				return fmt.Errorf("routes: destination endpoint %d has %d planes, at most %d (LMC 7) can be sent", end, n, maxPlanesPerDest)
+		for end < n && (end == first || total*width < batchBytes) {
+			e := dest(end)
+			if e < 0 || e >= len(dests) {
+				return fmt.Errorf("routes: changed destination %d out of range (%d destinations)", e, len(dests))
 			}
-			total += n
+			k := len(dests[e].Planes)
+			if k > maxPlanesPerDest {
+				return fmt.Errorf("routes: destination endpoint %d has %d planes, at most %d (LMC 7) can be sent", e, k, maxPlanesPerDest)
+			}
+			total += k
 			end++
 		}
 		b := &pb.PlaneBatch{First: uint32(first), Width: uint32(width), Counts: make([]byte, end-first), Planes: make([]byte, 0, total*width)}
-		for e := first; e < end; e++ {
-			b.Counts[e-first] = uint8(len(dests[e].Planes))
+		if changed != nil {
+			b.First = 0
+			b.Changed = make([]uint32, end-first)
+		}
+		for i := first; i < end; i++ {
+			e := dest(i)
+			b.Counts[i-first] = uint8(len(dests[e].Planes))
+			if changed != nil {
+				b.Changed[i-first] = uint32(e)
+			}
 			for k, pl := range dests[e].Planes {
 				if len(pl) != width {
 					return fmt.Errorf("routes: destination endpoint %d plane %d has %d entries, want one per switch (%d)", e, k, len(pl), width)
@@ -60,54 +81,82 @@ func sendPlanes(send Send, t *topology.Topology, dests []plan.DestPlanes, batchB
 // plane); each is capped at its own length so an append cannot spill into
 // its neighbour.
 func recvPlanes(recv Recv, t *topology.Topology, n int, planeCount func(e int) (int, int)) ([]plan.DestPlanes, error) {
+	out, _, err := recvSomePlanes(recv, t, n, -1, planeCount)
+	return out, err
+}
+
+// recvSomePlanes is recvPlanes for an answer that carries only changes
+// (changes >= 0 destinations, named by the batches, ascending; the others
+// are left without planes); changes < 0 reads all n in order. It returns
+// the destinations received when changes >= 0.
+func recvSomePlanes(recv Recv, t *topology.Topology, n, changes int, planeCount func(e int) (int, int)) ([]plan.DestPlanes, []int32, error) {
 	check := newPortCheck(t)
 	width := len(check.lim)
 	out := make([]plan.DestPlanes, n)
-	for have := 0; have < n; {
-		c, err := next(recv, fmt.Sprintf("planes (have %d of %d destinations)", have, n))
+	want := n
+	var got []int32
+	if changes >= 0 {
+		want, got = changes, make([]int32, 0, changes)
+	}
+	for have := 0; have < want; {
+		c, err := next(recv, fmt.Sprintf("planes (have %d of %d destinations)", have, want))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		b := c.GetPlanes()
 		if b == nil {
-			return nil, unexpected(c, "planes")
+			return nil, nil, unexpected(c, "planes")
 		}
-		if int(b.First) != have {
-			return nil, fmt.Errorf("routes: plane batch starts at destination %d, expected %d", b.First, have)
+		if changes < 0 && int(b.First) != have {
+			return nil, nil, fmt.Errorf("routes: plane batch starts at destination %d, expected %d", b.First, have)
 		}
 		if int(b.Width) != width {
-			return nil, fmt.Errorf("routes: planes are %d entries wide, want one per switch (%d); was the plugin built for another topology?", b.Width, width)
+			return nil, nil, fmt.Errorf("routes: planes are %d entries wide, want one per switch (%d); was the plugin built for another topology?", b.Width, width)
 		}
 		if len(b.Counts) == 0 {
-			return nil, fmt.Errorf("routes: empty plane batch at destination %d", have)
+			return nil, nil, fmt.Errorf("routes: empty plane batch at destination %d", have)
 		}
-		if len(b.Counts) > n-have {
-			return nil, fmt.Errorf("routes: planes for more than the %d destinations declared", n)
+		if len(b.Counts) > want-have {
+			return nil, nil, fmt.Errorf("routes: planes for more than the %d destinations declared", want)
+		}
+		dest := func(i int) int { return have + i }
+		if changes >= 0 {
+			if len(b.Changed) != len(b.Counts) {
+				return nil, nil, fmt.Errorf("routes: a batch of changes names %d destinations for %d plane counts", len(b.Changed), len(b.Counts))
+			}
+			for i, e := range b.Changed {
+				if int64(e) >= int64(n) || (len(got)+i > 0 && int64(e) <= int64(lastOf(got, b.Changed, i))) {
+					return nil, nil, fmt.Errorf("routes: changed destination %d out of order or range (%d endpoints)", e, n)
+				}
+			}
+			dest = func(i int) int { return int(b.Changed[i]) }
+		} else if len(b.Changed) != 0 {
+			return nil, nil, fmt.Errorf("routes: a batch names changed destinations in a whole answer")
 		}
 		total := 0
 		for i, cnt := range b.Counts {
-			e := have + i
+			e := dest(i)
 			lo, hi := planeCount(e)
 			if int(cnt) < lo || int(cnt) > hi {
 				if lo == hi {
-					return nil, fmt.Errorf("routes: destination endpoint %d has %d planes, want %d", e, cnt, lo)
+					return nil, nil, fmt.Errorf("routes: destination endpoint %d has %d planes, want %d", e, cnt, lo)
 				}
-				return nil, fmt.Errorf("routes: destination endpoint %d has %d planes, want %d..%d", e, cnt, lo, hi)
+				return nil, nil, fmt.Errorf("routes: destination endpoint %d has %d planes, want %d..%d", e, cnt, lo, hi)
 			}
 			total += int(cnt)
 		}
 		if len(b.Planes) != total*width {
-			return nil, fmt.Errorf("routes: plane batch for destinations %d..%d carries %d bytes, want %d (%d planes of %d switches)",
-				have, have+len(b.Counts)-1, len(b.Planes), total*width, total, width)
+			return nil, nil, fmt.Errorf("routes: plane batch for destinations %d..%d carries %d bytes, want %d (%d planes of %d switches)",
+				dest(0), dest(len(b.Counts)-1), len(b.Planes), total*width, total, width)
 		}
 		headers := make([]plan.Plane, total)
 		off, k0 := 0, 0
 		for i, cnt := range b.Counts {
-			e := have + i
+			e := dest(i)
 			for k := 0; k < int(cnt); k++ {
 				pl := b.Planes[off : off+width : off+width]
 				if s := check.firstBad(pl); s >= 0 {
-					return nil, fmt.Errorf("routes: destination endpoint %d plane %d: switch %d (0x%016x) out-port %d does not exist (switch has %d ports)",
+					return nil, nil, fmt.Errorf("routes: destination endpoint %d plane %d: switch %d (0x%016x) out-port %d does not exist (switch has %d ports)",
 						e, k, s, t.Nodes[t.Switches()[s]].GUID, pl[s], check.lim[s])
 				}
 				headers[k0+k] = pl
@@ -116,9 +165,23 @@ func recvPlanes(recv Recv, t *topology.Topology, n int, planeCount func(e int) (
 			out[e].Planes = headers[k0 : k0+int(cnt) : k0+int(cnt)]
 			k0 += int(cnt)
 		}
+		if changes >= 0 {
+			for _, e := range b.Changed {
+				got = append(got, int32(e))
+			}
+		}
 		have += len(b.Counts)
 	}
-	return out, nil
+	return out, got, nil
+}
+
+// lastOf is the destination named just before entry i of batch: the
+// batch's previous entry, or the last of those received before it.
+func lastOf(got []int32, batch []uint32, i int) uint32 {
+	if i > 0 {
+		return batch[i-1]
+	}
+	return uint32(got[len(got)-1])
 }
 
 // portCheck validates planes of one topology: byte s must be NoPort or a

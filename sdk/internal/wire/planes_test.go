@@ -105,7 +105,7 @@ func TestPlanesRoundTripBatches(t *testing.T) {
 	}
 	for _, batch := range []int{1, nsw, 2*nsw + 1, 5 * nsw, PlaneBatchBytes} {
 		var chunks []*pb.Chunk
-		if err := sendPlanes(func(c *pb.Chunk) error { chunks = append(chunks, c); return nil }, topo, dests, batch); err != nil {
+		if err := sendPlanes(func(c *pb.Chunk) error { chunks = append(chunks, c); return nil }, topo, dests, nil, batch); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range chunks {
@@ -156,7 +156,7 @@ func TestSendPlanesRefusesMalformed(t *testing.T) {
 		"long plane":      {long, "destination endpoint 2 plane 0 has 4 entries, want one per switch (3)"},
 		"too many planes": {many, "destination endpoint 1 has 129 planes, at most 128"},
 	} {
-		err := sendPlanes(func(*pb.Chunk) error { return nil }, topo, tc.dests, PlaneBatchBytes)
+		err := sendPlanes(func(*pb.Chunk) error { return nil }, topo, tc.dests, nil, PlaneBatchBytes)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", name, err, tc.want)
 		}

@@ -21,6 +21,10 @@ func SendRoutes(send Send, t *topology.Topology, r *plan.Routes) error {
 	if r.IsPlanes() {
 		h.Form = pb.RoutesHeader_FORM_PLANES
 		h.NumDestinations = uint32(len(r.Planes))
+		h.Token = r.Token
+		if r.Base != 0 {
+			h.Base, h.NumChanged = r.Base, uint32(len(r.Changed))
+		}
 	} else {
 		h.Form = pb.RoutesHeader_FORM_PATHS
 		h.NumPaths = uint32(len(r.Paths))
@@ -29,7 +33,14 @@ func SendRoutes(send Send, t *topology.Topology, r *plan.Routes) error {
 		return err
 	}
 	if r.IsPlanes() {
-		return sendPlanes(send, t, r.Planes, PlaneBatchBytes)
+		var changed []int32
+		if r.Base != 0 {
+			changed = r.Changed
+			if changed == nil {
+				changed = []int32{} // a change to nothing: no batch follows
+			}
+		}
+		return sendPlanes(send, t, r.Planes, changed, PlaneBatchBytes)
 	}
 	batch := &pb.PathBatch{}
 	size := 0
@@ -72,17 +83,24 @@ func SendRoutesShape(send Send, r *plan.Routes) error {
 // NoPort) per switch; paths need valid endpoint indices, switch nodes and
 // ports. A shape-only header is an error: the routes were expected.
 func RecvRoutes(recv Recv, t *topology.Topology, lmc uint8) (*plan.Routes, error) {
-	return recvRoutes(recv, t, lmc, false)
+	return recvRoutes(recv, t, lmc, false, false)
+}
+
+// RecvRouteAnswer is RecvRoutes for a routing engine's answer, which may
+// carry only the destinations changed since the answer the request named
+// (plan.Routes.Base).
+func RecvRouteAnswer(recv Recv, t *topology.Topology, lmc uint8) (*plan.Routes, error) {
+	return recvRoutes(recv, t, lmc, false, true)
 }
 
 // RecvRoutesOrShape is RecvRoutes that also accepts what SendRoutesShape
 // sends: planes form gives one empty DestPlanes per endpoint, paths form
 // an empty (non-nil) path list.
 func RecvRoutesOrShape(recv Recv, t *topology.Topology, lmc uint8) (*plan.Routes, error) {
-	return recvRoutes(recv, t, lmc, true)
+	return recvRoutes(recv, t, lmc, true, false)
 }
 
-func recvRoutes(recv Recv, t *topology.Topology, lmc uint8, shapeOK bool) (*plan.Routes, error) {
+func recvRoutes(recv Recv, t *topology.Topology, lmc uint8, shapeOK, changesOK bool) (*plan.Routes, error) {
 	c, err := next(recv, "routes_header")
 	if err != nil {
 		return nil, err
@@ -111,11 +129,23 @@ func recvRoutes(recv Recv, t *topology.Topology, lmc uint8, shapeOK bool) (*plan
 			return nil, fmt.Errorf("routes: planes for %d destinations, topology has %d endpoints", h.NumDestinations, neps)
 		}
 		maxPlanes := 1 << lmc
-		planes, err := recvPlanes(recv, t, neps, func(int) (int, int) { return 1, maxPlanes })
+		changes := -1
+		if h.Base != 0 {
+			if !changesOK {
+				return nil, fmt.Errorf("routes: only changes were sent where whole routes are needed")
+			}
+			if h.NumChanged > h.NumDestinations {
+				return nil, fmt.Errorf("routes: %d destinations changed of %d", h.NumChanged, h.NumDestinations)
+			}
+			changes = int(h.NumChanged)
+		} else if h.NumChanged != 0 {
+			return nil, fmt.Errorf("routes: %d destinations changed in an answer that changes none", h.NumChanged)
+		}
+		planes, changed, err := recvSomePlanes(recv, t, neps, changes, func(int) (int, int) { return 1, maxPlanes })
 		if err != nil {
 			return nil, err
 		}
-		return &plan.Routes{Planes: planes}, nil
+		return &plan.Routes{Planes: planes, Token: h.Token, Base: h.Base, Changed: changed}, nil
 	case pb.RoutesHeader_FORM_PATHS:
 		if h.NumPaths > maxPaths {
 			return nil, fmt.Errorf("routes: %d paths declared, limit is %d", h.NumPaths, maxPaths)

@@ -1,0 +1,205 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/ibsm/ibsm/sdk"
+	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
+	"github.com/ibsm/ibsm/sdk/check"
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// fatTree2 is a two-level fat tree (4 leaves with 3 CAs, 2 spines)
+// without the leaf-spine cables named in cut ({leaf, spine}).
+func fatTree2(t *testing.T, cut ...[2]int) *topology.Topology {
+	t.Helper()
+	f := testfab.New()
+	spines := []uint64{f.Switch(4), f.Switch(4)}
+	for l := range 4 {
+		leaf := f.Switch(5)
+		for c := range 3 {
+			f.CAOn(leaf, 1+c)
+		}
+		for s, sp := range spines {
+			if !slicesContains(cut, [2]int{l, s}) {
+				f.Link(leaf, 4+s, sp, 1+l)
+			}
+		}
+	}
+	topo, err := f.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+func slicesContains(cut [][2]int, c [2]int) bool {
+	for _, x := range cut {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// updnEngine routes Up*/Down* from switch 0, as a remote plugin would.
+type updnEngine struct{ base }
+
+func (updnEngine) Info() sdk.Info {
+	return sdk.Info{Name: "updn", Kind: sdk.KindRouting, Capabilities: []string{sdk.CapPlanes}}
+}
+func (updnEngine) Route(_ context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	return analysistest.UpDown(req.Topo, 0), nil
+}
+
+// answers calls a remote engine and records what each call answered.
+type answers struct {
+	base
+	remote *sdk.RemoteClient
+	got    []*plan.Routes
+}
+
+func (a *answers) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	r, err := a.remote.Route(ctx, req)
+	a.got = append(a.got, r)
+	return r, err
+}
+
+// shiftedLIDs numbers endpoints from first, which the test moves.
+type shiftedLIDs struct {
+	base
+	first uint16
+}
+
+func (s *shiftedLIDs) AssignLIDs(_ context.Context, req sdk.LIDRequest) (*plan.LIDPlan, error) {
+	l := &plan.LIDPlan{}
+	for i := range req.Topo.Endpoints() {
+		l.Ports = append(l.Ports, plan.PortLID{Base: s.first + uint16(i)})
+	}
+	return l, nil
+}
+
+// wholeVL refuses routes without their planes and answers two VLs.
+type wholeVL struct{ base }
+
+func (wholeVL) AssignVLs(_ context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
+	for e, dp := range req.Routes.Planes {
+		if req.Routes.Base != 0 || len(dp.Planes) == 0 {
+			return nil, fmt.Errorf("destination %d came without planes", e)
+		}
+	}
+	return &plan.VLPlan{VLs: 2, Default: [16]uint8{0, 1}}, nil
+}
+
+// TestRouteCallAnswersChanges: where nothing after the route call reads
+// the planes (a routes-unread LID assigner, a one-VL VL assigner the host
+// proves), a remote engine's route call after a cable change answers only
+// the destinations that changed, and the tables realised from them equal
+// those of its whole answer; elsewhere, or when the LIDs moved, the whole
+// answer is used.
+func TestRouteCallAnswersChanges(t *testing.T) {
+	steps := []struct {
+		topo    *topology.Topology
+		first   uint16 // LIDs from
+		changes bool   // the call answers changes (where the pipeline may ask)
+		again   bool   // ... and is followed by one for the whole answer
+	}{
+		{fatTree2(t), 1, false, false},
+		{fatTree2(t, [2]int{0, 1}), 1, true, false},
+		{fatTree2(t, [2]int{0, 1}, [2]int{2, 0}), 1, true, false},
+		{fatTree2(t, [2]int{2, 0}), 5, true, true}, // the changes were for tables with other LIDs
+		{fatTree2(t, [2]int{1, 1}), 5, true, false},
+	}
+	for _, c := range []struct {
+		name                string
+		routesUnread, oneVL bool
+		refuseOne           bool // the check refuses every one-VL plan after the first
+	}{
+		{"changes", true, true, false},
+		{"the LID assigner reads routes", false, true, false},
+		{"the VL assigner reads routes", true, false, false},
+		{"the check refuses one VL: the VL assigner gets whole routes", true, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eng := &answers{base: base{"updn"}, remote: sdktest.InProcess(t, updnEngine{}, sdk.KindRouting)}
+			lids := &shiftedLIDs{base: base{"shifted"}}
+			r := &Runner{
+				Engines: []Engine{{Identity{Name: "updn"}, eng}},
+				LID:     LIDStage{Identity: Identity{Name: "shifted"}, Impl: lids, RoutesUnread: c.routesUnread},
+				VL:      VLStage{Identity: Identity{Name: "whole"}, Impl: &wholeVL{base: base{"whole"}}, Remote: true, OneVL: c.oneVL},
+				Cache:   NewCache(""),
+			}
+			if !c.refuseOne { // (Delta would prove what the test refuses)
+				r.Delta = &check.Delta{}
+			}
+			r.Verify = func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+				if c.refuseOne && v.IsOneVL() && r.basis != nil {
+					return errors.New("refused")
+				}
+				_, err := check.Check(check.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, check.Options{})
+				return err
+			}
+			for i, s := range steps {
+				lids.first = s.first
+				before := len(eng.got)
+				res, err := r.Run(context.Background(), Input{Topo: s.topo})
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				calls := eng.got[before:]
+				may := c.routesUnread && c.oneVL
+				want := []bool{may && s.changes} // per call: answers changes
+				if may && (s.again || c.refuseOne && s.changes) {
+					want = append(want, false)
+				}
+				if len(calls) != len(want) {
+					t.Fatalf("step %d: %d route calls, want %d", i, len(calls), len(want))
+				}
+				for k, a := range calls {
+					if (a.Base != 0) != want[k] || (want[k] && len(a.Changed) == 0) {
+						t.Fatalf("step %d, call %d: changes to %#x in %d destinations; want changes: %v", i, k, a.Base, len(a.Changed), want[k])
+					}
+				}
+				whole, err := plan.Realize(s.topo, analysistest.UpDown(s.topo, 0), res.LIDs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for sw := range whole.LFT {
+					if string(res.Realized.LFT[sw]) != string(whole.LFT[sw]) {
+						t.Fatalf("step %d: switch %d's table is not the whole answer's", i, sw)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestEndpointsOnlyLIDs: an endpoints-only LID assigner is asked once for
+// a fabric whose cables change under the same endpoints; one that did not
+// declare it is asked again.
+func TestEndpointsOnlyLIDs(t *testing.T) {
+	for _, only := range []bool{true, false} {
+		lids := &seqLIDs{base: base{"seq"}}
+		r := &Runner{
+			Engines: []Engine{{Identity{Name: "updn"}, updnEngine{}}},
+			LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: lids, RoutesUnread: true, EndpointsOnly: only},
+			VL:      VLStage{Identity: Identity{Name: "one"}, Impl: &oneVL{base: base{"one"}}},
+			Cache:   NewCache(""),
+			Verify:  loopCheck,
+		}
+		for _, topo := range []*topology.Topology{fatTree2(t), fatTree2(t, [2]int{0, 1}), fatTree2(t, [2]int{3, 0})} {
+			if _, err := r.Run(context.Background(), Input{Topo: topo}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := map[bool]int{true: 1, false: 3}[only]; lids.calls != want {
+			t.Errorf("endpoints-only %v: LID assigner asked %d times, want %d", only, lids.calls, want)
+		}
+	}
+}
