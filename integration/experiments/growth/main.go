@@ -99,6 +99,7 @@ func main() {
 	embedded := flag.Bool("embedded", true, "bring each size up on the embedded fabric too")
 	flag.IntVar(&fl.n, "floor", 200000, "SMPs of ibsim's floor measured after each ibsm bring-up on ibsim (0: none)")
 	flag.IntVar(&fl.window, "floor-window", 128, "SMPs in flight when measuring the floor (ibsim's best window, BENCHMARKS.md)")
+	flag.IntVar(&fl.hops, "floor-hops", 4, "deepest directed route of the floor's Gets (4 as integration/race; a 3-level tree's bring-up reaches 6); 0: every node, as often as a bring-up addresses it")
 	flag.Parse()
 	if err := run(*radixes, *opensm, *ibsimRadix, *runs, *engine, *osmEngine, *bin, *out, *limit, fl, *embedded); err != nil {
 		fmt.Fprintln(os.Stderr, "growth:", err)
@@ -122,7 +123,7 @@ func ints(s string) ([]int, error) {
 }
 
 // floorOpts say how to measure ibsim's floor (floorRate).
-type floorOpts struct{ n, window int }
+type floorOpts struct{ n, window, hops int }
 
 func run(radixList, osmList, ibsimList string, runs int, engine, osmEngine, bin, out string, limit time.Duration, fl floorOpts, embedded bool) error {
 	rs, err := ints(radixList)
@@ -182,7 +183,7 @@ func run(radixList, osmList, ibsimList string, runs int, engine, osmEngine, bin,
 						if _, err := onIBSim(ibsimPath, net, out, r, i, limit, func(_ string, sim *benchutil.IBSim) (*Run, error) {
 							ctx, cancel := context.WithTimeout(context.Background(), limit)
 							defer cancel()
-							x.Floor, err = floorRate(ctx, sim.Sockname, fl.window, fl.n)
+							x.Floor, err = floorRate(ctx, sim.Sockname, fl)
 							return nil, err
 						}); err != nil {
 							return err
