@@ -7,30 +7,37 @@ import (
 	"github.com/ibsm/ibsm/sdk/plan"
 )
 
-// lastAnswer remembers a routing engine's last planes answer as one hash
-// per destination, so that the next answer to a request naming it
-// (RouteRequest.Since) carries only the destinations whose planes
-// changed: after one cable of the largest fat tree in the LID space that
-// is a few hundred of 47,824 destinations instead of 172 MB of planes.
-// Hashes, not the planes, are kept: an engine may reuse its planes'
-// memory for its next answer, and 8 bytes per destination is all the
-// comparison needs.
+// lastAnswer remembers a routing engine's last few planes answers, each
+// as one hash per destination, so that the next answer to a request
+// naming one of them (RouteRequest.Since) carries only the destinations
+// whose planes changed: after one cable of the largest fat tree in the
+// LID space that is a few hundred of 47,824 destinations instead of
+// 172 MB of planes. Hashes, not the planes, are kept: an engine may reuse
+// its planes' memory for its next answer, and 8 bytes per destination is
+// all the comparison needs. More than one is kept because the host may
+// not keep the answer it asked for last (a sweep cancelled after the
+// call, a shadow pipeline asking the same plugin).
 type lastAnswer struct {
-	mu     sync.Mutex
+	mu   sync.Mutex
+	kept [keptAnswers]answerHashes // the most recent first
+}
+
+// keptAnswers is how many answers lastAnswer remembers (384 KB each at
+// 47,824 destinations).
+const keptAnswers = 4
+
+type answerHashes struct {
 	token  uint64
 	width  int
 	hashes []uint64
 }
 
-// answer names r with a fresh token and remembers it; when since names
-// the answer remembered before and both have the same shape, the routes
-// returned carry only the destinations that changed (Base and Changed
-// set). r itself is not modified.
+// answer names r with a fresh token and remembers it; when since names an
+// answer remembered and both have the same shape, the routes returned
+// carry only the destinations that changed (Base and Changed set). r
+// itself is not modified.
 func (l *lastAnswer) answer(since uint64, width int, r *plan.Routes) *plan.Routes {
 	if !r.IsPlanes() {
-		l.mu.Lock()
-		l.token, l.hashes = 0, nil
-		l.mu.Unlock()
 		return r
 	}
 	hashes := plan.DestHashes(r.Planes)
@@ -38,14 +45,19 @@ func (l *lastAnswer) answer(since uint64, width int, r *plan.Routes) *plan.Route
 	out.Token = rand.Uint64() | 1 // never 0, which means none
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if since != 0 && since == l.token && width == l.width && len(hashes) == len(l.hashes) {
+	for _, k := range l.kept {
+		if since == 0 || k.token != since || k.width != width || len(k.hashes) != len(hashes) {
+			continue
+		}
 		out.Base, out.Changed = since, []int32{}
 		for e, h := range hashes {
-			if h != l.hashes[e] {
+			if h != k.hashes[e] {
 				out.Changed = append(out.Changed, int32(e))
 			}
 		}
+		break
 	}
-	l.token, l.width, l.hashes = out.Token, width, hashes
+	copy(l.kept[1:], l.kept[:keptAnswers-1])
+	l.kept[0] = answerHashes{token: out.Token, width: width, hashes: hashes}
 	return &out
 }

@@ -80,6 +80,14 @@ func TestRouteAnswersChanges(t *testing.T) {
 	if unchanged.Base != second.Token || len(unchanged.Changed) != 0 {
 		t.Fatalf("an unchanged answer: base %#x, changed %v", unchanged.Base, unchanged.Changed)
 	}
-	whole(ask(first.Token)) // not the last answer: the plugin cannot diff against it
+	// An older answer is remembered too (the host may not have kept the
+	// last one); one older than the last four is not.
+	back := ask(first.Token)
+	if back.Base != first.Token || !slices.Equal(back.Changed, []int32{2, 5}) {
+		t.Fatalf("changes to an older answer: base %#x, changed %v", back.Base, back.Changed)
+	}
+	ask(0)
+	ask(0)
+	whole(ask(first.Token))
 	whole(ask(0))
 }
