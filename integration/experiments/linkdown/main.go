@@ -27,6 +27,7 @@ import (
 	"github.com/ibsm/ibsm/integration/benchutil"
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/netfile"
+	"github.com/ibsm/ibsm/transport/sim"
 )
 
 type options struct {
@@ -106,6 +107,10 @@ type sample struct {
 	// lightTime their time.
 	lights    int
 	lightTime time.Duration
+	audited   uint64 // audit reads from the change to the end of the sweep
+	// trapsSent, trapsLost: the embedded fabric's traps delivered to the
+	// SM and lost (no route, the SM's queue full) meanwhile.
+	trapsSent, trapsLost uint64
 	// failed counts the sweeps after the change that failed before one
 	// succeeded (the loop retries them).
 	failed int
@@ -181,8 +186,16 @@ func fabric(o options, radix int) error {
 			return fmt.Errorf("bring-up: %w", sw.err)
 		}
 		react = func(fault func() error) (sample, error) {
-			s, err := trapped(reports, fault)
+			var audited uint64
+			var st0 sim.Stats
+			s, err := trapped(reports, func() error {
+				audited, st0 = a.SM.AuditStats().Reads, a.Sim.Stats()
+				return fault()
+			})
+			st := a.Sim.Stats()
 			s.lights, s.lightTime = lights.between(s.start, s.start.Add(s.total-s.sweep))
+			s.audited = a.SM.AuditStats().Reads - audited
+			s.trapsSent, s.trapsLost = st.Traps-st0.Traps, st.TrapsLost-st0.TrapsLost
 			return s, err
 		}
 	} else if _, err := a.SM.HeavySweep(ctx); err != nil {
@@ -377,8 +390,8 @@ func measured(rep *sm.Report, total time.Duration) sample {
 
 // log writes one sample to stderr, for what the medians hide.
 func (s sample) log(name, kind, where, event string) {
-	fmt.Fprintf(os.Stderr, "%s %s, %s, %s: %.3f s (%.3f before the sweep, %d traps, %d light sweeps %.3f s), re-discovery %.3f, routing %.3f, distribution %.3f, partitions %.3f, rest %.3f\n",
-		name, kind, where, event, s.total.Seconds(), (s.total - s.sweep - s.light).Seconds(), s.traps, s.lights, s.lightTime.Seconds(), s.disc.Seconds(), s.route.Seconds(), s.dist.Seconds(), s.parts.Seconds(),
+	fmt.Fprintf(os.Stderr, "%s %s, %s, %s: %.3f s (%.3f before the sweep, %d traps answered, %d delivered, %d lost, %d light sweeps %.3f s, %d audit reads), re-discovery %.3f, routing %.3f, distribution %.3f, partitions %.3f, rest %.3f\n",
+		name, kind, where, event, s.total.Seconds(), (s.total - s.sweep - s.light).Seconds(), s.traps, s.trapsSent, s.trapsLost, s.lights, s.lightTime.Seconds(), s.audited, s.disc.Seconds(), s.route.Seconds(), s.dist.Seconds(), s.parts.Seconds(),
 		(s.sweep - s.disc - s.route - s.dist - s.parts).Seconds())
 }
 
