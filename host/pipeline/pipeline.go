@@ -249,9 +249,17 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		return func() (*plan.Routes, error) { return e.Impl.Route(ctx, req) }
 	}
 	basis := r.since(e, in)
+	calls := res.Calls
 	routes, err := stage(r, res, fresh, "routing", rk, ask(basis))
 	if err != nil {
 		return res, fmt.Errorf("routing: %w", err)
+	}
+	// The plugin's name for its answer, when it answered now: a filed
+	// answer keeps the token of its day, which the plugin may have
+	// forgotten.
+	var token uint64
+	if res.Calls > calls {
+		token = routes.Token
 	}
 	var hashes []uint64 // of each destination's planes
 	switch {
@@ -276,7 +284,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 			return fmt.Errorf("routing: engine %s answered otherwise when asked for its whole answer again", e.Name)
 		}
 		putBehind(r.Cache, "routing", rk, full)
-		routes = full
+		routes, token = full, full.Token
 		return nil
 	}
 
@@ -288,7 +296,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		return keyOf("lid", r.LID.Name, r.LID.SHA256, r.LID.Version, r.LID.ConfigHash, topoHash, hr, in.LMC, prev)
 	}
 	lk := lidKey(hashPrevious(in.Topo, in.Previous))
-	calls := res.Calls
+	calls = res.Calls
 	lids, err := stage(r, res, fresh, "lid", lk, func() (*plan.LIDPlan, error) {
 		return r.LID.Impl.AssignLIDs(ctx, sdk.LIDRequest{Topo: in.Topo, Routes: routes, LMC: in.LMC, Previous: in.Previous})
 	})
@@ -399,7 +407,10 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		// before it (the routing stage's file write, which holds the
 		// planes until they are on disk, done first) leaves the tables room
 		// to be allocated without one; the next finds the planes gone.
-		r.collect()
+		// (Changes realise into a copy of the last tables: no planes.)
+		if routes.Base == 0 {
+			r.collect()
+		}
 		var rerr error
 		if rz, rerr = realize(); rerr != nil {
 			return res, rerr
@@ -407,7 +418,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	}
 	// From here the tables are the forwarding: the planes go (the routing
 	// stage's cache file keeps them for the next sweep).
-	r.keep(e, in, routes, hashes, lids, rz)
+	r.keep(e, in, token, routes, hashes, lids, rz)
 	partial := routes.Base != 0
 	routes, req.Routes = shapeOf(routes), nil
 	if early != nil && r.VL.Remote && !partial {

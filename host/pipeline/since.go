@@ -39,14 +39,14 @@ func (r *Runner) since(e Engine, in Input) *routeBasis {
 	return b
 }
 
-// keep makes e's answer routes (hashes: its destinations' hashes), as
-// realised in rz with lids, the basis of e's next route call, if the
-// plugin named it.
-func (r *Runner) keep(e Engine, in Input, routes *plan.Routes, hashes []uint64, lids *plan.LIDPlan, rz *plan.Realized) {
-	if routes.Token == 0 || !routes.IsPlanes() || lids.Planes != nil {
+// keep makes e's answer routes (token: the plugin's name for it, 0 for
+// none; hashes: its destinations' hashes), as realised in rz with lids,
+// the basis of e's next route call.
+func (r *Runner) keep(e Engine, in Input, token uint64, routes *plan.Routes, hashes []uint64, lids *plan.LIDPlan, rz *plan.Realized) {
+	if token == 0 || !routes.IsPlanes() || lids.Planes != nil {
 		return
 	}
-	b := &routeBasis{engine: e.Name, lmc: in.LMC, token: routes.Token, hashes: hashes, lids: hashLIDs(lids), rz: rz}
+	b := &routeBasis{engine: e.Name, lmc: in.LMC, token: token, hashes: hashes, lids: hashLIDs(lids), rz: rz}
 	r.mu.Lock()
 	r.basis = b
 	r.mu.Unlock()
