@@ -142,7 +142,7 @@ func TestRouteCallAnswersChanges(t *testing.T) {
 				Cache:   NewCache(""),
 			}
 			r.Cache.keep = len(steps) // every whole answer stays filed
-			if !c.refuseOne { // (Delta would prove what the test refuses)
+			if !c.refuseOne {         // (Delta would prove what the test refuses)
 				r.Delta = &check.Delta{}
 			}
 			r.Verify = func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
