@@ -143,6 +143,22 @@ func BenchmarkPlanesOverGRPC(b *testing.B) {
 				return err
 			})
 		})
+		// The same call naming the last answer: the topology goes up and
+		// the plugin hashes its planes to find none changed.
+		b.Run(fmt.Sprintf("route-changes/ft3-%d", k), func(b *testing.B) {
+			last, err := c.Route(context.Background(), sdk.RouteRequest{Topo: topo})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchCall(b, int64(nsw*neps), func() error {
+				got, err := c.Route(context.Background(), sdk.RouteRequest{Topo: topo, Since: last.Token})
+				if err == nil && (got.Base != last.Token || len(got.Changed) != 0) {
+					err = fmt.Errorf("got changes to %#x in %d destinations, want none to %#x", got.Base, len(got.Changed), last.Token)
+				}
+				last = got
+				return err
+			})
+		})
 		if k != 36 {
 			continue
 		}
