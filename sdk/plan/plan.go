@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -210,6 +211,29 @@ type Realized struct {
 	// LIDOwner[lid] = endpoint index + 1 (0: unassigned).
 	LIDOwner []int32
 	LIDs     *LIDPlan
+
+	changes *realizedChanges // RealizeChanged's; see ChangedSince
+}
+
+// realizedChanges records which tables RealizeChanged started from (weakly:
+// a chain of cable events must not keep every earlier copy alive) and the
+// LIDs it may have written.
+type realizedChanges struct {
+	from weak.Pointer[Realized]
+	lft  *[]uint8 // &LFT[0]: a copy given other tables does not inherit the claim
+	lids []int32
+}
+
+// ChangedSince returns, for tables RealizeChanged made from base, the
+// LIDs whose entries may differ from base's (ascending; every other entry
+// is base's), and false for any other tables, including a copy of these
+// given new LFT rows.
+func (r *Realized) ChangedSince(base *Realized) ([]int32, bool) {
+	c := r.changes
+	if c == nil || base == nil || len(r.LFT) == 0 || c.lft != &r.LFT[0] || c.from.Value() != base {
+		return nil, false
+	}
+	return c.lids, true
 }
 
 // PlanesOf returns the planes that realise endpoint e's LIDs.
@@ -351,6 +375,7 @@ func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan)
 	}
 	lft := slices.Clone(base.LFT)
 	copied := make([]bool, len(sw))
+	var lids []int32
 	for _, e := range r.Changed {
 		if e < 0 || int(e) >= len(eps) {
 			return nil, fmt.Errorf("changed destination %d out of range (%d endpoints)", e, len(eps))
@@ -367,6 +392,7 @@ func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan)
 			if lid > int(base.TopLID) {
 				return nil, fmt.Errorf("destination endpoint %d: LID %d above the earlier tables' top %d", e, lid, base.TopLID)
 			}
+			lids = append(lids, int32(lid))
 			for s, port := range pl {
 				if lft[s][lid] == port {
 					continue
@@ -378,7 +404,12 @@ func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan)
 			}
 		}
 	}
-	return &Realized{Topo: t, LFT: lft, TopLID: base.TopLID, LIDOwner: base.LIDOwner, LIDs: l}, nil
+	slices.Sort(lids)
+	rz := &Realized{Topo: t, LFT: lft, TopLID: base.TopLID, LIDOwner: base.LIDOwner, LIDs: l}
+	if len(lft) > 0 {
+		rz.changes = &realizedChanges{from: weak.Make(base), lft: &lft[0], lids: slices.Compact(lids)}
+	}
+	return rz, nil
 }
 
 // realizeBlock is the number of LIDs transposed together: a switch's

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,6 +191,18 @@ func TestRealizeChanged(t *testing.T) {
 			got, err := plan.RealizeChanged(base, topo, delta, lids)
 			if err != nil {
 				t.Fatal(err)
+			}
+			written, ok := got.ChangedSince(base)
+			if !ok || len(written) != len(changed)<<c.lmc {
+				t.Fatalf("ChangedSince(base) = %d LIDs, %v; want the %d LIDs of the changed destinations", len(written), ok, len(changed)<<c.lmc)
+			}
+			if _, ok := got.ChangedSince(want); ok {
+				t.Error("ChangedSince names tables the changes were not made from")
+			}
+			copied := *got
+			copied.LFT = slices.Clone(got.LFT)
+			if _, ok := copied.ChangedSince(base); ok {
+				t.Error("a copy given other tables inherits ChangedSince")
 			}
 			for s := range want.LFT {
 				if string(got.LFT[s]) != string(want.LFT[s]) {
