@@ -54,6 +54,12 @@ type Fabric struct {
 	Warnings []string
 	// SMPs is the number of SMP requests discovery made.
 	SMPs int64
+
+	// routed: every node's Path is its canonical route (reroute's) and
+	// every node is reached, so that Update re-routes only what a change
+	// touched. Set by Run and Update; a Fabric made otherwise is re-routed
+	// whole by its first Update.
+	routed bool
 }
 
 // Discoverer walks a fabric.
@@ -177,6 +183,10 @@ func (d *Discoverer) Run(ctx context.Context) (*Fabric, error) {
 	if err := w.keysSettled(); err != nil {
 		return nil, err
 	}
+	// The walk's routes are the first its answers came back over; the
+	// canonical ones do not depend on that order, and an update then
+	// re-routes only the nodes behind what changed (O(nodes) once here).
+	w.f.routed = w.f.reroute(nil).all
 	return w.f, nil
 }
 
@@ -249,7 +259,11 @@ func (w *walk) register(ni smp.NodeInfo, path mad.Path) *Node {
 	n := &Node{Info: ni, Path: path, Ports: make([]Port, int(ni.NumPorts)+1)}
 	w.f.Nodes[ni.NodeGUID] = n
 	if w.inc != nil {
-		w.inc.count(func(s *UpdateSummary) { s.NewNodes++ })
+		w.inc.owned[ni.NodeGUID] = true // w.mu held
+		w.inc.mu.Lock()
+		w.inc.sum.NewNodes++
+		w.inc.fresh = append(w.inc.fresh, ni.NodeGUID)
+		w.inc.mu.Unlock()
 	}
 	if w.d.OnNode != nil {
 		w.d.OnNode(len(w.f.Nodes))
@@ -347,9 +361,7 @@ func (w *walk) found(n *Node, p uint8, path mad.Path, ni smp.NodeInfo) {
 		return
 	}
 	peer := w.register(ni, path)
-	w.mu.Lock()
-	far := w.f.Nodes[ni.NodeGUID]
-	w.mu.Unlock()
+	far := w.own(ni.NodeGUID)
 	if int(ni.LocalPortNum) >= len(far.Ports) {
 		w.warn("node 0x%016x reports port %d, earlier NumPorts %d", ni.NodeGUID, ni.LocalPortNum, len(far.Ports)-1)
 		return
@@ -385,11 +397,20 @@ func (w *walk) link(n *Node, p uint8, far *Node, q uint8, farPortGUID uint64) {
 		n.mu.Lock()
 		known := n.Ports[p].PeerGUID == far.Info.NodeGUID && n.Ports[p].PeerPort == q
 		n.mu.Unlock()
+		far.mu.Lock()
+		back := far.Ports[q].PeerGUID == n.Info.NodeGUID && far.Ports[q].PeerPort == p
+		far.mu.Unlock()
 		w.inc.touch(n, far)
 		if !known {
 			w.inc.count(func(s *UpdateSummary) { s.LinksUp++ })
 			w.cutStale(n, p, far.Info.NodeGUID, q)
 			w.cutStale(far, q, n.Info.NodeGUID, p)
+		}
+		if !known || !back {
+			// A cable a route may now take (reroute's seeds).
+			w.inc.mu.Lock()
+			w.inc.made = append(w.inc.made, cable{n.Info.NodeGUID, far.Info.NodeGUID, p, q})
+			w.inc.mu.Unlock()
 		}
 	}
 	n.mu.Lock()
