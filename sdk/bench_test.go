@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -192,23 +193,55 @@ func benchCall(b *testing.B, bytes int64, call func() error) {
 }
 
 // BenchmarkTopologyUpload is the host-to-plugin topology alone (a Route
-// whose answer is the smallest valid one: paths form, no paths).
+// whose answer is the smallest valid one: paths form, no paths) on the
+// largest full fat tree in the LID space (ft3-56, 47,824 nodes), a switch
+// cable going down and up between calls: "whole" to a plugin that takes
+// no patches (the host did not ask its features), "patch" to one that
+// does (two nodes a call).
 func BenchmarkTopologyUpload(b *testing.B) {
-	topo, err := sdktest.FatTree3(48)
+	base, err := sdktest.FatTree3(56)
 	if err != nil {
 		b.Fatal(err)
 	}
+	s := base.Switches()[0]
+	peer := base.Nodes[s].Ports[1].Peer
+	var nodes []topology.Node
+	for _, r := range []topology.PortRef{{Node: s, Port: 1}, peer} {
+		n := base.Nodes[r.Node]
+		n.Ports = slices.Clone(n.Ports)
+		n.Ports[r.Port].Peer, n.Ports[r.Port].State = topology.PortRef{Node: topology.NoNode}, topology.StateDown
+		nodes = append(nodes, n)
+	}
+	down, err := base.Patch(nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	topos := []*topology.Topology{base, down}
 	var seen *topology.Topology
 	f := &fakePlugin{kind: sdk.KindRouting, routes: func(r sdk.RouteRequest) (*plan.Routes, error) {
 		seen = r.Topo
 		return &plan.Routes{Paths: []plan.Path{}}, nil
 	}}
-	c := connectReal(b, f, sdk.KindRouting)
-	benchCall(b, 0, func() error {
-		_, err := c.Route(context.Background(), sdk.RouteRequest{Topo: topo})
-		if err == nil && seen.Hash() != topo.Hash() {
-			err = fmt.Errorf("plugin got another topology")
+	for _, patch := range []bool{false, true} {
+		c := connectReal(b, f, sdk.KindRouting)
+		name := "whole"
+		if patch {
+			name = "patch"
+			if _, err := c.GetInfo(context.Background()); err != nil {
+				b.Fatal(err)
+			}
 		}
-		return err
-	})
+		b.Run(name+"/ft3-56", func(b *testing.B) {
+			i := 0
+			benchCall(b, 0, func() error {
+				topo := topos[i%2]
+				i++
+				_, err := c.Route(context.Background(), sdk.RouteRequest{Topo: topo})
+				if err == nil && seen.Hash() != topo.Hash() {
+					err = fmt.Errorf("plugin got another topology")
+				}
+				return err
+			})
+		})
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/zclconf/go-cty/cty"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // RemoteClient is the host's connection to one plugin process, as returned
@@ -32,6 +34,10 @@ type RemoteClient struct {
 	// routesUnread: GetInfo found CapRoutesUnread, so AssignLIDs sends
 	// only the routes' shape.
 	routesUnread atomic.Bool
+	// patches: GetInfo found FeatureTopologyPatch, so a call's topology
+	// may go as a patch of sent's.
+	patches atomic.Bool
+	sent    sentTopology
 }
 
 func newRemoteClient(gone context.Context, cc *grpc.ClientConn) *RemoteClient {
@@ -56,6 +62,7 @@ func (c *RemoteClient) GetInfo(ctx context.Context) (Info, error) {
 	}
 	info := Info{Name: r.Name, Version: r.Version, Kind: Kind(r.Kind), Capabilities: r.Capabilities, SDKVersion: r.SdkVersion}
 	c.routesUnread.Store(info.Kind == KindLIDAssign && info.HasCapability(CapRoutesUnread))
+	c.patches.Store(slices.Contains(r.SdkFeatures, FeatureTopologyPatch))
 	return info, nil
 }
 
@@ -94,8 +101,38 @@ type chunkStream interface {
 // exchange opens a kind stream with open, sends start, the topology and
 // then whatever rest writes, half-closes, decodes the answer with read and
 // checks nothing follows. A send failing with io.EOF means the plugin
-// already ended the call; its status is the real error.
-func exchange[T any](ctx context.Context, open func(context.Context) (chunkStream, error), start *pb.Start, topo *topology.Topology, rest func(wire.Send) error, read func(wire.Recv) (T, error)) (T, error) {
+// already ended the call; its status is the real error. To a plugin whose
+// SDK takes patches the topology goes as a patch of the last one it
+// accepted where that is smaller; if the plugin no longer holds that one
+// (FailedPrecondition), the call is made again with the topology whole.
+func exchange[T any](ctx context.Context, c *RemoteClient, open func(context.Context) (chunkStream, error), start *pb.Start, topo *topology.Topology, rest func(wire.Send) error, read func(wire.Recv) (T, error)) (T, error) {
+	if !c.patches.Load() {
+		return exchangeOnce(ctx, open, start, func(send wire.Send) (bool, error) { return false, wire.SendTopology(send, topo) }, rest, read)
+	}
+	token, base, baseToken := c.sent.next()
+	sendTopo := func(send wire.Send) (bool, error) { return wire.SendNamedTopology(send, topo, token, base, baseToken) }
+	out, err := exchangeOnce(ctx, open, start, sendTopo, rest, read)
+	if baseToken != 0 && lostBase(err) {
+		c.sent.forget()
+		baseToken = 0
+		out, err = exchangeOnce(ctx, open, start, sendTopo, rest, read)
+	}
+	if err == nil {
+		c.sent.accepted(topo, token)
+	}
+	return out, err
+}
+
+// lostBase reports whether err is a plugin's refusal of a patch against a
+// topology it does not hold (the SDK's server, recvTopology).
+func lostBase(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.FailedPrecondition && st.Message() == wire.ErrUnknownBase.Error()
+}
+
+// exchangeOnce is one call of exchange; sendTopo writes the topology and
+// reports whether it sent a patch.
+func exchangeOnce[T any](ctx context.Context, open func(context.Context) (chunkStream, error), start *pb.Start, sendTopo func(wire.Send) (bool, error), rest func(wire.Send) error, read func(wire.Recv) (T, error)) (T, error) {
 	var zero T
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the stream if decoding fails half-way
@@ -105,7 +142,7 @@ func exchange[T any](ctx context.Context, open func(context.Context) (chunkStrea
 	}
 	err = wire.SendStart(stream.Send, start)
 	if err == nil {
-		err = wire.SendTopology(stream.Send, topo)
+		_, err = sendTopo(stream.Send)
 	}
 	if err == nil {
 		err = rest(stream.Send)
@@ -137,7 +174,7 @@ func (c *RemoteClient) Route(ctx context.Context, req RouteRequest) (*plan.Route
 	if req.Topo == nil || req.LMC > 7 {
 		return nil, fmt.Errorf("route request needs a topology and LMC <= 7")
 	}
-	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.routing.Route(ctx) },
+	return exchange(ctx, c, func(ctx context.Context) (chunkStream, error) { return c.routing.Route(ctx) },
 		&pb.Start{Lmc: uint32(req.LMC), Since: req.Since}, req.Topo,
 		func(wire.Send) error { return nil },
 		func(recv wire.Recv) (*plan.Routes, error) {
@@ -166,7 +203,7 @@ func (c *RemoteClient) AssignLIDs(ctx context.Context, req LIDRequest) (*plan.LI
 		}
 	}
 	slices.Sort(guids)
-	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.lids.AssignLIDs(ctx) },
+	return exchange(ctx, c, func(ctx context.Context) (chunkStream, error) { return c.lids.AssignLIDs(ctx) },
 		&pb.Start{Lmc: uint32(req.LMC), NumPrevious: uint32(len(guids))}, req.Topo,
 		func(send wire.Send) error {
 			sendRoutes := wire.SendRoutes
@@ -189,7 +226,7 @@ func (c *RemoteClient) AssignVLs(ctx context.Context, req VLRequest) (*plan.VLPl
 	if req.Topo == nil || req.Routes == nil || req.LIDs == nil || req.MaxVLs < 0 || req.MaxVLs > 15 {
 		return nil, fmt.Errorf("VL request needs a topology, routes, a LID plan and MaxVLs in 0..15")
 	}
-	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.vls.AssignVLs(ctx) },
+	return exchange(ctx, c, func(ctx context.Context) (chunkStream, error) { return c.vls.AssignVLs(ctx) },
 		&pb.Start{MaxVls: uint32(req.MaxVLs)}, req.Topo,
 		func(send wire.Send) error {
 			if req.Routes.Base != 0 {

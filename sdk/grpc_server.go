@@ -61,6 +61,8 @@ type server struct {
 	stopped sync.Once
 	// last is a routing engine's last planes answer (routes_since.go).
 	last lastAnswer
+	// topos are the topologies the host may patch (topologies.go).
+	topos keptTopologies
 }
 
 // ServerPluginSet builds the plugin set a binary serves for p: the Plugin
@@ -151,7 +153,7 @@ func (s *server) GetInfo(context.Context, *pb.GetInfoRequest) (*pb.Info, error) 
 	var out *pb.Info
 	err := s.guard("Info", func() error {
 		i := s.impl.Info()
-		out = &pb.Info{Name: i.Name, Version: i.Version, Kind: string(i.Kind), Capabilities: i.Capabilities, SdkVersion: SDKVersion}
+		out = &pb.Info{Name: i.Name, Version: i.Version, Kind: string(i.Kind), Capabilities: i.Capabilities, SdkVersion: SDKVersion, SdkFeatures: sdkFeatures}
 		return nil
 	})
 	return out, err
@@ -209,7 +211,7 @@ type request struct {
 
 // recvRequest reads and vets the request of kind k; every error is already
 // a gRPC status.
-func recvRequest(recv wire.Recv, k Kind) (*request, error) {
+func (s *server) recvRequest(recv wire.Recv, k Kind) (*request, error) {
 	st, err := wire.RecvStart(recv)
 	if err != nil {
 		return nil, badInput(err)
@@ -222,8 +224,8 @@ func recvRequest(recv wire.Recv, k Kind) (*request, error) {
 		return nil, status.Errorf(codes.InvalidArgument, "LMC %d > 7", st.Lmc)
 	}
 	r := &request{start: st}
-	if r.topo, err = wire.RecvTopology(recv); err != nil {
-		return nil, badInput(err)
+	if r.topo, err = s.recvTopology(recv); err != nil {
+		return nil, err
 	}
 	switch k {
 	case KindLIDAssign:
@@ -250,9 +252,24 @@ func recvRequest(recv wire.Recv, k Kind) (*request, error) {
 	return r, nil
 }
 
+// recvTopology reads a kind call's topology, whole or as a patch of one
+// kept, and keeps it under its token. A patch of a topology not kept
+// fails the call with FailedPrecondition: the host then sends it whole.
+func (s *server) recvTopology(recv wire.Recv) (*topology.Topology, error) {
+	t, token, err := wire.RecvNamedTopology(recv, s.topos.get)
+	if errors.Is(err, wire.ErrUnknownBase) {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	if err != nil {
+		return nil, badInput(err)
+	}
+	s.topos.put(token, t)
+	return t, nil
+}
+
 func (s *server) Route(stream pb.RoutingEngine_RouteServer) error {
 	return s.guard("Route", func() error {
-		r, err := recvRequest(stream.Recv, KindRouting)
+		r, err := s.recvRequest(stream.Recv, KindRouting)
 		if err != nil {
 			return err
 		}
@@ -272,7 +289,7 @@ func (s *server) Route(stream pb.RoutingEngine_RouteServer) error {
 
 func (s *server) AssignLIDs(stream pb.LIDAssigner_AssignLIDsServer) error {
 	return s.guard("AssignLIDs", func() error {
-		r, err := recvRequest(stream.Recv, KindLIDAssign)
+		r, err := s.recvRequest(stream.Recv, KindLIDAssign)
 		if err != nil {
 			return err
 		}
@@ -288,7 +305,7 @@ func (s *server) AssignLIDs(stream pb.LIDAssigner_AssignLIDsServer) error {
 
 func (s *server) AssignVLs(stream pb.VLAssigner_AssignVLsServer) error {
 	return s.guard("AssignVLs", func() error {
-		r, err := recvRequest(stream.Recv, KindVLAssign)
+		r, err := s.recvRequest(stream.Recv, KindVLAssign)
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ func (c *RemoteClient) RouteMulticast(ctx context.Context, req MulticastRequest)
 	if err := req.Check(); err != nil {
 		return nil, fmt.Errorf("multicast request: %w", err)
 	}
-	return exchange(ctx, func(ctx context.Context) (chunkStream, error) { return c.mcast.RouteMulticast(ctx) },
+	return exchange(ctx, c, func(ctx context.Context) (chunkStream, error) { return c.mcast.RouteMulticast(ctx) },
 		&pb.Start{NumGroups: uint32(len(req.Groups))}, req.Topo,
 		func(send wire.Send) error { return sendGroups(send, req.Groups, mcastBatchEntries) },
 		func(recv wire.Recv) ([]MulticastTree, error) { return recvTrees(recv, &req) })
@@ -35,9 +35,9 @@ func (s *server) RouteMulticast(stream pb.MulticastRouter_RouteMulticastServer) 
 		if err != nil {
 			return badInput(err)
 		}
-		topo, err := wire.RecvTopology(stream.Recv)
+		topo, err := s.recvTopology(stream.Recv)
 		if err != nil {
-			return badInput(err)
+			return err
 		}
 		groups, err := recvGroups(stream.Recv, topo, st.NumGroups)
 		if err != nil {

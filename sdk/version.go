@@ -25,4 +25,8 @@ package sdk
 // Changed, set by the SDK, never by engines; plan.RealizeChanged,
 // DestPlanes.Hash, DestHashes); the host takes a CapOneVL assigner's plan
 // without asking it once its own check of plan.OneVL() passes.
-const SDKVersion = "0.6.0"
+//
+// 0.7.0: a kind call's topology goes as a patch of the last one the plugin
+// accepted (FeatureTopologyPatch, offered by the SDK's server; Info's
+// sdk_features on the wire); plugins need do nothing.
+const SDKVersion = "0.7.0"

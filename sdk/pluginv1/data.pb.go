@@ -502,7 +502,19 @@ type TopologyHeader struct {
 	SmNode int32  `protobuf:"zigzag32,2,opt,name=sm_node,json=smNode,proto3" json:"sm_node,omitempty"`
 	SmPort uint32 `protobuf:"varint,3,opt,name=sm_port,json=smPort,proto3" json:"sm_port,omitempty"`
 	// hash is Topology.Hash(); the receiver recomputes and compares it.
-	Hash          uint64 `protobuf:"fixed64,4,opt,name=hash,proto3" json:"hash,omitempty"`
+	Hash uint64 `protobuf:"fixed64,4,opt,name=hash,proto3" json:"hash,omitempty"`
+	// token names this topology for a later patch against it (0: the
+	// receiver keeps nothing of it). Sent only to plugins whose SDK lists
+	// the "topology-patch" feature (Info.sdk_features).
+	Token uint64 `protobuf:"fixed64,5,opt,name=token,proto3" json:"token,omitempty"`
+	// since, when non-zero, makes this a patch: the num_nodes nodes that
+	// follow replace the nodes of the same GUIDs in the topology this
+	// receiver was sent under token `since` (their peer_node indices are
+	// that topology's, which the patch keeps: the node set is the same);
+	// sm_node, sm_port and hash are those of the patched topology. A
+	// receiver that no longer holds `since` fails the call with
+	// FAILED_PRECONDITION and the sender sends the topology whole.
+	Since         uint64 `protobuf:"fixed64,6,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -561,6 +573,20 @@ func (x *TopologyHeader) GetSmPort() uint32 {
 func (x *TopologyHeader) GetHash() uint64 {
 	if x != nil {
 		return x.Hash
+	}
+	return 0
+}
+
+func (x *TopologyHeader) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *TopologyHeader) GetSince() uint64 {
+	if x != nil {
+		return x.Since
 	}
 	return 0
 }
@@ -1655,12 +1681,14 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\fnum_previous\x18\x03 \x01(\rR\vnumPrevious\x12\x1d\n" +
 	"\n" +
 	"num_groups\x18\x04 \x01(\rR\tnumGroups\x12\x14\n" +
-	"\x05since\x18\x05 \x01(\x06R\x05since\"s\n" +
+	"\x05since\x18\x05 \x01(\x06R\x05since\"\x9f\x01\n" +
 	"\x0eTopologyHeader\x12\x1b\n" +
 	"\tnum_nodes\x18\x01 \x01(\rR\bnumNodes\x12\x17\n" +
 	"\asm_node\x18\x02 \x01(\x11R\x06smNode\x12\x17\n" +
 	"\asm_port\x18\x03 \x01(\rR\x06smPort\x12\x12\n" +
-	"\x04hash\x18\x04 \x01(\x06R\x04hash\"\xc5\x02\n" +
+	"\x04hash\x18\x04 \x01(\x06R\x04hash\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\x06R\x05token\x12\x14\n" +
+	"\x05since\x18\x06 \x01(\x06R\x05since\"\xc5\x02\n" +
 	"\tNodeBatch\x12\x12\n" +
 	"\x04guid\x18\x02 \x03(\x06R\x04guid\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\fR\x04type\x12\x12\n" +

@@ -76,7 +76,11 @@ type Info struct {
 	Capabilities []string `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// sdk_version is the version of the ibsm SDK the plugin was built with
 	// (filled in by the SDK's server; the host records it in the lock file).
-	SdkVersion    string `protobuf:"bytes,5,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
+	SdkVersion string `protobuf:"bytes,5,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
+	// sdk_features lists protocol features of the plugin's SDK the host may
+	// use (filled in by the SDK's server): "topology-patch" (a kind call's
+	// topology may be a patch of one sent before: TopologyHeader.since).
+	SdkFeatures   []string `protobuf:"bytes,6,rep,name=sdk_features,json=sdkFeatures,proto3" json:"sdk_features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -144,6 +148,13 @@ func (x *Info) GetSdkVersion() string {
 		return x.SdkVersion
 	}
 	return ""
+}
+
+func (x *Info) GetSdkFeatures() []string {
+	if x != nil {
+		return x.SdkFeatures
+	}
+	return nil
 }
 
 type GetSchemaRequest struct {
@@ -491,14 +502,15 @@ var File_ibsm_plugin_v1_plugin_proto protoreflect.FileDescriptor
 const file_ibsm_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\x1bibsm/plugin/v1/plugin.proto\x12\x0eibsm.plugin.v1\"\x10\n" +
-	"\x0eGetInfoRequest\"\x8d\x01\n" +
+	"\x0eGetInfoRequest\"\xb0\x01\n" +
 	"\x04Info\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
 	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\"\n" +
 	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\x12\x1f\n" +
 	"\vsdk_version\x18\x05 \x01(\tR\n" +
-	"sdkVersion\"\x12\n" +
+	"sdkVersion\x12!\n" +
+	"\fsdk_features\x18\x06 \x03(\tR\vsdkFeatures\"\x12\n" +
 	"\x10GetSchemaRequest\"C\n" +
 	"\x06Schema\x129\n" +
 	"\n" +

@@ -128,16 +128,38 @@ func fuzzPlans(t testing.TB, topo *topology.Topology) (*plan.Routes, *plan.Route
 	return planes, paths, l, v
 }
 
+// FuzzRecvTopologyPatch feeds patches against a held topology: whatever
+// decodes must be a valid topology.
+func FuzzRecvTopologyPatch(f *testing.F) {
+	base := fuzzTopo(f)
+	to := cut(f, base, base.Switches()[0], 1)
+	seed := collect(f, func(s Send) error { _, err := SendNamedTopology(s, to, 7, base, 3); return err })
+	held := func(uint64) *topology.Topology { return base }
+	if got, _, err := RecvNamedTopology(unframe(seed), held); err != nil || got.Hash() != to.Hash() {
+		f.Fatalf("seed does not round-trip: %v", err)
+	}
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, _, err := RecvNamedTopology(unframe(data), held)
+		if err != nil {
+			return
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("decoded topology is invalid: %v", err)
+		}
+	})
+}
+
 func FuzzRecvTopology(f *testing.F) {
 	topo := fuzzTopo(f)
 	seed := collect(f, func(s Send) error { return SendTopology(s, topo) })
-	if got, err := RecvTopology(unframe(seed)); err != nil || got.Hash() != topo.Hash() {
+	if got, err := recvTopology(unframe(seed)); err != nil || got.Hash() != topo.Hash() {
 		f.Fatalf("seed does not round-trip: %v", err)
 	}
 	f.Add(seed)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := RecvTopology(unframe(data))
+		got, err := recvTopology(unframe(data))
 		if err != nil {
 			return
 		}

@@ -231,7 +231,7 @@ func TestTopologyBatches(t *testing.T) {
 		if size == 1 && len(chunks) != 1+len(topo.Nodes) {
 			t.Fatalf("one node per batch gave %d chunks for %d nodes", len(chunks), len(topo.Nodes))
 		}
-		got, err := RecvTopology(unframe(frame(chunks)))
+		got, err := recvTopology(unframe(frame(chunks)))
 		if err != nil {
 			t.Fatalf("batch %d: %v", size, err)
 		}
@@ -271,7 +271,7 @@ func TestRecvTopologyRefusesMalformedColumns(t *testing.T) {
 	for _, tc := range tests {
 		b := proto.Clone(chunks[1].GetNodes()).(*pb.NodeBatch)
 		tc.breakIt(b)
-		_, err := RecvTopology(unframe(frame([]*pb.Chunk{chunks[0], {Part: &pb.Chunk_Nodes{Nodes: b}}})))
+		_, err := recvTopology(unframe(frame([]*pb.Chunk{chunks[0], {Part: &pb.Chunk_Nodes{Nodes: b}}})))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
