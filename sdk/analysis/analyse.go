@@ -37,9 +37,15 @@ type Options struct {
 	// indices of CA ports, each with an up link to a switch).
 	CAOrder []int32
 
+	// VerdictOnly leaves the metrics out (Report.Hops, MaxHops, AvgHops
+	// and Load stay zero, Report.VerdictOnly is set): what is left is
+	// what a verdict needs, and one-VL plans without LMC or overrides
+	// take a path that looks at each LFT entry once (lean.go).
+	VerdictOnly bool
+
 	// general makes every LID take the general path (tests compare it
-	// with plainLID).
-	general bool
+	// with plainLID); noLean keeps chunks off the verdict-only path.
+	general, noLean bool
 }
 
 // Walk states.
@@ -71,15 +77,15 @@ type chanAcc struct {
 	succ uint64 // on VL packedVT: out-ports of the far switch the traffic continues on
 }
 
-// unpackDeps ORs w's dependencies kept per channel (chans[].succ) into
-// the (switch, in, out) bitset *dep, allocating it if need be.
-func (f *fabric) unpackDeps(w *worker, dep *[]uint64) {
+// unpackDeps ORs dependencies kept per channel (succ[ch]: out-ports of
+// the far switch) into the (switch, in, out) bitset *dep, allocating it
+// if need be.
+func (f *fabric) unpackDeps(succ []uint64, dep *[]uint64) {
 	if *dep == nil {
 		*dep = make([]uint64, (f.nEdges+63)/64)
 	}
 	bs := *dep
-	for ch := range f.nSwPorts {
-		m := w.chans[ch].succ
+	for ch, m := range succ {
 		if m == 0 {
 			continue
 		}
@@ -121,15 +127,24 @@ func Analyse(r *plan.Realized, vls *plan.VLPlan, opt Options) (*Report, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	nChunks := (len(f.lidList) + chunkLIDs - 1) / chunkLIDs
+	starts := f.chunks()
+	nChunks := len(starts) - 1
 	results := make([]*chunkResult, nChunks)
 	ws := make([]*worker, min(opt.Workers, max(nChunks, 1)))
+	vt := f.leanVL(opt)
 	for i := range ws {
 		ws[i] = newWorker(f, opt)
+		if vt >= 0 {
+			ws[i].packedVT = int8(vt)
+		}
 	}
 	_, _ = route.Each(context.Background(), nChunks, len(ws), func(w, c int) error {
-		lo := c * chunkLIDs
-		hi := min(lo+chunkLIDs, len(f.lidList))
+		lo, hi := starts[c], starts[c+1]
+		if vt >= 0 && ws[w].leanChunk(f.lidList[lo:hi]) {
+			ws[w].leaned = true
+			results[c] = &chunkResult{}
+			return nil
+		}
 		results[c] = ws[w].runChunk(f.lidList[lo:hi])
 		return nil
 	})
@@ -137,10 +152,38 @@ func Analyse(r *plan.Realized, vls *plan.VLPlan, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	leaned := false
+	for _, w := range ws {
+		leaned = leaned || w.leaned
+	}
+	if leaned && !rep.DeadlockFree {
+		// A loop among valid entries, or a real credit loop: the general
+		// path tells which, as it would have from the start.
+		opt.noLean = true
+		return Analyse(r, vls, opt)
+	}
+	if opt.VerdictOnly {
+		rep.Hops, rep.MaxHops, rep.AvgHops, rep.Load = nil, 0, 0, LoadStats{}
+		rep.VerdictOnly = true
+	}
 	if err := f.trafficMetrics(rep, opt); err != nil {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// chunks returns where the chunks of lidList start, and its length: a
+// chunk holds the LIDs that share a cache line in every row, LIDs 64k to
+// 64k+63 (LID 0 is nobody's, so counting from it cut every row's line in
+// two).
+func (f *fabric) chunks() []int {
+	var starts []int
+	for i, d := range f.lidList {
+		if i == 0 || d/chunkLIDs != f.lidList[i-1]/chunkLIDs {
+			starts = append(starts, i)
+		}
+	}
+	return append(starts, len(f.lidList))
 }
 
 // chunkResult holds the order-dependent findings of one chunk of LIDs.
@@ -154,6 +197,16 @@ type chunkResult struct {
 type worker struct {
 	f   *fabric
 	opt Options
+	// block holds a chunk's entries switch-major (leanChunk), leaned is
+	// set once a chunk took that path. leanSucc holds its dependencies
+	// as chans[].succ does, on VL packedVT, leanUsed per switch the
+	// out-ports its traffic takes (port 0 aside), and leanAcc a switch's
+	// dependencies while its entries are read.
+	block    []uint8
+	leaned   bool
+	leanSucc []uint64
+	leanUsed []uint64
+	leanAcc  [2][64]uint64
 
 	st []uint8
 	// hopCols holds the chunk's hop words, LID-major (hopCols[j*nsw+s] is
@@ -1157,6 +1210,7 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 	}
 	load := make([]int64, f.nChan)
 	var dep [16][16][]uint64
+	var packed [16][]uint64 // per VL: dependencies as chans[].succ keeps them
 	chanVL := make([]uint16, f.nChan)
 	caSLByClass := make([]uint16, f.nc)
 	arr := make([]int64, f.nsw*f.nc)
@@ -1182,8 +1236,25 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 			load[i] += int64(v.v & loadMask)
 			chanVL[i] |= uint16(v.v >> loadBits)
 		}
-		if w.packedVT >= 0 {
-			f.unpackDeps(w, &dep[w.packedVT][w.packedVT])
+		if vt := w.packedVT; vt >= 0 {
+			if packed[vt] == nil {
+				packed[vt] = make([]uint64, f.nSwPorts)
+			}
+			ps := packed[vt]
+			for ch := range ps {
+				ps[ch] |= w.chans[ch].succ
+			}
+			if w.leanSucc != nil {
+				for ch, m := range w.leanSucc {
+					ps[ch] |= m
+				}
+				for sw, used := range w.leanUsed {
+					pb := int(f.portBase[sw])
+					for used &^= 1; used != 0; used &= used - 1 {
+						chanVL[pb+bits.TrailingZeros64(used)] |= 1 << vt
+					}
+				}
+			}
 		}
 		for a := range w.dep {
 			for b, bs := range w.dep[a] {
@@ -1293,7 +1364,19 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 			chanVL[f.caChan[e]] |= 1 << (f.caVL(int32(e), sl) & 15)
 		}
 	}
-	f.finishVLs(rep, dep, chanVL, slsUsed, opt)
+	f.checkVLCaps(rep, chanVL, slsUsed, opt)
+	if vt, ok := onePacked(dep, &packed); ok && f.acyclicPacked(rep, vt, packed[vt], chanVL) {
+		return rep, nil
+	}
+	for vt, ps := range packed {
+		if ps != nil {
+			for ch := range ps {
+				ps[ch] &^= 1 // leanChunk's "the next switch owns the LID"
+			}
+			f.unpackDeps(ps, &dep[vt][vt])
+		}
+	}
+	f.finishVLs(rep, dep, chanVL)
 	return rep, nil
 }
 

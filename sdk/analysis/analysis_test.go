@@ -430,6 +430,9 @@ func trim(h []int64) []int64 {
 	for len(h) > 0 && h[len(h)-1] == 0 {
 		h = h[:len(h)-1]
 	}
+	if len(h) == 0 {
+		return nil // no pairs: as a brute-force walk that counts none
+	}
 	return h
 }
 

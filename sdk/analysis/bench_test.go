@@ -2,9 +2,7 @@ package analysis_test
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ibsm/ibsm/sdk/analysis"
 	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
@@ -33,11 +31,7 @@ func benchAnalyseFatTree(b *testing.B, radix int) {
 	}
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			var before, after syscall.Rusage
-			syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-			n := 0
-			for b.Loop() {
-				n++
+			analysistest.ReportCPU(b, func() {
 				rep, err := analysis.Analyse(r, nil, analysis.Options{Workers: workers})
 				if err != nil {
 					b.Fatal(err)
@@ -45,12 +39,7 @@ func benchAnalyseFatTree(b *testing.B, radix int) {
 				if !rep.CAPairs.Complete() {
 					b.Fatalf("fat tree incomplete: %+v", rep.CAPairs)
 				}
-			}
-			// CPU time is the honest figure on a shared machine where wall
-			// time depends on everybody else's load.
-			syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-			cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) / time.Duration(n)
-			b.ReportMetric(float64(cpu.Milliseconds()), "cpu-ms/op")
+			})
 		})
 	}
 }
@@ -78,19 +67,12 @@ func BenchmarkTrafficFatTree24(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/workers=%d", c.name, workers), func(b *testing.B) {
 				opt := c.opt
 				opt.Workers = workers
-				var before, after syscall.Rusage
-				syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-				n := 0
 				var rep *analysis.Report
-				for b.Loop() {
-					n++
+				analysistest.ReportCPU(b, func() {
 					if rep, err = analysis.Analyse(r, nil, opt); err != nil {
 						b.Fatal(err)
 					}
-				}
-				syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-				cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) / time.Duration(n)
-				b.ReportMetric(float64(cpu.Milliseconds()), "cpu-ms/op")
+				})
 				if rep.Shift != nil {
 					b.ReportMetric(rep.Shift.Millis, "shift-ms")
 					b.ReportMetric(float64(rep.Shift.Worst), "worst-load")
@@ -152,23 +134,44 @@ func BenchmarkAnalyseFatTree36MultiVL(b *testing.B) {
 		}
 	}
 	b.Logf("%d SL overrides, %d SL2VL entries", len(v.Overrides), len(v.SL2VL))
-	var before, after syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-	n := 0
 	var rep *analysis.Report
-	for b.Loop() {
-		n++
+	analysistest.ReportCPU(b, func() {
 		if rep, err = analysis.Analyse(r, v, analysis.Options{Workers: 1}); err != nil {
 			b.Fatal(err)
 		}
-	}
-	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) / time.Duration(n)
-	b.ReportMetric(float64(cpu.Milliseconds()), "cpu-ms/op")
+	})
 	b.ReportMetric(float64(len(rep.VLsUsed)), "vls")
 	if rep.DeadlockFree {
 		b.ReportMetric(1, "deadlock-free")
 	} else {
 		b.ReportMetric(0, "deadlock-free")
+	}
+}
+
+// BenchmarkVerdictFatTree56 is what the host's check asks of the analysis
+// at ft3-56 (Options.VerdictOnly) on Up*/Down* routes, which are
+// deadlock-free (MinHop's switch-to-switch routes there are not, so the
+// verdict-only path hands them to the general one).
+func BenchmarkVerdictFatTree56(b *testing.B) {
+	topo, err := analysistest.FatTree3(56, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := analysistest.Realize(topo, analysistest.UpDown(topo, 0), 0, plan.DLIDBase)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			analysistest.ReportCPU(b, func() {
+				rep, err := analysis.Analyse(r, nil, analysis.Options{Workers: workers, VerdictOnly: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !rep.OK() {
+					b.Fatalf("Up*/Down* fat tree rejected: %+v", rep)
+				}
+			})
+		})
 	}
 }

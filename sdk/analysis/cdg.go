@@ -23,13 +23,10 @@ func forEachBit(bs []uint64, lo, hi int, fn func(i int)) {
 	}
 }
 
-// finishVLs checks every channel's VLs against the VLCap of both ends of
-// its link, then builds the channel dependency graph over (switch channel,
-// VL) nodes from the merged dependency bitsets and looks for cycles: a
-// cycle among (channel, VL) pairs is a credit loop, whether it stays on one
-// VL or crosses several through the SL2VL tables. CA out-channels are left
-// out of the graph: nothing depends on them, so no cycle passes them.
-func (f *fabric) finishVLs(rep *Report, dep [16][16][]uint64, chanVL []uint16, slsUsed uint16, opt Options) {
+// checkVLCaps checks every channel's VLs against the VLCap of both ends
+// of its link (a VL beyond it, or VL15, which drops), and lists the VLs
+// and SLs used.
+func (f *fabric) checkVLCaps(rep *Report, chanVL []uint16, slsUsed uint16, opt Options) {
 	var used uint32
 	for c, m := range chanVL {
 		if m == 0 {
@@ -57,6 +54,19 @@ func (f *fabric) finishVLs(rep *Report, dep [16][16][]uint64, chanVL []uint16, s
 	rep.VLsUsed = maskList(used &^ (1 << 15))
 	rep.SLsUsed = maskList(uint32(slsUsed))
 	rep.DeadlockFree = true
+}
+
+// finishVLs builds the channel dependency graph over (switch channel,
+// VL) nodes from the merged dependency bitsets and looks for cycles: a
+// cycle among (channel, VL) pairs is a credit loop, whether it stays on
+// one VL or crosses several through the SL2VL tables. CA out-channels are
+// left out of the graph: nothing depends on them, so no cycle passes
+// them.
+func (f *fabric) finishVLs(rep *Report, dep [16][16][]uint64, chanVL []uint16) {
+	var used uint32
+	for _, m := range chanVL {
+		used |= uint32(m)
+	}
 
 	// Node of (switch channel c, VL v): vIdx[v]*nSw + c, over the VLs
 	// switch channels carry (every VL of a dependency is among them).
@@ -313,4 +323,94 @@ func (g *cdgGraph) describe(cyc []int32) ([]string, []int) {
 		}
 	}
 	return names, vls
+}
+
+// onePacked reports the VL whose packed dependencies are all there is
+// (no bitsets of (switch, in, out) edges, no other VL's).
+func onePacked(dep [16][16][]uint64, packed *[16][]uint64) (int, bool) {
+	for a := range dep {
+		for _, bs := range dep[a] {
+			if bs != nil {
+				return 0, false
+			}
+		}
+	}
+	vt := -1
+	for v, ps := range packed {
+		if ps == nil {
+			continue
+		}
+		if vt >= 0 {
+			return 0, false
+		}
+		vt = v
+	}
+	return vt, vt >= 0
+}
+
+// acyclicPacked fills rep.VLs as finishVLs would and reports true when
+// the one-VL graph of succ (per switch channel: the out-ports of the far
+// switch its traffic continues on, bit 0 aside) is acyclic; it reports
+// false, changing nothing, when it has a cycle: finishVLs names one. It
+// takes Kahn's algorithm straight over the channels' port sets, where
+// finishVLs lists every edge first (tens of MB at ft3-56).
+func (f *fabric) acyclicPacked(rep *Report, vt int, succ []uint64, chanVL []uint16) bool {
+	n := f.nSwPorts
+	deg := make([]int32, n)
+	edges := 0
+	for ch, m := range succ {
+		m &^= 1
+		succ[ch] = m
+		if m == 0 {
+			continue
+		}
+		edges += bits.OnesCount64(m)
+		pb := f.portBase[f.link[ch].sw()]
+		for ; m != 0; m &= m - 1 {
+			deg[pb+int32(bits.TrailingZeros64(m))]++
+		}
+	}
+	queue := make([]int32, 0, n)
+	for c, d := range deg {
+		if d == 0 {
+			queue = append(queue, int32(c))
+		}
+	}
+	for qi := 0; qi < len(queue); qi++ {
+		c := queue[qi]
+		m := succ[c]
+		if m == 0 {
+			continue
+		}
+		pb := f.portBase[f.link[c].sw()]
+		for ; m != 0; m &= m - 1 {
+			t := pb + int32(bits.TrailingZeros64(m))
+			if deg[t]--; deg[t] == 0 {
+				queue = append(queue, t)
+			}
+		}
+	}
+	if len(queue) < n {
+		return false
+	}
+	var used uint32
+	for _, m := range chanVL {
+		used |= uint32(m)
+	}
+	for v := range 15 {
+		if used&(1<<v) == 0 {
+			continue
+		}
+		st := VLStats{VL: v, Acyclic: true}
+		if v == vt {
+			st.Edges = edges
+		}
+		for _, m := range chanVL[:n] {
+			if m&(1<<v) != 0 {
+				st.Channels++
+			}
+		}
+		rep.VLs = append(rep.VLs, st)
+	}
+	return true
 }

@@ -77,6 +77,10 @@ type fabric struct {
 	// names that endpoint and the code is the failure for other LIDs.
 	hopTmpl []uint32
 	deliver []int32
+	// leanNext is, per switch port, the offset of the next switch's
+	// entries in worker.block (its index times chunkLIDs) when the port
+	// leads to a switch over an up link, else -1 (leanChunk).
+	leanNext []int32
 
 	// Channels: switch out-ports are portBase[s]+p; CA out-ports follow.
 	nSwPorts int

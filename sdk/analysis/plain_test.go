@@ -23,17 +23,7 @@ import (
 // loads also match a brute-force walk of every pair, and the report does
 // not depend on the number of workers.
 func TestPlainMatchesGeneral(t *testing.T) {
-	fabs := []struct {
-		name  string
-		topo  func() (*topology.Topology, error)
-		route router
-	}{
-		{"ring5 minhop", func() (*topology.Topology, error) { return analysistest.Ring(5, 2, 4) }, analysistest.MinHop},
-		{"fat tree updown", func() (*topology.Topology, error) { return analysistest.FatTree2(3, 2, 2, 4) }, updownSpine},
-		{"ft3-4 minhop", func() (*topology.Topology, error) { return analysistest.FatTree3(4, 4) }, analysistest.MinHop},
-		{"torus 3x3 updown", func() (*topology.Topology, error) { return analysistest.Torus2D(3, 3, 1, 4) }, updown},
-		{"ft3-8 minhop", func() (*topology.Topology, error) { return analysistest.FatTree3(8, 4) }, analysistest.MinHop},
-	}
+	fabs := testFabrics()
 	seeds := 16
 	if testing.Short() {
 		seeds = 6

@@ -160,6 +160,9 @@ type Report struct {
 	AvgHops float64 `json:"avg_hops"`
 
 	Load LoadStats `json:"load"`
+	// VerdictOnly is set when Options.VerdictOnly left Hops, MaxHops,
+	// AvgHops and Load out (zero).
+	VerdictOnly bool `json:"verdict_only,omitempty"`
 	// Shift and EBB are the fat-tree quality metrics, present when
 	// Options asked for them.
 	Shift *ShiftStats `json:"shift,omitempty"`
@@ -207,15 +210,19 @@ func (r *Report) Text(w io.Writer) error {
 	for _, e := range r.BadSamples {
 		fmt.Fprintf(&b, "  switch %s LID %d -> port %d: %s\n", e.Switch, e.LID, e.Port, e.Code)
 	}
-	fmt.Fprintf(&b, "hops (switches traversed, CA->CA): max %d, average %.3f\n", r.MaxHops, r.AvgHops)
-	for h, n := range r.Hops {
-		if n > 0 {
-			fmt.Fprintf(&b, "  %2d: %d\n", h, n)
+	if r.VerdictOnly {
+		b.WriteString("hops and channel load: not computed (verdict only)\n")
+	} else {
+		fmt.Fprintf(&b, "hops (switches traversed, CA->CA): max %d, average %.3f\n", r.MaxHops, r.AvgHops)
+		for h, n := range r.Hops {
+			if n > 0 {
+				fmt.Fprintf(&b, "  %2d: %d\n", h, n)
+			}
 		}
+		fmt.Fprintf(&b, "channel load (all-to-all, %d CAs): max %d (%.3f normalised) on %s; max switch-to-switch %d (%.3f) on %s\n",
+			r.Load.CAs, r.Load.Max, r.Load.MaxNormalized, orDash(r.Load.MaxChannel),
+			r.Load.MaxSwitchLink, r.Load.MaxSwitchLinkNormalized, orDash(r.Load.MaxSwitchLinkChannel))
 	}
-	fmt.Fprintf(&b, "channel load (all-to-all, %d CAs): max %d (%.3f normalised) on %s; max switch-to-switch %d (%.3f) on %s\n",
-		r.Load.CAs, r.Load.Max, r.Load.MaxNormalized, orDash(r.Load.MaxChannel),
-		r.Load.MaxSwitchLink, r.Load.MaxSwitchLinkNormalized, orDash(r.Load.MaxSwitchLinkChannel))
 	if s := r.Shift; s != nil {
 		which := "all"
 		if !s.All {

@@ -47,6 +47,11 @@ type Options struct {
 	// SwitchToSwitch decides what unreachable switch->switch pairs do to
 	// the plan (zero value: SwitchRequired).
 	SwitchToSwitch SwitchPolicy
+	// Metrics fills the report's hops and channel loads, which no rule
+	// reads: without it the report holds what the verdict rests on
+	// (analysis.Options.VerdictOnly), and a one-VL plan is checked
+	// looking at each LFT entry once.
+	Metrics bool
 }
 
 // SwitchPolicy is the verifier's policy for unreachable switch->switch
@@ -228,7 +233,7 @@ func Check(p Plan, opt Options) (*Verdict, error) {
 	// Planes from the routing engine are whole forwarding trees for every
 	// LID of a range, and SA may hand out any of them: all must work.
 	allLIDs := maxLMC > 0 && p.LIDs.Planes == nil
-	rep, err := analysis.Analyse(r, p.VLs, analysis.Options{Samples: opt.MaxProblems, Workers: opt.Workers, AllLIDs: allLIDs})
+	rep, err := analysis.Analyse(r, p.VLs, analysis.Options{Samples: opt.MaxProblems, Workers: opt.Workers, AllLIDs: allLIDs, VerdictOnly: !opt.Metrics})
 	if err != nil {
 		c.kind(1, "tables cannot be analysed", err.Error())
 		return nil, c.result()

@@ -120,7 +120,14 @@ func UpDown(t *topology.Topology, root int32) *plan.Routes {
 	r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
 	down := make([]int32, n)
 	u := make([]int32, n)
-	cache := map[int32][2][]int32{}
+	// The candidates of every switch depend on the destination switch
+	// only (the CAs of a leaf share them; each picks its own by index):
+	// candStart[s]..candStart[s+1] index cands, per destination switch.
+	type cached struct {
+		start []int32
+		ports []uint8
+	}
+	cache := map[int32]cached{}
 	for e, ref := range eps {
 		dsw := t.SwitchIndex(ref.Node)
 		last := uint8(0)
@@ -137,10 +144,8 @@ func UpDown(t *topology.Topology, root int32) *plan.Routes {
 		if dsw < 0 {
 			continue
 		}
-		if c, ok := cache[dsw]; ok {
-			copy(down, c[0])
-			copy(u, c[1])
-		} else {
+		c, ok := cache[dsw]
+		if !ok {
 			// down[s]: hops from s to dsw moving down only (reverse BFS
 			// over links s->t with t below s).
 			for i := range down {
@@ -167,24 +172,27 @@ func UpDown(t *topology.Topology, root int32) *plan.Routes {
 					}
 				}
 			}
-			cache[dsw] = [2][]int32{append([]int32(nil), down...), append([]int32(nil), u...)}
+			c.start = make([]int32, n+1)
+			for s := int32(0); s < int32(n); s++ {
+				for _, l := range adj[s] {
+					if down[s] < inf {
+						if !up(s, l.peer) && down[l.peer] == down[s]-1 {
+							c.ports = append(c.ports, l.port)
+						}
+					} else if up(s, l.peer) && u[l.peer] == u[s]-1 {
+						c.ports = append(c.ports, l.port)
+					}
+				}
+				c.start[s+1] = int32(len(c.ports))
+			}
+			cache[dsw] = c
 		}
 		for s := int32(0); s < int32(n); s++ {
 			if s == dsw {
 				pl[s] = last
 				continue
 			}
-			var cands []uint8
-			for _, l := range adj[s] {
-				if down[s] < inf {
-					if !up(s, l.peer) && down[l.peer] == down[s]-1 {
-						cands = append(cands, l.port)
-					}
-				} else if up(s, l.peer) && u[l.peer] == u[s]-1 {
-					cands = append(cands, l.port)
-				}
-			}
-			if len(cands) > 0 {
+			if cands := c.ports[c.start[s]:c.start[s+1]]; len(cands) > 0 {
 				pl[s] = cands[e%len(cands)]
 			}
 		}

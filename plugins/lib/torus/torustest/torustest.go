@@ -94,7 +94,7 @@ func Verify(t testing.TB, topo *topology.Topology, r *plan.Routes, v func(*plan.
 	if v != nil {
 		vls = v(real)
 	}
-	rep, err := check.Verify(check.Plan{Topo: topo, Routes: r, LIDs: l, VLs: vls, Realized: real}, check.Options{SwitchToSwitch: check.SwitchRequired})
+	rep, err := check.Verify(check.Plan{Topo: topo, Routes: r, LIDs: l, VLs: vls, Realized: real}, check.Options{SwitchToSwitch: check.SwitchRequired, Metrics: true})
 	if err != nil {
 		t.Fatalf("the host refuses the plan: %v", err)
 	}
