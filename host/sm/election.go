@@ -315,6 +315,7 @@ func (s *SM) HandleSMInfoSet(mod uint32, req smp.SMInfo) smp.SMInfo {
 // remoteSM is another SM port found during discovery.
 type remoteSM struct {
 	guid uint64 // port GUID
+	node uint64 // node GUID (0: not from a fabric model)
 	path mad.Path
 	port uint8
 	info smp.SMInfo
@@ -335,27 +336,49 @@ func remoteSMs(fab *discovery.Fabric) []remoteSM {
 	own := ownPortGUID(fab)
 	var out []remoteSM
 	for guid, n := range fab.Nodes {
-		for p := range n.Ports {
-			pt := &n.Ports[p]
-			if !pt.Valid || pt.Info.CapabilityMask&smp.CapIsSM == 0 {
-				continue
-			}
-			isSwitch := n.Info.NodeType == smp.NodeTypeSwitch
-			if isSwitch != (p == 0) {
-				continue // an SM sits on a switch's port 0 or a CA's port
-			}
-			g := pt.GUID
-			if g == 0 {
-				g = n.Info.PortGUID
-			}
-			if g == own || (guid == fab.SMGUID && uint8(p) == fab.SMPort) {
-				continue
-			}
-			out = append(out, remoteSM{guid: g, path: n.Path, port: uint8(p)})
-		}
+		out = nodeSMs(out, fab, own, guid, n)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].guid < out[j].guid })
+	sortSMs(out)
 	return out
+}
+
+// nodeSMs appends the ports of node n (GUID guid) of fab that advertise
+// IsSM, but for this SM's own (port GUID own).
+func nodeSMs(out []remoteSM, fab *discovery.Fabric, own, guid uint64, n *discovery.Node) []remoteSM {
+	for p := range n.Ports {
+		pt := &n.Ports[p]
+		if !pt.Valid || pt.Info.CapabilityMask&smp.CapIsSM == 0 {
+			continue
+		}
+		isSwitch := n.Info.NodeType == smp.NodeTypeSwitch
+		if isSwitch != (p == 0) {
+			continue // an SM sits on a switch's port 0 or a CA's port
+		}
+		g := pt.GUID
+		if g == 0 {
+			g = n.Info.PortGUID
+		}
+		if g == own || (guid == fab.SMGUID && uint8(p) == fab.SMPort) {
+			continue
+		}
+		out = append(out, remoteSM{guid: g, node: guid, path: n.Path, port: uint8(p)})
+	}
+	return out
+}
+
+// sortSMs orders remote SMs by port GUID (then node and port, so that
+// the order does not depend on the model's map order).
+func sortSMs(rs []remoteSM) {
+	sort.Slice(rs, func(i, j int) bool {
+		a, b := &rs[i], &rs[j]
+		if a.guid != b.guid {
+			return a.guid < b.guid
+		}
+		if a.node != b.node {
+			return a.node < b.node
+		}
+		return a.port < b.port
+	})
 }
 
 // newSMs reads the PortInfo of every end port of the fabric last seen (CA
@@ -1028,20 +1051,26 @@ func (s *SM) knownSMs(fab *discovery.Fabric) []remoteSM {
 // stops when a port it re-read names an SM LID other than the one this
 // SM programmed: another SM set it, maybe one that started as master
 // since the last discovery.
-func (s *SM) checkAlone(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result, incremental bool) error {
+//
+// lin, when not nil, says that only its changed nodes may name another SM
+// LID: every other endpoint holds the one this SM programmed.
+func (s *SM) checkAlone(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result, incremental bool, lin *since) error {
 	if a := s.Applied(); incremental && a != nil {
 		ours := smLIDOf(a.Topo, a.Result)
 		if ours != 0 && ours == smLIDOf(topo, res) {
-			for _, ep := range topo.Endpoints() {
-				n := fab.Nodes[topo.Nodes[ep.Node].GUID]
-				if n == nil || int(ep.Port) >= len(n.Ports) {
-					continue
+			eps := topo.Endpoints()
+			if lin != nil && lin.cur == a {
+				eps = lin.endpoints(topo)
+			}
+			err := foreignSMLID(fab, topo, eps, ours)
+			if s.crossCheck && len(eps) != len(topo.Endpoints()) {
+				if all := foreignSMLID(fab, topo, topo.Endpoints(), ours); fmt.Sprint(all) != fmt.Sprint(err) {
+					return fmt.Errorf("cross-check: the changed nodes' SM LIDs say %v, all say %v", err, all)
 				}
-				if pt := &n.Ports[ep.Port]; pt.Valid && pt.Info.MasterSMLID != 0 && pt.Info.MasterSMLID != ours {
-					s.elect.poke()
-					return fmt.Errorf("port %#016x/%d names SM LID %d, not this SM's %d: another SM set it; nothing written, electing first",
-						n.Info.NodeGUID, ep.Port, pt.Info.MasterSMLID, ours)
-				}
+			}
+			if err != nil {
+				s.elect.poke()
+				return err
 			}
 		}
 	}
@@ -1066,6 +1095,22 @@ func (s *SM) checkAlone(ctx context.Context, fab *discovery.Fabric, topo *topolo
 		if r.ok && r.info.SMState == smp.SMStateMaster {
 			s.elect.poke()
 			return fmt.Errorf("another master (%#016x, priority %d) is on the subnet: nothing written, electing first", r.guid, r.info.Priority)
+		}
+	}
+	return nil
+}
+
+// foreignSMLID names the first of the endpoints eps of topo whose port in
+// fab names an SM LID other than ours.
+func foreignSMLID(fab *discovery.Fabric, topo *topology.Topology, eps []topology.PortRef, ours uint16) error {
+	for _, ep := range eps {
+		n := fab.Nodes[topo.Nodes[ep.Node].GUID]
+		if n == nil || int(ep.Port) >= len(n.Ports) {
+			continue
+		}
+		if pt := &n.Ports[ep.Port]; pt.Valid && pt.Info.MasterSMLID != 0 && pt.Info.MasterSMLID != ours {
+			return fmt.Errorf("port %#016x/%d names SM LID %d, not this SM's %d: another SM set it; nothing written, electing first",
+				n.Info.NodeGUID, ep.Port, pt.Info.MasterSMLID, ours)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package sm
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/ibsm/ibsm/host/discovery"
@@ -71,7 +72,19 @@ func (s *SM) IncrementalSweep(ctx context.Context, ch discovery.Changes) (*Repor
 	rep.Discovery.Gets, rep.Discovery.Sets = delta(st0, st1)
 	s.Log.Debug("incremental discovery", "switches", len(ch.Switches), "ports", len(ch.Ports), "ports_read", sum.PortsRead,
 		"links_down", sum.LinksDown, "links_up", sum.LinksUp, "new_nodes", sum.NewNodes, "dropped", sum.Dropped, "rounds", sum.Rounds)
-	return s.route(ctx, rep, fab, topo, start, st0, []uint64{}, s.unaffected(old, fab, sum))
+	lin := s.sinceClean(old, sum)
+	if lin != nil {
+		s.mu.Lock()
+		if c := s.smsOf; c.fab == old {
+			s.smsOf = fabricSMs{fab: fab, rs: remoteSMsSince(c.rs, old, fab, sum.Changed)}
+			if s.crossCheck && !reflect.DeepEqual(s.smsOf.rs, remoteSMs(fab)) {
+				s.mu.Unlock()
+				return nil, fmt.Errorf("cross-check: remote SMs %+v, computed whole %+v", s.smsOf.rs, remoteSMs(fab))
+			}
+		}
+		s.mu.Unlock()
+	}
+	return s.route(ctx, rep, fab, topo, start, st0, []uint64{}, s.unaffected(old, fab, sum), lin)
 }
 
 // snapshot is the topology cut for a fabric model, so that an incremental

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -173,7 +176,8 @@ func TestIncrementalSweepMatchesHeavy(t *testing.T) {
 			f, err := tc.gen.Generate()
 			must(t, err)
 			fab, tr := attach(t, f)
-			s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8}, nil)
+			s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8, LIDFile: filepath.Join(t.TempDir(), "guid2lid")}, nil)
+			s.CrossCheck()
 			ctx := context.Background()
 			_, err = s.HeavySweep(ctx)
 			must(t, err)
@@ -193,6 +197,9 @@ func TestIncrementalSweepMatchesHeavy(t *testing.T) {
 					t.Fatalf("%s: %d of %d LFT blocks re-sent", ft.name, p.LFTBlocksSent, p.LFTBlocksTotal)
 				}
 				checkProgrammed(t, fab, s)
+				if err := s.CleanModelHolds(); err != nil {
+					t.Fatalf("%s: %v", ft.name, err)
+				}
 				sameAsFull(t, ft.name, s, tr)
 				if again, full, err := s.LightSweepChanges(ctx); err != nil || !again.Empty() || full != "" {
 					t.Fatalf("%s: light sweep after the re-route = %+v %q, %v; want nothing", ft.name, again, full, err)
@@ -221,6 +228,7 @@ func TestLightSweepCatchesCAChange(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8, CAChecksPerSweep: tc.checks}, nil)
+			s.CrossCheck()
 			ctx := context.Background()
 			_, err := s.HeavySweep(ctx)
 			must(t, err)
@@ -248,6 +256,7 @@ func TestLightSweepCatchesCAChange(t *testing.T) {
 				t.Fatalf("repair: %d plugin calls, program %+v; want one PortInfo Set", rep.PluginCalls, rep.Program)
 			}
 			checkProgrammed(t, fab, s)
+			must(t, s.CleanModelHolds())
 		})
 	}
 }
@@ -508,4 +517,149 @@ func hex16(v uint64) string {
 		v >>= 4
 	}
 	return string(b)
+}
+
+// TestIncrementalSweepsInARow takes random cables of a 3-level fat tree
+// down and up with one incremental sweep after each step and no heavy
+// sweep between, so that each sweep's bookkeeping starts from the clean
+// model the one before left (it then looks at the changed nodes only):
+// after each, the fabric holds the plan, the model is clean and equals a
+// full discovery.
+func TestIncrementalSweepsInARow(t *testing.T) {
+	t.Parallel()
+	f, err := topogen.FatTree{Radix: 4, Levels: 3}.Generate()
+	must(t, err)
+	fab, tr := attach(t, f)
+	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8, LIDFile: filepath.Join(t.TempDir(), "guid2lid")}, nil)
+	s.CrossCheck()
+	ctx := context.Background()
+	_, err = s.HeavySweep(ctx)
+	must(t, err)
+	must(t, s.CleanModelHolds())
+	links := f.Links()
+	sm0, _ := fab.DefaultSMPort()
+	down := map[int]bool{}
+	rng := rand.New(rand.NewPCG(14, 16))
+	for step := 0; step < 30; step++ {
+		i := rng.IntN(len(links))
+		if step%2 == 1 && len(down) > 0 {
+			// Bring back a cable that is down: its ports come up in
+			// Init, for the sweep to activate.
+			for _, j := range slices.Sorted(maps.Keys(down)) {
+				if down[j] {
+					i = j
+					break
+				}
+			}
+		}
+		l := links[i]
+		if l.A.GUID == sm0 || l.B.GUID == sm0 {
+			continue
+		}
+		if down[i] {
+			must(t, fab.LinkUp(l.A.GUID, uint8(l.PA)))
+		} else {
+			must(t, fab.LinkDown(l.A.GUID, uint8(l.PA)))
+		}
+		down[i] = !down[i]
+		name := fmt.Sprintf("step %d: %#x/%d down=%v", step, l.A.GUID, l.PA, down[i])
+		ch, full, err := s.LightSweepChanges(ctx)
+		must(t, err)
+		if full != "" || ch.Empty() {
+			t.Fatalf("%s: light sweep found %+v (full: %q)", name, ch, full)
+		}
+		rep, err := s.IncrementalSweep(ctx, ch)
+		must(t, err)
+		if !rep.Incremental || rep.Fallback != "" {
+			t.Fatalf("%s: report %+v", name, rep)
+		}
+		checkProgrammed(t, fab, s)
+		if err := s.CleanModelHolds(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		model, _ := fullModel(t, tr)
+		if d := discoverytest.Diff(s.Fabric(), model); len(d) != 0 {
+			t.Fatalf("%s: SM model differs from a full discovery:\n%s", name, strings.Join(d, "\n"))
+		}
+		// A late trap from a switch that changed nothing since: the
+		// sweep keeps the plan, and its model is as clean.
+		rep, err = s.IncrementalSweep(ctx, discovery.Changes{Switches: ch.Switches[:1]})
+		must(t, err)
+		if rep.Rerouted {
+			t.Fatalf("%s: a sweep that found nothing re-routed", name)
+		}
+		if err := s.CleanModelHolds(); err != nil {
+			t.Fatalf("%s, nothing changed since: %v", name, err)
+		}
+	}
+}
+
+// A CA port that names another SM LID (another SM programmed it since) is
+// found by the light sweep's CA check; the incremental sweep that re-read
+// it writes nothing and elects first.
+func TestIncrementalSweepStopsAtForeignSMLID(t *testing.T) {
+	t.Parallel()
+	f := fatTree(t)
+	fab, tr := attach(t, f)
+	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8, CAChecksPerSweep: 100}, nil)
+	s.CrossCheck()
+	ctx := context.Background()
+	_, err := s.HeavySweep(ctx)
+	must(t, err)
+	must(t, s.CleanModelHolds())
+	l := lastCA(f)
+	must(t, fab.SetMasterSMLID(l.A.GUID, uint8(l.PA), 0x7777))
+	ch, _, err := s.LightSweepChanges(ctx)
+	must(t, err)
+	if len(ch.Ports) != 1 || ch.Ports[0].GUID != l.A.GUID {
+		t.Fatalf("light sweep found %+v; want the CA port", ch)
+	}
+	sets0 := tr.Stats().Sets
+	_, err = s.IncrementalSweep(ctx, ch)
+	if err == nil || !strings.Contains(err.Error(), "another SM set it") {
+		t.Fatalf("incremental sweep: %v; want it to stop for the other SM's LID", err)
+	}
+	if n := tr.Stats().Sets - sets0; n != 0 {
+		t.Fatalf("%d Sets written past another SM's LID", n)
+	}
+}
+
+// A CA that comes back holding a LID guid2lid no longer lists (its cable
+// was down at the last save) keeps it when nothing else claims it: the
+// LIDs asked to be kept are not guid2lid's alone then.
+func TestIncrementalSweepKeepsFabricLID(t *testing.T) {
+	t.Parallel()
+	f := fatTree(t)
+	fab, tr := attach(t, f)
+	s := sm.New(tr, runner([]sdk.RoutingEngine{&updn{base: base{"updn"}}}, 100), sm.Options{Parallel: 8, LIDFile: filepath.Join(t.TempDir(), "guid2lid")}, nil)
+	s.CrossCheck()
+	ctx := context.Background()
+	_, err := s.HeavySweep(ctx)
+	must(t, err)
+	l := lastCA(f)
+	sweep := func(name string) {
+		t.Helper()
+		ch, _, err := s.LightSweepChanges(ctx)
+		must(t, err)
+		if _, err := s.IncrementalSweep(ctx, ch); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	must(t, fab.LinkDown(l.A.GUID, uint8(l.PA)))
+	sweep("CA cable down")
+	const lid = 0x300
+	must(t, fab.SetPortLID(l.A.GUID, uint8(l.PA), lid, 0))
+	must(t, fab.LinkUp(l.A.GUID, uint8(l.PA)))
+	sweep("CA cable up")
+	checkProgrammed(t, fab, s)
+	a := s.Applied()
+	for i, ep := range a.Topo.Endpoints() {
+		if a.Topo.PortGUID(ep) == l.A.Ports[l.PA].GUID {
+			if got := a.Result.Realized.LIDs.Ports[i].Base; got != lid {
+				t.Fatalf("CA back with LID %#x got %#x; want its own kept", lid, got)
+			}
+			return
+		}
+	}
+	t.Fatal("the CA is not an endpoint of the plan in force")
 }

@@ -2,6 +2,8 @@ package sm
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -23,7 +25,23 @@ import (
 // memory may be stale: every valid, unclaimed fabric LID is kept first,
 // and guid2lid only fills in ports without one, where it collides with
 // no kept LID (as OpenSM drops its guid2lid when it leaves standby).
+//
+// The map may be shared: do not change it.
 func (s *SM) previousLIDs(fab *discovery.Fabric, topo *topology.Topology, lmc uint8) (map[uint64]uint16, error) {
+	if prev := s.previousKept(topo); prev != nil {
+		if s.crossCheck {
+			all, err := s.previousAll(fab, topo, lmc)
+			if err != nil || !maps.Equal(prev, all) {
+				return nil, fmt.Errorf("cross-check: previous LIDs kept (%d) differ from those computed whole (%d, %v)", len(prev), len(all), err)
+			}
+		}
+		return prev, nil
+	}
+	return s.previousAll(fab, topo, lmc)
+}
+
+// previousAll is previousLIDs computed whole.
+func (s *SM) previousAll(fab *discovery.Fabric, topo *topology.Topology, lmc uint8) (map[uint64]uint16, error) {
 	remembered := map[uint64]uint16{}
 	spans := map[uint64]int{} // guid2lid ranges, for the adopting collision check
 	if s.Opts.LIDFile != "" {
@@ -138,4 +156,35 @@ func (s *SM) previousLIDs(fab *discovery.Fabric, topo *topology.Topology, lmc ui
 		s.Log.Info("keeping LIDs the fabric already holds for ports guid2lid does not list", "ports", kept, "candidates", len(cands))
 	}
 	return prev, nil
+}
+
+// previousKept is previousLIDs when its answer is the guid2lid file as
+// saved for the plan in force, known without a pass over every endpoint
+// (nil when not): the file holds exactly that plan's LIDs (lidFile.basesOf:
+// then the plan adds nothing to what it remembers), this is no takeover,
+// and every endpoint of topo is listed: topo numbers its endpoints as the
+// plan in force does and every node whose ports it does not share with
+// that plan's snapshot (a cable event's few) has its endpoints in the
+// file. No port then keeps a fabric LID the file does not name.
+func (s *SM) previousKept(topo *topology.Topology) map[uint64]uint16 {
+	a := s.Applied()
+	if s.Opts.LIDFile == "" || a == nil || s.elect.adopting() || !slices.Equal(a.Topo.Endpoints(), topo.Endpoints()) {
+		return nil
+	}
+	bases := s.lidFile.basesOf(s.Opts.LIDFile, a.Topo, a.Result.LIDs.Ports)
+	if bases == nil {
+		return nil
+	}
+	changed, ok := topo.Unshared(a.Topo)
+	if !ok {
+		return nil
+	}
+	for _, i := range changed {
+		for _, ep := range topo.NodeEndpoints(i) {
+			if _, ok := bases[topo.PortGUID(ep)]; !ok {
+				return nil
+			}
+		}
+	}
+	return bases
 }

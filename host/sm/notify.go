@@ -43,35 +43,21 @@ func (s *SM) notifyEndpoints(old *Applied, topo *topology.Topology) {
 // b was patched from a (Topology.Patch: a cable event), where only the
 // nodes whose ports b does not share with a can differ.
 func endpointChanges(a, b *topology.Topology) (in, out []uint64) {
-	if len(a.Nodes) == len(b.Nodes) && a.SM == b.SM {
-		same := true
-		var changed []int32
-		for i := range a.Nodes {
-			na, nb := &a.Nodes[i], &b.Nodes[i]
-			if na.GUID != nb.GUID || na.Type != nb.Type {
-				same = false
-				break
-			}
-			if len(na.Ports) != len(nb.Ports) || len(na.Ports) > 0 && &na.Ports[0] != &nb.Ports[0] {
-				changed = append(changed, int32(i))
-			}
-		}
-		if same {
-			for _, i := range changed {
-				ga, gb := nodeEndpoints(a, i), nodeEndpoints(b, i)
-				for _, g := range gb {
-					if !slices.Contains(ga, g) {
-						in = append(in, g)
-					}
-				}
-				for _, g := range ga {
-					if !slices.Contains(gb, g) {
-						out = append(out, g)
-					}
+	if changed, ok := b.Unshared(a); ok && a.SM == b.SM {
+		for _, i := range changed {
+			ga, gb := nodeEndpoints(a, i), nodeEndpoints(b, i)
+			for _, g := range gb {
+				if !slices.Contains(ga, g) {
+					in = append(in, g)
 				}
 			}
-			return in, out
+			for _, g := range ga {
+				if !slices.Contains(gb, g) {
+					out = append(out, g)
+				}
+			}
 		}
+		return in, out
 	}
 	guids := func(t *topology.Topology) map[uint64]bool {
 		m := make(map[uint64]bool, len(t.Endpoints()))
@@ -94,18 +80,11 @@ func endpointChanges(a, b *topology.Topology) (in, out []uint64) {
 	return in, out
 }
 
-// nodeEndpoints lists the port GUIDs of node i's endpoints in t (as
-// Topology.Endpoints counts them: a switch's port 0, cabled CA ports).
+// nodeEndpoints lists the port GUIDs of node i's endpoints in t.
 func nodeEndpoints(t *topology.Topology, i int32) []uint64 {
-	n := &t.Nodes[i]
-	if n.Type == topology.Switch {
-		return []uint64{t.PortGUID(topology.PortRef{Node: i})}
-	}
 	var out []uint64
-	for p := 1; p < len(n.Ports); p++ {
-		if n.Ports[p].Peer.Connected() {
-			out = append(out, t.PortGUID(topology.PortRef{Node: i, Port: uint8(p)}))
-		}
+	for _, ep := range t.NodeEndpoints(i) {
+		out = append(out, t.PortGUID(ep))
 	}
 	return out
 }

@@ -52,24 +52,48 @@ func (s *SM) portOfLID(lid uint16) (discovery.PortRef, bool) {
 }
 
 // drift reports whether the fabric holds other LIDs, SM LIDs or
-// LinearFDBTops than the plan (a port reset behind the SM's back).
-func drift(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result) bool {
+// LinearFDBTops than the plan (a port reset behind the SM's back). With
+// lin, when res is the plan in force's (its LIDs, SM LID and
+// LinearFDBTop), only the changed nodes can differ.
+func drift(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result, lin *since) bool {
 	smLID := smLIDOf(topo, res)
-	for i, ep := range topo.Endpoints() {
+	eps, switches := topo.Endpoints(), topo.Switches()
+	idx := func(k int) int { return k }
+	if lin != nil && lin.samePlan(topo, res) {
+		eps, switches = lin.endpoints(topo), lin.switches(topo)
+		idx = func(k int) int { return int(topo.EndpointIndex(eps[k])) }
+	}
+	for k, ep := range eps {
 		n := fab.Nodes[topo.Nodes[ep.Node].GUID]
 		pt := &n.Ports[ep.Port]
-		want := res.Realized.LIDs.Ports[i]
+		want := res.Realized.LIDs.Ports[idx(k)]
 		if pt.Valid && (pt.Info.LID != want.Base || pt.Info.LMC != want.LMC || pt.Info.MasterSMLID != smLID) {
 			return true
 		}
 	}
-	for _, node := range topo.Switches() {
+	for _, node := range switches {
 		n := fab.Nodes[topo.Nodes[node].GUID]
 		if n.Switch != nil && n.Switch.LinearFDBTop != res.Realized.TopLID {
 			return true
 		}
 	}
 	return false
+}
+
+// gidPrefixesSet reports whether every endpoint read holds the subnet
+// prefix the programmer writes (drift does not look at it). With lin,
+// when res is the plan in force's, only the changed nodes can differ.
+func gidPrefixesSet(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result, lin *since) bool {
+	eps := topo.Endpoints()
+	if lin != nil && lin.samePlan(topo, res) {
+		eps = lin.endpoints(topo)
+	}
+	for _, ep := range eps {
+		if pt := &fab.Nodes[topo.Nodes[ep.Node].GUID].Ports[ep.Port]; pt.Valid && pt.Info.GIDPrefix != program.SubnetPrefix {
+			return false
+		}
+	}
+	return true
 }
 
 // activating lists the switches with a live port the programmer will arm
@@ -94,7 +118,13 @@ func activating(fab *discovery.Fabric) []uint64 {
 // snapshot now differs from topo's). fab (as discovered) is left alone:
 // the copy shares every node that already held all of it, so a sweep
 // after one cable event copies a few nodes, not the fabric.
-func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result) (*discovery.Fabric, []uint64) {
+//
+// With lin (fab differs from the clean model of the plan in force only in
+// its changed nodes), when res numbers endpoints, the SM's LID and
+// LinearFDBTop as that plan did, only the changed nodes and the endpoints
+// whose LIDs res changed are looked at: every other node holds what res
+// asks already.
+func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Result, lin *since) (*discovery.Fabric, []uint64) {
 	out := fab.ShallowCopy()
 	own := func(g uint64) *discovery.Node {
 		n := out.Nodes[g]
@@ -106,13 +136,15 @@ func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Re
 	}
 	smLID := smLIDOf(topo, res)
 	rz := res.Realized
-	for i, ep := range topo.Endpoints() {
+	eps := topo.Endpoints()
+	endpoint := func(i int) {
+		ep := eps[i]
 		g := topo.Nodes[ep.Node].GUID
 		n := out.Nodes[g]
 		pt := &n.Ports[ep.Port]
 		want := rz.LIDs.Ports[i]
 		if !pt.Valid || pt.Info.LID == want.Base && pt.Info.LMC == want.LMC && pt.Info.MasterSMLID == smLID && pt.Info.GIDPrefix == program.SubnetPrefix {
-			continue // nothing to write (nor, for port 0, to mirror)
+			return // nothing to write (nor, for port 0, to mirror)
 		}
 		n = own(g)
 		pt = &n.Ports[ep.Port]
@@ -133,13 +165,13 @@ func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Re
 		}
 	}
 	var activated []uint64
-	for g, n := range out.Nodes {
+	node := func(g uint64, n *discovery.Node) {
 		if n.Switch != nil && n.Switch.LinearFDBTop != rz.TopLID {
 			n = own(g)
 			n.Switch.LinearFDBTop = rz.TopLID
 		}
 		if !toActivate(n) {
-			continue
+			return
 		}
 		n = own(g)
 		activated = append(activated, g)
@@ -148,6 +180,29 @@ func programmed(fab *discovery.Fabric, topo *topology.Topology, res *pipeline.Re
 				pt.Info.PortState = smp.PortStateActive
 			}
 		}
+	}
+	if lin != nil && lin.sameIndex(topo) && smLIDOf(lin.cur.Topo, lin.cur.Result) == smLID && lin.cur.Result.Realized.TopLID == rz.TopLID {
+		was := lin.cur.Result.Realized.LIDs.Ports
+		for i := range eps {
+			if was[i] != rz.LIDs.Ports[i] {
+				endpoint(i)
+			}
+		}
+		for _, ep := range lin.endpoints(topo) {
+			endpoint(int(topo.EndpointIndex(ep)))
+		}
+		for _, g := range lin.changed {
+			if n := out.Nodes[g]; n != nil {
+				node(g, n)
+			}
+		}
+		return out, activated
+	}
+	for i := range eps {
+		endpoint(i)
+	}
+	for g, n := range out.Nodes {
+		node(g, n)
 	}
 	return out, activated
 }

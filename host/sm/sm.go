@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -119,7 +120,8 @@ type SM struct {
 
 	mu      sync.Mutex
 	fabric  *discovery.Fabric
-	snap    snapshot  // fabric's topology, for the next incremental sweep to patch
+	snap    snapshot // fabric's topology, for the next incremental sweep to patch
+	clean   cleanModel
 	smsOf   fabricSMs // the remote SMs of the last fabric model asked (knownSMs)
 	applied *Applied
 	lids    *lidIndex // LID → port of applied, built on first use
@@ -141,6 +143,11 @@ type SM struct {
 	lidFile lidFile
 
 	progress Progress // progress.go; nil: nobody draws progress
+
+	// crossCheck (tests only): compute the bookkeeping an incremental
+	// sweep restricts to the changed nodes (since) also whole, and fail
+	// the sweep where the two differ.
+	crossCheck bool
 }
 
 // Applied is the plan currently programmed.
@@ -334,7 +341,7 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 		return rep, nil
 	}
 	s.startTerm()
-	rep, err = s.route(ctx, rep, fab, topo, start, st0, nil, false)
+	rep, err = s.route(ctx, rep, fab, topo, start, st0, nil, false, nil)
 	if err == nil {
 		s.elect.programmed()
 	}
@@ -345,12 +352,19 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 // switches whose PortStateChange to clear after programming (nil: all).
 // keepPKeys: the fabric changed nothing the P_Key plan in force depends on
 // (unaffected); it is kept if the plan's LIDs are the same too.
-func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo *topology.Topology, start time.Time, st0 transport.Stats, clear []uint64, keepPKeys bool) (*Report, error) {
+//
+// lin, when not nil, says how fab differs from the clean model of the plan
+// in force (an incremental sweep's since): the bookkeeping looks at the
+// changed nodes only.
+func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo *topology.Topology, start time.Time, st0 transport.Stats, clear []uint64, keepPKeys bool, lin *since) (*Report, error) {
 	rep.Warnings = fab.Warnings
 	countTopo(rep, topo)
 	s.mu.Lock()
 	s.fabric, s.snap = fab, snapshot{fab: fab, topo: topo}
 	cur := s.applied
+	if lin != nil && lin.cur != cur {
+		lin = nil
+	}
 	s.mu.Unlock()
 
 	t1 := time.Now()
@@ -382,15 +396,30 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 		}
 		return s.syncPartitions(ctx, fab, topo, res, rep, pkeys)
 	}
-	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab) && !drift(fab, topo, res) {
+	if s.crossCheck && lin != nil && cur != nil && cur.Result.Key == res.Key &&
+		(needsStateChange(fab, lin) != needsStateChange(fab, nil) || drift(fab, topo, res, lin) != drift(fab, topo, res, nil) ||
+			gidPrefixesSet(fab, topo, res, lin) != gidPrefixesSet(fab, topo, res, nil)) {
+		return rep, errors.New("cross-check: the changed nodes' state, drift or GID prefixes say otherwise than all nodes'")
+	}
+	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab, lin) && !drift(fab, topo, res, lin) {
 		// Unchanged plan (its key covers the topology hash) that the
 		// fabric holds: nothing to send but P_Key blocks that differ.
+		if gidPrefixesSet(fab, topo, res, lin) {
+			// The model holds the plan in force as the programmer
+			// would leave it: the next incremental sweep's bookkeeping
+			// can look at what it changes only.
+			s.mu.Lock()
+			if s.applied == cur && s.fabric == fab {
+				s.clean = cleanModel{fab: fab, of: cur}
+			}
+			s.mu.Unlock()
+		}
 		err := partitions()
 		rep.Total = time.Since(start)
 		s.finishStats(rep, st0)
 		return rep, err
 	}
-	if err := s.checkAlone(ctx, fab, topo, res, clear != nil); err != nil {
+	if err := s.checkAlone(ctx, fab, topo, res, clear != nil, lin); err != nil {
 		// Another master started since the last election: what looked
 		// like drift to repair is its work. Elect first.
 		rep.Total = time.Since(start)
@@ -402,7 +431,15 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	t2 := time.Now()
 	st2 := s.T.Stats()
 	if clear != nil {
-		clear = append(clear, activating(fab)...)
+		if lin != nil {
+			act := activatingIn(lin.nodes(fab))
+			if s.crossCheck && !sameSet(act, activating(fab)) {
+				return rep, fmt.Errorf("cross-check: switches to activate %x, computed whole %x", act, activating(fab))
+			}
+			clear = append(clear, act...)
+		} else {
+			clear = append(clear, activating(fab)...)
+		}
 	}
 	s.phase("programming")
 	pst, err := s.prog.Apply(ctx, fab, topo, res.Realized, res.VLs)
@@ -426,7 +463,13 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	s.record(planOf(res), res.Engine, res.Key.String(), "")
 	// The model now holds what was written, so the next incremental sweep
 	// diffs against the fabric as programmed.
-	done, activated := programmed(fab, topo, res)
+	done, activated := programmed(fab, topo, res, lin)
+	if s.crossCheck && lin != nil {
+		all, act := programmed(fab, topo, res, nil)
+		if err := sameModel(done, all); err != nil || !sameSet(activated, act) {
+			return rep, fmt.Errorf("cross-check: programmed model differs from the one computed whole (%v; activated %x vs %x)", err, activated, act)
+		}
+	}
 	s.mu.Lock()
 	s.fabric, s.snap = done, snapshot{fab: done, topo: topo, dirty: activated}
 	if len(activated) > 0 {
@@ -435,6 +478,11 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 		go s.settleSnapshot(done, topo, activated)
 	}
 	s.applied = &Applied{Topo: topo, Result: res, At: time.Now()}
+	s.clean = cleanModel{fab: done, of: s.applied}
+	if s.smsOf.fab == fab {
+		// The programmer changes no port's IsSM, GUID or route.
+		s.smsOf.fab = done
+	}
 	s.lids = nil
 	s.mu.Unlock()
 	s.multicastAfterRoute(ctx)
@@ -472,8 +520,12 @@ func countTopo(rep *Report, t *topology.Topology) {
 	}
 }
 
-// needsStateChange reports whether some live link has a port not yet Active.
-func needsStateChange(f *discovery.Fabric) bool {
+// needsStateChange reports whether some live link has a port not yet Active
+// (lin: among the changed nodes; the clean model has none).
+func needsStateChange(f *discovery.Fabric, lin *since) bool {
+	if lin != nil {
+		return slices.ContainsFunc(lin.nodes(f), toActivate)
+	}
 	for _, n := range f.Nodes {
 		if toActivate(n) {
 			return true
@@ -483,15 +535,18 @@ func needsStateChange(f *discovery.Fabric) bool {
 }
 
 func (s *SM) saveLIDs(t *topology.Topology, res *pipeline.Result) error {
-	if s.Opts.LIDFile == "" {
+	if s.Opts.LIDFile == "" || s.lidFile.holds(s.Opts.LIDFile, t, res.LIDs.Ports) {
 		return nil
 	}
 	m := map[uint64]lidstore.Range{}
+	whole := true
 	for i, ep := range t.Endpoints() {
 		pl := res.LIDs.Ports[i]
-		m[t.Port(ep).GUID] = lidstore.Range{Min: pl.Base, Max: pl.Base + uint16(pl.Count()) - 1}
+		g := t.Port(ep).GUID
+		m[g] = lidstore.Range{Min: pl.Base, Max: pl.Base + uint16(pl.Count()) - 1}
+		whole = whole && g != 0
 	}
-	return s.lidFile.save(s.Opts.LIDFile, m)
+	return s.lidFile.saveOf(s.Opts.LIDFile, m, t, res.LIDs.Ports, whole)
 }
 
 // clearPortStateChange reads every switch's SwitchInfo and clears a set

@@ -2,6 +2,7 @@ package topology_test
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,6 +129,45 @@ func TestPatch(t *testing.T) {
 			if len(tc.patch) > 0 && got.Hash() == from.Hash() && tc.edit == nil {
 				t.Fatal("a changed topology kept its hash")
 			}
+			// Unshared names the patched nodes, and a snapshot built
+			// afresh shares nothing.
+			var wantIdx []int32
+			for _, g := range tc.patch {
+				wantIdx = append(wantIdx, from.NodeByGUID(g))
+			}
+			slices.Sort(wantIdx)
+			if idx, ok := got.Unshared(from); !ok || !slices.Equal(idx, wantIdx) {
+				t.Fatalf("Unshared = %v, %v; want the patched nodes %v", idx, ok, wantIdx)
+			}
+			if idx, ok := want.Unshared(from); !ok || len(idx) != len(from.Nodes) {
+				t.Fatalf("a snapshot built afresh: Unshared = %v, %v; want every node", idx, ok)
+			}
+			// The endpoints of the nodes, in order, are Endpoints().
+			var eps []topology.PortRef
+			for i := range got.Nodes {
+				eps = append(eps, got.NodeEndpoints(int32(i))...)
+			}
+			if !slices.Equal(eps, got.Endpoints()) {
+				t.Fatalf("NodeEndpoints %v, Endpoints %v", eps, got.Endpoints())
+			}
 		})
+	}
+}
+
+func TestUnsharedOtherNodes(t *testing.T) {
+	a := small(t, all)
+	b := topology.NewBuilder()
+	if err := b.AddNode(topology.Node{GUID: 0x10, Type: topology.Switch, Ports: make([]topology.Port, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := other.Unshared(a); ok {
+		t.Fatal("Unshared compared snapshots of other nodes")
+	}
+	if idx, ok := a.Unshared(a); !ok || len(idx) != 0 {
+		t.Fatalf("a snapshot against itself: %v, %v", idx, ok)
 	}
 }

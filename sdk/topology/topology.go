@@ -242,3 +242,42 @@ func (t *Topology) Validate() error {
 	}
 	return nil
 }
+
+// Unshared lists, ascending, the nodes of t whose ports t does not share
+// with prev, and reports whether the two hold the same nodes at the same
+// indices (false: any node may differ). A snapshot patched from prev
+// (Patch) shares every node it was not given, so the list is what the
+// patch changed: callers compare those instead of every node. O(nodes)
+// pointer compares.
+func (t *Topology) Unshared(prev *Topology) ([]int32, bool) {
+	if prev == nil || len(t.Nodes) != len(prev.Nodes) {
+		return nil, false
+	}
+	var out []int32
+	for i := range t.Nodes {
+		a, b := &prev.Nodes[i], &t.Nodes[i]
+		if a.GUID != b.GUID || a.Type != b.Type {
+			return nil, false
+		}
+		if len(a.Ports) != len(b.Ports) || len(a.Ports) > 0 && &a.Ports[0] != &b.Ports[0] {
+			out = append(out, int32(i))
+		}
+	}
+	return out, true
+}
+
+// NodeEndpoints lists node i's endpoints in Endpoints() order: a
+// switch's port 0, a CA's or router's cabled ports.
+func (t *Topology) NodeEndpoints(i int32) []PortRef {
+	n := &t.Nodes[i]
+	if n.Type == Switch {
+		return []PortRef{{Node: i}}
+	}
+	var out []PortRef
+	for p := 1; p < len(n.Ports); p++ {
+		if n.Ports[p].Peer.Connected() {
+			out = append(out, PortRef{Node: i, Port: uint8(p)})
+		}
+	}
+	return out
+}
