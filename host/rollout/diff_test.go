@@ -89,8 +89,8 @@ func TestProgrammedRecord(t *testing.T) {
 	p.VLs = vlPlan(topo, int(p.Rz.TopLID), []int32{1}, 0)
 	path := filepath.Join(t.TempDir(), ProgrammedFile)
 	w := &Recorder{Path: path}
-	w.Record(RecordOf(p, "updn", "k1", "first"))
-	w.Record(RecordOf(p, "updn", "k2", "")) // replaces or follows the first
+	w.RecordPlan(p, "updn", "k1", "first")
+	w.RecordPlan(p, "updn", "k2", "") // replaces or follows the first
 	w.Wait()
 	rec, err := LoadProgrammed(path)
 	if err != nil || rec == nil || rec.Key != "k2" {

@@ -272,7 +272,7 @@ type Recorder struct {
 	Log  hclog.Logger
 
 	mu   sync.Mutex
-	next *Programmed
+	next func() *Programmed // the record to write, made when written
 	// gen counts Programming calls; nextGen is gen when next was queued:
 	// a record clears the stale mark only if no programming started
 	// after the one it records.
@@ -281,11 +281,24 @@ type Recorder struct {
 	idle         chan struct{} // closed when nothing is pending
 }
 
-// Record queues r, replacing a record not yet written.
-func (w *Recorder) Record(r *Programmed) {
+// RecordPlan queues the record of plan p (RecordOf), replacing a record
+// not yet written. The record is made on the writer's goroutine: RecordOf
+// walks every switch and endpoint (ft3-56: ~13 ms), which the sweep that
+// programmed need not wait for. p must not change afterwards (plans in
+// force do not).
+func (w *Recorder) RecordPlan(p Plan, engine, key, note string) {
+	at := time.Now()
+	w.queue(func() *Programmed {
+		r := RecordOf(p, engine, key, note)
+		r.At = at
+		return r
+	})
+}
+
+func (w *Recorder) queue(next func() *Programmed) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.next, w.nextGen = r, w.gen
+	w.next, w.nextGen = next, w.gen
 	if w.busy {
 		return
 	}
@@ -296,16 +309,16 @@ func (w *Recorder) Record(r *Programmed) {
 func (w *Recorder) drain() {
 	for {
 		w.mu.Lock()
-		r, gen := w.next, w.nextGen
+		next, gen := w.next, w.nextGen
 		w.next = nil
-		if r == nil {
+		if next == nil {
 			w.busy = false
 			close(w.idle)
 			w.mu.Unlock()
 			return
 		}
 		w.mu.Unlock()
-		err := saveProgrammed(w.Path, r)
+		err := saveProgrammed(w.Path, next())
 		if err != nil && w.Log != nil {
 			w.Log.Warn("cannot record the programmed plan; ibsm plan diff without a daemon compares against an older record, and a restart reads every forwarding table back", "file", w.Path, "error", err)
 		}

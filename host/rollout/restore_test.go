@@ -25,8 +25,8 @@ func TestRecorderHeld(t *testing.T) {
 	p.VLs = vlPlan(topo, int(p.Rz.TopLID), []int32{1}, 0) // switch 1 lists its tables toward port 1
 	smLID := p.Rz.LIDs.Ports[topo.EndpointIndex(topo.SM)].Base
 	w := &Recorder{Path: filepath.Join(t.TempDir(), ProgrammedFile)}
-	record := func(r *Programmed) {
-		w.Record(r)
+	record := func() {
+		w.RecordPlan(p, "updn", "k", "")
 		w.Wait()
 	}
 	steps := []struct {
@@ -35,9 +35,9 @@ func TestRecorderHeld(t *testing.T) {
 		want bool // Held restores the plan
 	}{
 		{"no record", func() {}, false},
-		{"recorded", func() { record(RecordOf(p, "updn", "k", "")) }, true},
+		{"recorded", record, true},
 		{"programming started", func() { _ = w.Programming() }, false},
-		{"its record written", func() { record(RecordOf(p, "updn", "k", "")) }, true},
+		{"its record written", record, true},
 		{"a record of an earlier programming", func() {
 			_ = w.Programming()
 			w.mu.Lock()
@@ -47,11 +47,11 @@ func TestRecorderHeld(t *testing.T) {
 			must(t, saveProgrammed(w.Path, RecordOf(p, "updn", "k", "")))
 			w.clearStale(earlier)
 		}, false},
-		{"the last one's record", func() { record(RecordOf(p, "updn", "k", "")) }, true},
+		{"the last one's record", record, true},
 		{"a record without the SM's LID", func() {
 			r := RecordOf(p, "updn", "k", "")
 			r.SMLID = 0
-			record(r)
+			must(t, saveProgrammed(w.Path, r))
 		}, false},
 	}
 	for _, s := range steps {

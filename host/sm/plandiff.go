@@ -79,7 +79,7 @@ func newRecorder(path string, log hclog.Logger) *rollout.Recorder {
 // background (Options.ProgrammedFile).
 func (s *SM) record(p rollout.Plan, engine, key, note string) {
 	if s.rec != nil {
-		s.rec.Record(rollout.RecordOf(p, engine, key, note))
+		s.rec.RecordPlan(p, engine, key, note)
 	}
 }
 

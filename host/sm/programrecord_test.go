@@ -37,7 +37,7 @@ func TestProgramRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &rollout.Recorder{Path: filepath.Join(t.TempDir(), rollout.ProgrammedFile)}
-			rec.Record(rollout.RecordOf(rollout.Plan{Rz: rz}, "updn", "k", ""))
+			rec.RecordPlan(rollout.Plan{Rz: rz}, "updn", "k", "")
 			rec.Wait()
 			r := programRecord(rec, tc.auditOff)
 			h, err := r.Held()
