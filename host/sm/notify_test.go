@@ -65,3 +65,28 @@ func TestEndpointChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestNoticeQueue: without a running queue the notifier is called at
+// once; with one, calls return before the notifier is done and reach it
+// in order, all of them before stop returns.
+func TestNoticeQueue(t *testing.T) {
+	s := &SM{}
+	var got []int
+	s.notify(func() { got = append(got, 0) })
+	if len(got) != 1 {
+		t.Fatal("no queue running: not called at once")
+	}
+	stop := s.notices.start()
+	block := make(chan struct{})
+	s.notify(func() { <-block; got = append(got, 1) })
+	s.notify(func() { got = append(got, 2) }) // returns while the first waits
+	close(block)
+	stop()
+	if !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("calls %v, want [0 1 2]", got)
+	}
+	s.notify(func() { got = append(got, 3) })
+	if len(got) != 4 {
+		t.Fatal("queue stopped: not called at once")
+	}
+}

@@ -69,6 +69,7 @@ func (s *SM) Run(ctx context.Context, trigger <-chan struct{}, onSweep func(*Rep
 	// elect: an SM trap asked for an election sweep within the last poll
 	// interval; lastElect: when a trap last caused one.
 	elect, lastElect := false, time.Time{}
+	defer s.notices.start()()
 	traps := s.demux(ctx)
 	trapsWaiting := func() bool { return len(traps) > 0 }
 

@@ -143,6 +143,7 @@ type SM struct {
 	lidFile lidFile
 
 	progress Progress // progress.go; nil: nobody draws progress
+	notices  noticeQueue
 
 	// crossCheck (tests only): compute the bookkeeping an incremental
 	// sweep restricts to the changed nodes (since) also whole, and fail
