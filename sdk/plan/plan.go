@@ -373,9 +373,9 @@ func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan)
 	case len(base.LFT) != len(sw) || len(r.Planes) != len(eps) || len(l.Ports) != len(eps) || l.Planes != nil:
 		return nil, fmt.Errorf("the earlier tables are for %d switches, the routes for %d destinations: realise them in full", len(base.LFT), len(r.Planes))
 	}
-	lft := slices.Clone(base.LFT)
-	copied := make([]bool, len(sw))
-	var lids []int32
+	// Every changed LID's plane, in LID order, checked before any table
+	// is written (so the first bad destination is the one reported).
+	var cols []lidPlane
 	for _, e := range r.Changed {
 		if e < 0 || int(e) >= len(eps) {
 			return nil, fmt.Errorf("changed destination %d out of range (%d endpoints)", e, len(eps))
@@ -392,24 +392,69 @@ func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan)
 			if lid > int(base.TopLID) {
 				return nil, fmt.Errorf("destination endpoint %d: LID %d above the earlier tables' top %d", e, lid, base.TopLID)
 			}
-			lids = append(lids, int32(lid))
-			for s, port := range pl {
-				if lft[s][lid] == port {
-					continue
-				}
-				if !copied[s] {
-					lft[s], copied[s] = slices.Clone(lft[s]), true
-				}
-				lft[s][lid] = port
-			}
+			cols = append(cols, lidPlane{int32(lid), pl})
 		}
 	}
-	slices.Sort(lids)
+	slices.SortFunc(cols, func(a, b lidPlane) int { return int(a.lid - b.lid) })
+	lft := slices.Clone(base.LFT)
+	rewrite(lft, cols)
+	lids := make([]int32, len(cols))
+	for k, c := range cols {
+		lids[k] = c.lid
+	}
 	rz := &Realized{Topo: t, LFT: lft, TopLID: base.TopLID, LIDOwner: base.LIDOwner, LIDs: l}
 	if len(lft) > 0 {
 		rz.changes = &realizedChanges{from: weak.Make(base), lft: &lft[0], lids: slices.Compact(lids)}
 	}
 	return rz, nil
+}
+
+// lidPlane is one LID's plane.
+type lidPlane struct {
+	lid int32
+	pl  Plane
+}
+
+// rewriteBlock is the number of switches one worker of rewrite takes at a
+// time: their entries of a plane are one cache line, so the planes it
+// reads stay in cache while it walks those switches' tables.
+const rewriteBlock = 64
+
+// rewrite sets lft[s][c.lid] = c.pl[s] for every column c (ascending LIDs)
+// and switch s, copying a switch's table before its first write (the
+// tables are shared with the plan in force). Switch by switch, so a
+// table is read in LID order; plane by plane it touched another table,
+// page and cache line for every entry (0.45 s at ft3-56 for one cable's
+// 1,736 destinations, each read across 3,920 tables).
+func rewrite(lft [][]uint8, cols []lidPlane) {
+	blocks := (len(lft) + rewriteBlock - 1) / rewriteBlock
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), blocks) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b := int(next.Add(1) - 1)
+				if b >= blocks {
+					return
+				}
+				for s := b * rewriteBlock; s < min((b+1)*rewriteBlock, len(lft)); s++ {
+					row, copied := lft[s], false
+					for _, c := range cols {
+						if port := c.pl[s]; row[c.lid] != port {
+							if !copied {
+								row, copied = slices.Clone(row), true
+								lft[s] = row
+							}
+							row[c.lid] = port
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // realizeBlock is the number of LIDs transposed together: a switch's

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/topology"
 )
 
 // Realize's tables hold, for every LID, the plane its owner's range maps
@@ -125,10 +127,24 @@ func TestIsOneVL(t *testing.T) {
 // tables of the whole new routes; tables no change touches stay shared
 // with the earlier ones, which are left as they were.
 func TestRealizeChanged(t *testing.T) {
-	topo, err := testfab.FatTree2(6, 3, 4)
+	small, err := testfab.FatTree2(6, 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// More switches than one worker of the rewrite takes at a time.
+	large, err := testfab.FatTree3(12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topo := range []*topology.Topology{small, large} {
+		t.Run(fmt.Sprintf("%d switches", len(topo.Switches())), func(t *testing.T) { testRealizeChanged(t, topo) })
+	}
+	if _, err := plan.RealizeChanged(&plan.Realized{}, small, &plan.Routes{}, &plan.LIDPlan{}); err == nil {
+		t.Error("routes that change nothing earlier were realised as changes")
+	}
+}
+
+func testRealizeChanged(t *testing.T, topo *topology.Topology) {
 	eps, sw := topo.Endpoints(), topo.Switches()
 	rng := rand.New(rand.NewPCG(3, 4))
 	random := func(lmc uint8) *plan.Routes {
@@ -217,7 +233,47 @@ func TestRealizeChanged(t *testing.T) {
 			}
 		})
 	}
-	if _, err := plan.RealizeChanged(&plan.Realized{}, topo, &plan.Routes{}, &plan.LIDPlan{}); err == nil {
-		t.Error("routes that change nothing earlier were realised as changes")
+}
+
+// BenchmarkRealizeChanged: one cable's repair at the edge of the LID space
+// (ft3-56: 3,920 switches, 47,824 LIDs), as sftree answers a leaf's
+// uplink going down: 1,736 destinations changed, each on two switches.
+func BenchmarkRealizeChanged(b *testing.B) {
+	topo, err := testfab.FatTree3(56)
+	if err != nil {
+		b.Fatal(err)
+	}
+	eps, sw := topo.Endpoints(), topo.Switches()
+	rng := rand.New(rand.NewPCG(5, 6))
+	old := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
+	for e := range old.Planes {
+		pl := make(plan.Plane, len(sw))
+		for s := range pl {
+			pl[s] = uint8(1 + rng.IntN(56))
+		}
+		old.Planes[e].Planes = []plan.Plane{pl}
+	}
+	lids := &plan.LIDPlan{Ports: make([]plan.PortLID, len(eps))}
+	for e := range lids.Ports {
+		lids.Ports[e] = plan.PortLID{Base: uint16(e + 1)}
+	}
+	base, err := plan.Realize(topo, old, lids)
+	if err != nil {
+		b.Fatal(err)
+	}
+	delta := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps)), Base: 1}
+	for e := 0; e < len(eps); e += len(eps) / 1736 {
+		pl := slices.Clone(old.Planes[e].Planes[0])
+		for range 2 {
+			pl[rng.IntN(len(pl))] = uint8(1 + rng.IntN(56))
+		}
+		delta.Planes[e].Planes = []plan.Plane{pl}
+		delta.Changed = append(delta.Changed, int32(e))
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := plan.RealizeChanged(base, topo, delta, lids); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
