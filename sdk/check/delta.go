@@ -49,6 +49,49 @@ type basis struct {
 	counts *cdg.Counts // per dependency: the LIDs whose tree holds it
 	// content is what Accepted was told identifies the plan (0: not known).
 	content uint64
+	// undo are the changes this basis made to counts it shares with the
+	// basis it was checked from, undone if it is not the one kept.
+	undo []move
+}
+
+// move takes one tree's dependency from one index to another (-1: none).
+type move struct {
+	from, to int   // dependency indices, -1 none
+	head     int32 // the channel the dependency "to" leads to
+}
+
+// apply makes the moves in counts and returns the channels the
+// dependencies new to the graph lead to. All removals come first, so
+// that a dependency that stays is not taken for a new one.
+func apply(counts *cdg.Counts, moves []move) (heads []int32) {
+	for _, m := range moves {
+		if m.from >= 0 {
+			counts.Add(m.from, -1)
+		}
+	}
+	for _, m := range moves {
+		if m.to >= 0 && counts.Add(m.to, 1) {
+			heads = append(heads, m.head)
+		}
+	}
+	return heads
+}
+
+// revert undoes b's changes to the counts it shares with the basis it was
+// checked from (nothing if it made none).
+func (b *basis) revert() {
+	if b == nil || b.undo == nil {
+		return
+	}
+	for _, m := range b.undo {
+		if m.to >= 0 {
+			b.counts.Add(m.to, -1)
+		}
+		if m.from >= 0 {
+			b.counts.Add(m.from, 1)
+		}
+	}
+	b.undo = nil
 }
 
 // Accepted records p, which Check accepted without warnings, as the basis
@@ -62,8 +105,13 @@ func (d *Delta) Accepted(p Plan, content uint64) {
 	defer d.mu.Unlock()
 	prev, pending := d.b, d.pending
 	d.b, d.pending = nil, nil
+	if pending != nil && (pending.p.Realized != p.Realized || pending.p.Topo != p.Topo || !oneVL(p.VLs)) {
+		pending.revert() // not the plan going on: prev's counts as they were
+		pending = nil
+	}
 	switch {
-	case pending != nil && pending.p.Realized == p.Realized && pending.p.Topo == p.Topo && oneVL(p.VLs):
+	case pending != nil:
+		pending.undo = nil
 		d.b = pending // what Check accepted: its dependency counts are kept
 	case prev != nil && content != 0 && prev.content == content:
 		d.b = prev // the same plan again (every heavy sweep of a fabric that did not change)
@@ -76,6 +124,7 @@ func (d *Delta) Accepted(p Plan, content uint64) {
 		// went): carry the counts over its changes rather than count all
 		// dependencies again at the next call.
 		if next, _ := prev.check(p); next != nil {
+			next.undo = nil
 			d.b = next
 		}
 	}
@@ -112,6 +161,7 @@ func oneVL(v *plan.VLPlan) bool { return v == nil || v.IsOneVL() }
 func (d *Delta) Check(p Plan) (ok bool, why string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.pending.revert()
 	d.pending = nil
 	if d.b == nil {
 		return false, "no plan accepted before"
@@ -152,12 +202,14 @@ func (b *basis) check(p Plan) (*basis, string) {
 		b.build()
 	}
 	g := route.NewGraph(p.Topo)
-	next := &basis{p: p, g: g, counts: b.counts.Next(g)}
-	heads, why := next.update(b, at, sw)
+	next := &basis{p: p, g: g, counts: b.counts.Over(g)}
+	moves, why := next.update(b, at, sw)
 	if why != "" {
 		return nil, why
 	}
-	if next.counts.CycleFrom(heads) {
+	next.undo = moves
+	if next.counts.CycleFrom(apply(next.counts, moves)) {
+		next.revert()
 		return nil, "a new channel dependency closes a cycle (credit loop)"
 	}
 	return next, ""
@@ -335,9 +387,9 @@ type link struct {
 // and where it ends without arriving no switch with sources for the LID
 // sends into it. Entries that did not change send as before over links
 // that did not change, so they arrive, or not, as they did. It returns
-// the channels the dependencies new to the graph lead to, or why it
-// cannot accept.
-func (next *basis) update(old *basis, at, sw []int32) (heads []int32, why string) {
+// the dependency moves the changes make (for apply), or why it cannot
+// accept.
+func (next *basis) update(old *basis, at, sw []int32) (moves []move, why string) {
 	rz, orz := next.p.Realized, old.p.Realized
 	n := len(rz.LFT)
 	const unknown, walking, arrives, dead = 0, 1, 2, 3
@@ -345,11 +397,6 @@ func (next *basis) update(old *basis, at, sw []int32) (heads []int32, why string
 	stamp := make([]int32, n) // the LID (+1) st[s] and the dependency pass last saw s for
 	seen := make([]int32, n)
 	in := upLinks(next.g)
-	type move struct {
-		from, to int   // dependency indices, -1 none
-		head     int32 // the channel the dependency "to" leads to
-	}
-	var moves []move
 	var path, queue, up []int32
 	for lid := range len(at) - 1 {
 		c := sw[at[lid]:at[lid+1]]
@@ -447,19 +494,7 @@ func (next *basis) update(old *basis, at, sw []int32) (heads []int32, why string
 			}
 		}
 	}
-	// All removals first, so that a dependency that stays is not taken
-	// for a new one.
-	for _, m := range moves {
-		if m.from >= 0 {
-			next.counts.Add(m.from, -1)
-		}
-	}
-	for _, m := range moves {
-		if m.to >= 0 && next.counts.Add(m.to, 1) {
-			heads = append(heads, m.head)
-		}
-	}
-	return heads, ""
+	return moves, ""
 }
 
 // upstream appends to out the switches of in whose entry for lid sends

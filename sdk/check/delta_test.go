@@ -165,7 +165,8 @@ func TestDeltaSequences(t *testing.T) {
 	var down []cable
 	first := planOf(t, deltaFabric(t, false), nil)
 	d.Accepted(first, 0)
-	accepted, steps := 0, 0
+	last, lastDown := first, []cable(nil)
+	accepted, steps, refused := 0, 0, 0
 	for range 200 {
 		if len(down) > 0 && rng.IntN(3) == 0 {
 			down = down[:len(down)-1]
@@ -194,17 +195,38 @@ func TestDeltaSequences(t *testing.T) {
 			if !full {
 				t.Fatalf("step %d (%d cables down): Delta accepted a plan Check rejects", steps, len(down))
 			}
+			if rng.IntN(4) == 0 {
+				// The caller does not take it (a later stage failed, the
+				// sweep was cancelled): the basis must stay as it was.
+				refused++
+				down = slices.Clone(lastDown)
+				if rng.IntN(2) == 0 {
+					d.Accepted(last, 0) // the plan in force, named again
+				}
+				continue
+			}
 			d.Accepted(p, 0)
+			last, lastDown = p, slices.Clone(down)
+			if !check.BasisCountsAfresh(&d) {
+				t.Fatalf("step %d: the basis's dependency counts differ from its plan's", steps)
+			}
 			continue
+		}
+		if !check.BasisCountsAfresh(&d) {
+			t.Fatalf("step %d: after a refusal the basis's dependency counts differ from its plan's", steps)
 		}
 		t.Logf("step %d (%d cables down): Delta refused: %s (Check: %v)", steps, len(down), why, full)
 		if full {
 			d.Accepted(p, 0)
+			last, lastDown = p, slices.Clone(down)
 		} else {
 			d.Forget()
 			d.Accepted(first, 0)
-			down = nil
+			last, lastDown, down = first, nil, nil
 		}
+	}
+	if refused == 0 {
+		t.Error("no plan was checked and then not kept")
 	}
 	if accepted < steps/2 {
 		t.Errorf("Delta accepted %d of %d re-routes; want most", accepted, steps)
