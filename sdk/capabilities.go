@@ -57,6 +57,16 @@ const (
 	// fails, and verifies any other answer as usual. sdktest fails a
 	// plugin that declares it and answers otherwise.
 	CapOneVL = "one-vl"
+	// CapStablePlanes: a routing engine that never writes to planes it
+	// has returned, so that a destination whose planes are the very
+	// slices of its previous answer's is unchanged (an engine that repairs
+	// its last routing copy-on-write, as sftree's incremental re-route
+	// does). The SDK then hashes only the other destinations to find what
+	// changed since the answer the host holds: at the edge of the LID space
+	// that is a few thousand planes instead of 187 M entries (~50 ms of CPU
+	// a call). sdktest fails an engine that declares it and whose answer of
+	// changes misses a change.
+	CapStablePlanes = "stable-planes"
 )
 
 // HasCapability reports whether the plugin declared capability c.

@@ -30,17 +30,29 @@ type answerHashes struct {
 	token  uint64
 	width  int
 	hashes []uint64
+	// planes are the answer's own, kept for an engine that declared
+	// CapStablePlanes: a destination of the next answer with the same
+	// plane slices has the same hash.
+	planes []plan.DestPlanes
 }
 
 // answer names r with a fresh token and remembers it; when since names an
 // answer remembered and both have the same shape, the routes returned
 // carry only the destinations that changed (Base and Changed set). r
-// itself is not modified.
-func (l *lastAnswer) answer(since uint64, width int, r *plan.Routes) *plan.Routes {
+// itself is not modified. stable: the engine declared CapStablePlanes.
+func (l *lastAnswer) answer(since uint64, width int, r *plan.Routes, stable bool) *plan.Routes {
 	if !r.IsPlanes() {
 		return r
 	}
-	hashes := plan.DestHashes(r.Planes)
+	l.mu.Lock()
+	prev := l.kept[0]
+	l.mu.Unlock()
+	var hashes []uint64
+	if stable && prev.planes != nil && len(prev.planes) == len(r.Planes) && prev.width == width {
+		hashes = stableHashes(prev, r.Planes)
+	} else {
+		hashes = plan.DestHashes(r.Planes)
+	}
 	out := *r
 	out.Token = rand.Uint64() | 1 // never 0, which means none
 	l.mu.Lock()
@@ -59,5 +71,44 @@ func (l *lastAnswer) answer(since uint64, width int, r *plan.Routes) *plan.Route
 	}
 	copy(l.kept[1:], l.kept[:keptAnswers-1])
 	l.kept[0] = answerHashes{token: out.Token, width: width, hashes: hashes}
+	if stable {
+		l.kept[0].planes = r.Planes
+	}
 	return &out
+}
+
+// stableHashes returns the hashes of dests, taking prev's for every
+// destination whose planes are the slices prev's answer held (an engine
+// that declared CapStablePlanes never writes to those) and hashing the
+// others.
+func stableHashes(prev answerHashes, dests []plan.DestPlanes) []uint64 {
+	out := make([]uint64, len(dests))
+	var fresh []plan.DestPlanes
+	var at []int
+	for e, d := range dests {
+		if sameSlices(prev.planes[e], d) {
+			out[e] = prev.hashes[e]
+			continue
+		}
+		fresh, at = append(fresh, d), append(at, e)
+	}
+	for k, h := range plan.DestHashes(fresh) {
+		out[at[k]] = h
+	}
+	return out
+}
+
+// sameSlices reports whether a and b hold the same plane slices (the same
+// memory, not merely equal bytes).
+func sameSlices(a, b plan.DestPlanes) bool {
+	if len(a.Planes) != len(b.Planes) {
+		return false
+	}
+	for k, p := range a.Planes {
+		q := b.Planes[k]
+		if len(p) != len(q) || (len(p) > 0 && &p[0] != &q[0]) {
+			return false
+		}
+	}
+	return true
 }

@@ -28,5 +28,7 @@ package sdk
 //
 // 0.7.0: a kind call's topology goes as a patch of the last one the plugin
 // accepted (FeatureTopologyPatch, offered by the SDK's server; Info's
-// sdk_features on the wire); plugins need do nothing.
+// sdk_features on the wire); plugins need do nothing. CapStablePlanes (a
+// routing engine that never writes to planes it returned: the SDK hashes
+// only the destinations whose planes are new to find an answer's changes).
 const SDKVersion = "0.7.0"

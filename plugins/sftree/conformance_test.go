@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"github.com/ibsm/ibsm/plugins/lib/sftree"
 	"strings"
 	"testing"
@@ -23,8 +24,18 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &engine{log: hclog.NewNullLogger()}
-	sdktest.RoutingEngine(t, e, sdktest.Options{LMC: 1, Fabrics: map[string]*topology.Topology{"ft2": ft2, "ft3": ft3}})
+	fabrics := map[string]*topology.Topology{"ft2": ft2, "ft3": ft3}
+	// Both ways of routing keep the stable-planes promise the kit checks:
+	// a fresh routing per call, and repairs copy-on-write.
+	for _, incremental := range []bool{false, true} {
+		t.Run(fmt.Sprintf("incremental=%v", incremental), func(t *testing.T) {
+			e := &engine{log: hclog.NewNullLogger()}
+			cfg := e.Schema().Defaults()
+			m := cfg.AsValueMap()
+			m["incremental"] = cty.BoolVal(incremental)
+			sdktest.RoutingEngine(t, e, sdktest.Options{LMC: 1, Fabrics: fabrics, Config: cty.ObjectVal(m)})
+		})
+	}
 }
 
 func TestConfigure(t *testing.T) {

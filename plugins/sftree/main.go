@@ -47,7 +47,7 @@ type engine struct {
 var _ sdk.RoutingEngine = (*engine)(nil)
 
 func (e *engine) Info() sdk.Info {
-	return sdk.Info{Name: "sftree", Version: version, Kind: sdk.KindRouting, Capabilities: []string{"lmc"}}
+	return sdk.Info{Name: "sftree", Version: version, Kind: sdk.KindRouting, Capabilities: []string{sdk.CapLMC, sdk.CapStablePlanes}}
 }
 
 func (e *engine) Schema() schema.Block {

@@ -2,6 +2,7 @@ package sdktest
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ibsm/ibsm/sdk/testfab"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -76,4 +77,25 @@ func ringCut(n, hosts int, cut bool) (*topology.Topology, error) {
 // inter-switch port left or the tries run out; every switch gets hosts CAs.
 func Random(seed uint64, switches, radix, hosts int) (*topology.Topology, error) {
 	return testfab.Random(seed, switches, radix, hosts, style(false)...)
+}
+
+// cutFirstSwitchCable returns t with its first cable between two switches
+// (in node order) taken down at both ends.
+func cutFirstSwitchCable(t *topology.Topology) (*topology.Topology, error) {
+	for _, s := range t.Switches() {
+		for p, pt := range t.Nodes[s].Ports {
+			if p == 0 || !pt.Peer.Connected() || t.Nodes[pt.Peer.Node].Type != topology.Switch {
+				continue
+			}
+			var nodes []topology.Node
+			for _, r := range []topology.PortRef{{Node: s, Port: uint8(p)}, pt.Peer} {
+				n := t.Nodes[r.Node]
+				n.Ports = slices.Clone(n.Ports)
+				n.Ports[r.Port].Peer, n.Ports[r.Port].State = topology.PortRef{Node: topology.NoNode}, topology.StateDown
+				nodes = append(nodes, n)
+			}
+			return t.Patch(nodes)
+		}
+	}
+	return nil, fmt.Errorf("sdktest: no cable between two switches to cut")
 }

@@ -2,6 +2,7 @@ package sdktest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,5 +152,53 @@ func TestCheckPlanIsTheHostVerifier(t *testing.T) {
 	}
 	if err := planesFit(two, 1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// cowEngine routes with BFSRoutes and keeps its last answer: it answers a
+// later call with that answer's plane slices wherever the planes are
+// equal (copy-on-write, as CapStablePlanes promises), or, lying, writes
+// the new planes into the last answer's memory.
+type cowEngine struct {
+	bfs
+	inPlace bool
+	last    *plan.Routes
+}
+
+func (e *cowEngine) Info() sdk.Info {
+	return sdk.Info{Name: "cow", Version: "1", Kind: sdk.KindRouting, Capabilities: []string{sdk.CapStablePlanes}}
+}
+
+func (e *cowEngine) Route(_ context.Context, r sdk.RouteRequest) (*plan.Routes, error) {
+	next := BFSRoutes(r.Topo)
+	if e.last != nil && len(e.last.Planes) == len(next.Planes) {
+		for d, dp := range next.Planes {
+			old := e.last.Planes[d]
+			same := slices.EqualFunc(old.Planes, dp.Planes, func(a, b plan.Plane) bool { return slices.Equal(a, b) })
+			switch {
+			case same:
+				next.Planes[d] = old
+			case e.inPlace && len(old.Planes) == len(dp.Planes):
+				for k := range dp.Planes {
+					copy(old.Planes[k], dp.Planes[k])
+				}
+				next.Planes[d] = old
+			}
+		}
+	}
+	e.last = next
+	return next, nil
+}
+
+// TestStablePlanes: the kit accepts an engine that keeps CapStablePlanes'
+// promise and refuses one that changes returned planes in place (the SDK
+// would then miss its changes).
+func TestStablePlanes(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		c := InProcess(t, &cowEngine{inPlace: inPlace}, sdk.KindRouting)
+		err := stablePlanes(context.Background(), c, 0)
+		if inPlace != (err != nil) || (err != nil && !strings.Contains(err.Error(), "misses destination")) {
+			t.Errorf("engine writing in place %v: %v", inPlace, err)
+		}
 	}
 }
