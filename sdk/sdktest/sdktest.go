@@ -220,18 +220,18 @@ func stablePlanes(ctx context.Context, c *sdk.RemoteClient, lmc uint8) error {
 	}
 	first, err := c.Route(ctx, sdk.RouteRequest{Topo: whole, LMC: lmc})
 	if err != nil {
-		return fmt.Errorf("Route: %w", err)
+		return fmt.Errorf("route call: %w", err)
 	}
 	if !first.IsPlanes() {
 		return fmt.Errorf("the plugin declares %s but answered paths", sdk.CapStablePlanes)
 	}
 	changes, err := c.Route(ctx, sdk.RouteRequest{Topo: cut, LMC: lmc, Since: first.Token})
 	if err != nil {
-		return fmt.Errorf("Route (a cable cut, changes since the first answer): %w", err)
+		return fmt.Errorf("route call (a cable cut, changes since the first answer): %w", err)
 	}
 	again, err := c.Route(ctx, sdk.RouteRequest{Topo: cut, LMC: lmc})
 	if err != nil {
-		return fmt.Errorf("Route (a cable cut, whole): %w", err)
+		return fmt.Errorf("route call (a cable cut, whole): %w", err)
 	}
 	got := changes.Planes
 	if changes.Base != 0 {
