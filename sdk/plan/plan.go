@@ -427,30 +427,41 @@ const rewriteBlock = 64
 // page and cache line for every entry (0.45 s at ft3-56 for one cable's
 // 1,736 destinations, each read across 3,920 tables).
 func rewrite(lft [][]uint8, cols []lidPlane) {
-	blocks := (len(lft) + rewriteBlock - 1) / rewriteBlock
+	inBlocks((len(lft)+rewriteBlock-1)/rewriteBlock, func() func(int) {
+		return func(b int) {
+			for s := b * rewriteBlock; s < min((b+1)*rewriteBlock, len(lft)); s++ {
+				row, copied := lft[s], false
+				for _, c := range cols {
+					if port := c.pl[s]; row[c.lid] != port {
+						if !copied {
+							row, copied = slices.Clone(row), true
+							lft[s] = row
+						}
+						row[c.lid] = port
+					}
+				}
+			}
+		}
+	})
+}
+
+// inBlocks runs blocks 0..blocks-1 on GOMAXPROCS goroutines, each taking
+// the next block when done with one; worker makes each goroutine's
+// function (with its own scratch).
+func inBlocks(blocks int, worker func() func(b int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), blocks) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			work := worker()
 			for {
 				b := int(next.Add(1) - 1)
 				if b >= blocks {
 					return
 				}
-				for s := b * rewriteBlock; s < min((b+1)*rewriteBlock, len(lft)); s++ {
-					row, copied := lft[s], false
-					for _, c := range cols {
-						if port := c.pl[s]; row[c.lid] != port {
-							if !copied {
-								row, copied = slices.Clone(row), true
-								lft[s] = row
-							}
-							row[c.lid] = port
-						}
-					}
-				}
+				work(b)
 			}
 		}()
 	}
@@ -474,30 +485,19 @@ func transpose(lft [][]uint8, src []Plane) {
 	if slices.ContainsFunc(src, func(p Plane) bool { return p == nil }) {
 		none = bytes.Repeat([]uint8{NoPort}, len(lft))
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), blocks) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var cols [realizeBlock]Plane
-			for {
-				b := int(next.Add(1) - 1)
-				if b >= blocks {
-					return
+	inBlocks(blocks, func() func(int) {
+		var cols [realizeBlock]Plane
+		return func(b int) {
+			lo := b * realizeBlock
+			n := copy(cols[:], src[lo:min(lo+realizeBlock, len(src))])
+			for j, pl := range cols[:n] {
+				if pl == nil {
+					cols[j] = none
 				}
-				lo := b * realizeBlock
-				n := copy(cols[:], src[lo:min(lo+realizeBlock, len(src))])
-				for j, pl := range cols[:n] {
-					if pl == nil {
-						cols[j] = none
-					}
-				}
-				transposeBlock(lft, cols[:n], lo)
 			}
-		}()
-	}
-	wg.Wait()
+			transposeBlock(lft, cols[:n], lo)
+		}
+	})
 }
 
 // transposeBlock writes lft[s][lo+j] = cols[j][s] for every switch s and
