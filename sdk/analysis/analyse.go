@@ -197,16 +197,19 @@ type chunkResult struct {
 type worker struct {
 	f   *fabric
 	opt Options
-	// block holds a chunk's entries switch-major (leanChunk), leaned is
-	// set once a chunk took that path. leanSucc holds its dependencies
-	// as chans[].succ does, on VL packedVT, leanUsed per switch the
-	// out-ports its traffic takes (port 0 aside), and leanAcc a switch's
-	// dependencies while its entries are read.
+	// block holds a chunk's entries switch-major (leanChunk); leaned is
+	// set once a chunk took that path. leanSucc holds its dependencies as
+	// chans[].succ does, on VL packedVT, leanUsed per switch the
+	// out-ports its traffic takes (port 0 aside), leanAcc a switch's
+	// dependencies while its entries are read and leanUndo what a chunk
+	// changed. touch keeps the reads that fetch rows ahead.
 	block    []uint8
 	leaned   bool
 	leanSucc []uint64
 	leanUsed []uint64
 	leanAcc  [2][64]uint64
+	leanUndo []leanWas
+	touch    uint8
 
 	st []uint8
 	// hopCols holds the chunk's hop words, LID-major (hopCols[j*nsw+s] is

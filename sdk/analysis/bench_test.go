@@ -152,8 +152,14 @@ func BenchmarkAnalyseFatTree36MultiVL(b *testing.B) {
 // at ft3-56 (Options.VerdictOnly) on Up*/Down* routes, which are
 // deadlock-free (MinHop's switch-to-switch routes there are not, so the
 // verdict-only path hands them to the general one).
-func BenchmarkVerdictFatTree56(b *testing.B) {
-	topo, err := analysistest.FatTree3(56, 1)
+func BenchmarkVerdictFatTree56(b *testing.B) { benchVerdict(b, 56) }
+
+// BenchmarkVerdictFatTree36 is BenchmarkVerdictFatTree56 on the reference
+// fabric (21 M entries): small enough for an instruction-level profiler.
+func BenchmarkVerdictFatTree36(b *testing.B) { benchVerdict(b, 36) }
+
+func benchVerdict(b *testing.B, radix int) {
+	topo, err := analysistest.FatTree3(radix, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

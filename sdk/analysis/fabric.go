@@ -77,10 +77,11 @@ type fabric struct {
 	// names that endpoint and the code is the failure for other LIDs.
 	hopTmpl []uint32
 	deliver []int32
-	// leanNext is, per switch port, the offset of the next switch's
-	// entries in worker.block (its index times chunkLIDs) when the port
-	// leads to a switch over an up link, else -1 (leanChunk).
-	leanNext []int32
+	// leanNext is, per switch and LFT entry, the offset of the next
+	// switch's entries in worker.block (its index times chunkLIDs) when
+	// the entry's port leads to a switch over an up link, -1 when it
+	// delivers to an endpoint (port 0, a CA's port), else leanBad.
+	leanNext [][256]int32
 
 	// Channels: switch out-ports are portBase[s]+p; CA out-ports follow.
 	nSwPorts int

@@ -22,17 +22,6 @@ func (f *fabric) leanVL(opt Options) int {
 		return -1
 	}
 	vt := -1
-	defer func() {
-		if vt >= 0 {
-			f.leanNext = make([]int32, f.nSwPorts)
-			for i, h := range f.hopTmpl {
-				f.leanNext[i] = (int32(h&0xffff) - 1) * chunkLIDs
-				if h&0xffff == 0 {
-					f.leanNext[i] = -1
-				}
-			}
-		}
-	}()
 	for _, d := range f.lidList {
 		v := int(f.tables[0][f.sl(d)&15] & 15)
 		switch {
@@ -42,6 +31,25 @@ func (f *fabric) leanVL(opt Options) int {
 			vt = v
 		case v != vt:
 			return -1
+		}
+	}
+	if vt < 0 {
+		return -1
+	}
+	f.leanNext = make([][256]int32, f.nsw)
+	for s := range f.nsw {
+		next := &f.leanNext[s]
+		for p := range next {
+			next[p] = leanBad
+		}
+		pb := int(f.portBase[s])
+		for p := range int(f.np[s]) + 1 {
+			switch i := pb + p; {
+			case f.link[i].sw() >= 0 && p > 0:
+				next[p] = f.link[i].sw() * chunkLIDs
+			case f.deliver[i] >= 0:
+				next[p] = -1 // arrives if it delivers to the LID's owner
+			}
 		}
 	}
 	return vt
@@ -61,15 +69,20 @@ func (w *worker) leanChunk(lids []uint16) bool {
 	}
 	if w.block == nil {
 		w.block = make([]uint8, n*chunkLIDs)
+		w.leanSucc, w.leanUsed = make([]uint64, f.nSwPorts), make([]uint64, n)
 	}
 	blk := w.block
 	lo, hi := int(lids[0]), int(lids[m-1])+1
 	dense := hi-lo == m
-	// Rows are read rowGroup at a time, so the core waits for several row
-	// misses at once (each row is on its own page), then checked.
+	// Rows are read rowGroup at a time, each on its own page; the next
+	// group's are touched first, so that their misses are in flight while
+	// this group is copied.
+	var touch uint8
 	for s0 := 0; s0 < n; s0 += rowGroup {
-		g := min(rowGroup, n-s0)
-		for s := s0; s < s0+g; s++ {
+		for s := s0 + rowGroup; s < min(s0+2*rowGroup, n); s++ {
+			touch |= f.r.LFT[s][lo]
+		}
+		for s := s0; s < min(s0+rowGroup, n); s++ {
 			row, b := f.r.LFT[s], blk[s*chunkLIDs:s*chunkLIDs+m]
 			if dense {
 				copy(b, row[lo:hi])
@@ -79,64 +92,82 @@ func (w *worker) leanChunk(lids []uint16) bool {
 				b[j] = row[d]
 			}
 		}
-		for s := s0; s < s0+g; s++ {
-			pb, np := int(f.portBase[s]), f.np[s]
-			tmpl := f.hopTmpl[pb : pb+int(np)+1]
-			deliver := f.deliver[pb : pb+int(np)+1]
-			for j, out := range blk[s*chunkLIDs : s*chunkLIDs+m] {
-				if out > np {
-					return false
-				}
-				if h := tmpl[out]; h&0xffff == 0 && (h&tmplOwner == 0 || deliver[out] != dsts[j]) {
-					return false // neither forwards to a switch nor delivers to the owner
-				}
-			}
-		}
 	}
-	// Every entry is valid: the chunk's dependencies, and the out-ports
-	// used (the switch's own traffic takes them), switch by switch.
-	if w.leanSucc == nil {
-		w.leanSucc, w.leanUsed = make([]uint64, f.nSwPorts), make([]uint64, n)
-	}
-	// Two accumulators, even and odd LIDs: a run of LIDs leaving by one
-	// port would otherwise wait on the previous OR at every entry.
+	w.touch = touch
+	// Switch by switch: the dependencies of the entries that forward to a
+	// switch (the next switch's entry for the same LID is its out-port
+	// there), and the out-ports used (the switch's own traffic takes
+	// them). An entry that does not forward must deliver to the LID's
+	// owner; one that does neither sends the chunk back, with what was
+	// added undone (the undo log holds each word's value before). Two
+	// accumulators, even and odd LIDs: a run of LIDs leaving by one port
+	// would otherwise wait on the previous OR at every entry.
 	acc0, acc1 := &w.leanAcc[0], &w.leanAcc[1]
+	undo := w.leanUndo[:0]
+	fail := func() bool {
+		for i := len(undo) - 1; i >= 0; i-- {
+			*undo[i].at = undo[i].was
+		}
+		w.leanUndo = undo[:0]
+		clear(acc0[:])
+		clear(acc1[:])
+		return false
+	}
 	for s := range n {
-		pb, np := int(f.portBase[s]), f.np[s]
-		next := f.leanNext[pb : pb+int(np)+1]
+		next := &f.leanNext[s]
 		row := blk[s*chunkLIDs : s*chunkLIDs+m]
 		var used uint64
-		j := 0
-		for ; j+1 < len(row); j += 2 {
-			o0, o1 := row[j]&63, row[j+1]&63
-			used |= 1<<o0 | 1<<o1
+		for j := 0; j < len(row); j += 2 {
+			o0 := row[j]
+			used |= 1 << (o0 & 63)
 			if t := next[o0]; t >= 0 {
-				acc0[o0] |= 1 << (blk[int(t)+j] & 63)
+				// The next switch's own entry; 0 (it owns the LID) sets
+				// bit 0, which merge clears: no dependency.
+				acc0[o0&63] |= 1 << (blk[int(t)+j] & 63)
+			} else if t == leanBad || f.deliver[int(f.portBase[s])+int(o0)] != dsts[j] {
+				return fail()
 			}
+			if j+1 == len(row) {
+				break
+			}
+			o1 := row[j+1]
+			used |= 1 << (o1 & 63)
 			if t := next[o1]; t >= 0 {
-				acc1[o1] |= 1 << (blk[int(t)+j+1] & 63)
+				acc1[o1&63] |= 1 << (blk[int(t)+j+1] & 63)
+			} else if t == leanBad || f.deliver[int(f.portBase[s])+int(o1)] != dsts[j+1] {
+				return fail()
 			}
 		}
-		if j < len(row) {
-			o := row[j] & 63
-			used |= 1 << o
-			if t := next[o]; t >= 0 {
-				acc0[o] |= 1 << (blk[int(t)+j] & 63)
-			}
+		if old := w.leanUsed[s]; old|used != old {
+			undo = append(undo, leanWas{&w.leanUsed[s], old})
+			w.leanUsed[s] = old | used
 		}
-		w.leanUsed[s] |= used
-		succ := w.leanSucc[pb : pb+int(np)+1]
-		for u := used; u != 0; u &= u - 1 {
-			p := bits.TrailingZeros64(u)
-			succ[p] |= acc0[p] | acc1[p]
+		succ := w.leanSucc[f.portBase[s]:f.portBase[s+1]]
+		for ; used != 0; used &= used - 1 {
+			p := bits.TrailingZeros64(used)
+			if old, a := succ[p], acc0[p]|acc1[p]; old|a != old {
+				undo = append(undo, leanWas{&succ[p], old})
+				succ[p] = old | a
+			}
 			acc0[p], acc1[p] = 0, 0
 		}
 	}
+	w.leanUndo = undo[:0]
 	for j, d := range lids {
 		w.arriveAll(d, dsts[j])
 	}
 	return true
 }
+
+// leanWas is a word leanChunk changed and its value before.
+type leanWas struct {
+	at  *uint64
+	was uint64
+}
+
+// leanBad marks, in fabric.leanNext, an out-port no entry may name: one
+// the switch lacks, or whose link is down or uncabled.
+const leanBad = -2
 
 // arriveAll counts LID d (owned by dst, LMC 0, no overrides) as arriving
 // from every switch, as plainLID does then, and notes its SL where a
