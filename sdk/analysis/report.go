@@ -15,6 +15,12 @@
 // deterministic. Dependency memory is one bitset of (switch, in, out) per
 // (VL, VL) pair in use: one for a single-VL plan.
 //
+// A verifier asks for the verdict only (Options.VerdictOnly, the default of
+// sdk/check): hops and loads are left out, and a one-VL plan without LMC or
+// overrides takes a path that reads each LFT entry once, checking it and
+// adding its dependency; the general path takes over where that path cannot
+// vouch for a chunk of LIDs or the graph has a cycle (lean.go).
+//
 // On request (Options.Shifts, Options.Bisections) it also routes individual
 // flows for the fat-tree quality metrics: the worst channel load over shift
 // permutations and the effective bisection bandwidth (traffic.go). These
