@@ -2,10 +2,12 @@ package sm
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/mad"
+	"github.com/ibsm/ibsm/sdk/topology"
 	"github.com/ibsm/ibsm/transport/smp"
 )
 
@@ -70,5 +72,57 @@ func TestRemoteSMsSince(t *testing.T) {
 				t.Fatalf("patched %+v, whole %+v", got, want)
 			}
 		})
+	}
+}
+
+// TestTopoCounts: counts carried from one snapshot to the next patched
+// from it equal a whole count, links between two changed nodes included.
+func TestTopoCounts(t *testing.T) {
+	b := topology.NewBuilder()
+	up := topology.Port{State: topology.StateActive, VLCap: 1}
+	for _, g := range []uint64{0x10, 0x20} {
+		if err := b.AddNode(topology.Node{GUID: g, Type: topology.Switch, Ports: []topology.Port{{GUID: g}, up, up, up, up}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.AddNode(topology.Node{GUID: 0x100, Type: topology.CA, Ports: []topology.Port{{}, up}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Link(0x10, 1, 0x20, 1)
+	b.Link(0x10, 2, 0x20, 2)
+	b.Link(0x10, 3, 0x100, 1)
+	b.Link(0x20, 3, 0x20, 4) // a loopback cable: one link, one node
+	t0, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := func(from *topology.Topology, ends ...[2]int) *topology.Topology {
+		var nodes []topology.Node
+		for _, e := range ends {
+			k := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.GUID == uint64(e[0]) })
+			if k < 0 {
+				n := from.Nodes[from.NodeByGUID(uint64(e[0]))]
+				n.Ports = slices.Clone(n.Ports)
+				nodes, k = append(nodes, n), len(nodes)
+			}
+			nodes[k].Ports[e[1]].Peer = topology.PortRef{Node: topology.NoNode}
+		}
+		out, err := from.Patch(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	t1 := cut(t0, [2]int{0x10, 1}, [2]int{0x20, 1})
+	t2 := cut(t1, [2]int{0x10, 3}, [2]int{0x100, 1})
+	t3 := cut(t2, [2]int{0x20, 3}, [2]int{0x20, 4})
+	var c topoCounts
+	for i, topo := range []*topology.Topology{t0, t1, t2, t3, t0} {
+		var got, want Report
+		c = c.count(&got, topo)
+		countTopo(&want, topo)
+		if got.Nodes != want.Nodes || got.Switches != want.Switches || got.CAs != want.CAs || got.Links != want.Links {
+			t.Fatalf("snapshot %d: counted %+v, whole %+v", i, got, want)
+		}
 	}
 }

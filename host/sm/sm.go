@@ -144,6 +144,7 @@ type SM struct {
 
 	progress Progress // progress.go; nil: nobody draws progress
 	notices  noticeQueue
+	counts   topoCounts // the last snapshot route counted
 
 	// crossCheck (tests only): compute the bookkeeping an incremental
 	// sweep restricts to the changed nodes (since) also whole, and fail
@@ -359,14 +360,21 @@ func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
 // changed nodes only.
 func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo *topology.Topology, start time.Time, st0 transport.Stats, clear []uint64, keepPKeys bool, lin *since) (*Report, error) {
 	rep.Warnings = fab.Warnings
-	countTopo(rep, topo)
 	s.mu.Lock()
+	s.counts = s.counts.count(rep, topo)
 	s.fabric, s.snap = fab, snapshot{fab: fab, topo: topo}
 	cur := s.applied
 	if lin != nil && lin.cur != cur {
 		lin = nil
 	}
 	s.mu.Unlock()
+	if s.crossCheck {
+		var whole Report
+		countTopo(&whole, topo)
+		if whole.Nodes != rep.Nodes || whole.Switches != rep.Switches || whole.CAs != rep.CAs || whole.Links != rep.Links {
+			return rep, fmt.Errorf("cross-check: counted %d nodes, %d links from the last snapshot; whole %d, %d", rep.Nodes, rep.Links, whole.Nodes, whole.Links)
+		}
+	}
 
 	t1 := time.Now()
 	var pkeys *pkeyRead
@@ -519,6 +527,48 @@ func countTopo(rep *Report, t *topology.Topology) {
 			}
 		}
 	}
+}
+
+// topoCounts is what countTopo found in a snapshot, so that the next
+// one, patched from it, is counted by its changed nodes (a cable event:
+// not 311 k ports at ft3-56).
+type topoCounts struct {
+	topo                        *topology.Topology
+	nodes, switches, cas, links int
+}
+
+// count fills rep's counts of t, from c when t was patched from c.topo;
+// it returns t's counts.
+func (c topoCounts) count(rep *Report, t *topology.Topology) topoCounts {
+	changed, ok := t.Unshared(c.topo)
+	if !ok {
+		countTopo(rep, t)
+		return topoCounts{t, rep.Nodes, rep.Switches, rep.CAs, rep.Links}
+	}
+	c.links += linksAt(t, changed) - linksAt(c.topo, changed)
+	c.topo = t
+	rep.Nodes, rep.Switches, rep.CAs, rep.Links = c.nodes, c.switches, c.cas, c.links
+	return c
+}
+
+// linksAt counts the links of t with an end at one of the nodes (node
+// indices, ascending), each once.
+func linksAt(t *topology.Topology, nodes []int32) int {
+	n := 0
+	for _, i := range nodes {
+		for p := 1; p < len(t.Nodes[i].Ports); p++ {
+			pr := t.Nodes[i].Ports[p].Peer
+			if !pr.Connected() {
+				continue
+			}
+			// A link between two of the nodes counts at its lower end.
+			if _, found := slices.BinarySearch(nodes, pr.Node); found && (pr.Node < i || pr.Node == i && pr.Port < uint8(p)) {
+				continue
+			}
+			n++
+		}
+	}
+	return n
 }
 
 // needsStateChange reports whether some live link has a port not yet Active
