@@ -64,45 +64,16 @@ func NewGraph(t *topology.Topology) *Graph {
 	for i := range seen {
 		seen[i] = -1
 	}
-	for s, node := range sws {
-		n := &t.Nodes[node]
-		g.peer[s] = make([]int32, len(n.Ports))
-		for p := range n.Ports {
-			g.peer[s][p] = -1
-			if p == 0 {
-				continue
-			}
-			r := topology.PortRef{Node: node, Port: uint8(p)}
-			if !t.IsLinkUp(r) {
-				continue
-			}
-			pr := n.Ports[p].Peer
-			ps := t.SwitchIndex(pr.Node)
-			if ps < 0 || int(ps) == s {
-				continue // CA/router port, or a loopback cable that carries no route
-			}
-			g.peer[s][p] = ps
-			g.links[s] = append(g.links[s], Link{Port: uint8(p), Peer: ps})
-			if seen[ps] != int32(s) {
-				seen[ps] = int32(s)
-				g.nbr = append(g.nbr, ps)
-			}
-		}
+	for s := range sws {
+		g.peer[s], g.links[s] = switchRow(t, int32(s))
+		g.nbr = appendNeighbors(g.nbr, g.links[s], seen, int32(s))
 		g.nbrOff[s+1] = int32(len(g.nbr))
 	}
 	eps := t.Endpoints()
 	g.attach = make([]Attach, len(eps))
 	g.groups = make([][]int32, len(sws))
-	for e, ep := range eps {
-		a := Attach{Switch: -1}
-		if s := t.SwitchIndex(ep.Node); s >= 0 {
-			a = Attach{Switch: s, Port: 0, IsSwitch: true}
-		} else if t.IsLinkUp(ep) {
-			pr := t.Port(ep).Peer
-			if s := t.SwitchIndex(pr.Node); s >= 0 {
-				a = Attach{Switch: s, Port: pr.Port}
-			}
-		}
+	for e := range eps {
+		a := attachment(t, int32(e))
 		g.attach[e] = a
 		if a.Switch >= 0 && !a.IsSwitch {
 			g.groups[a.Switch] = append(g.groups[a.Switch], int32(e))
@@ -112,6 +83,147 @@ func NewGraph(t *topology.Topology) *Graph {
 		g.groups[s] = append(g.groups[s], int32(t.EndpointIndex(topology.PortRef{Node: sws[s], Port: 0})))
 	}
 	return g
+}
+
+// switchRow is switch s's row of peer and its up links.
+func switchRow(t *topology.Topology, s int32) ([]int32, []Link) {
+	node := t.Switches()[s]
+	n := &t.Nodes[node]
+	peer := make([]int32, len(n.Ports))
+	var links []Link
+	for p := range n.Ports {
+		peer[p] = -1
+		if p == 0 {
+			continue
+		}
+		if !t.IsLinkUp(topology.PortRef{Node: node, Port: uint8(p)}) {
+			continue
+		}
+		ps := t.SwitchIndex(n.Ports[p].Peer.Node)
+		if ps < 0 || ps == s {
+			continue // CA/router port, or a loopback cable that carries no route
+		}
+		peer[p] = ps
+		links = append(links, Link{Port: uint8(p), Peer: ps})
+	}
+	return peer, links
+}
+
+// appendNeighbors appends the distinct far ends of switch s's links, in
+// link order; seen[x] == s marks those appended (seen is shared across
+// calls with distinct s).
+func appendNeighbors(nbr []int32, links []Link, seen []int32, s int32) []int32 {
+	for _, l := range links {
+		if seen[l.Peer] != s {
+			seen[l.Peer] = s
+			nbr = append(nbr, l.Peer)
+		}
+	}
+	return nbr
+}
+
+// attachment is where endpoint e of t hangs off the switch graph.
+func attachment(t *topology.Topology, e int32) Attach {
+	ep := t.Endpoints()[e]
+	if s := t.SwitchIndex(ep.Node); s >= 0 {
+		return Attach{Switch: s, Port: 0, IsSwitch: true}
+	}
+	if t.IsLinkUp(ep) {
+		pr := t.Port(ep).Peer
+		if s := t.SwitchIndex(pr.Node); s >= 0 {
+			return Attach{Switch: s, Port: pr.Port}
+		}
+	}
+	return Attach{Switch: -1}
+}
+
+// Patch returns the graph of t, a snapshot patched from g's (topology
+// Patch), without indexing it whole: only the switches with a port at a
+// node t changed or cabled to one (a link is up only if both ends are)
+// get new rows, and only the endpoints at or cabled to a changed node
+// are attached again; the rest is g's (a cable event at ft3-56: a few
+// switches and CAs, not 223 k switch ports and 47,824 endpoints). The
+// result equals NewGraph(t), which it returns when t holds other nodes
+// or numbers its endpoints otherwise. g is left as it was.
+func (g *Graph) Patch(t *topology.Topology) *Graph {
+	old := g.Topo
+	changed, ok := t.Unshared(old)
+	if !ok || !slices.Equal(old.Endpoints(), t.Endpoints()) {
+		return NewGraph(t)
+	}
+	rows := map[int32]bool{}
+	eps := map[int32]bool{}
+	endpointsOf := func(tt *topology.Topology, node int32) {
+		for _, ep := range tt.NodeEndpoints(node) {
+			eps[tt.EndpointIndex(ep)] = true
+		}
+	}
+	for _, i := range changed {
+		for _, tt := range []*topology.Topology{old, t} {
+			if s := tt.SwitchIndex(i); s >= 0 {
+				rows[s] = true
+			} else {
+				endpointsOf(tt, i)
+			}
+			n := &tt.Nodes[i]
+			for p := 1; p < len(n.Ports); p++ {
+				pr := n.Ports[p].Peer
+				if !pr.Connected() {
+					continue
+				}
+				if s := tt.SwitchIndex(pr.Node); s >= 0 {
+					rows[s] = true
+				} else {
+					endpointsOf(tt, pr.Node)
+				}
+			}
+		}
+	}
+	c := &Graph{Topo: t, N: g.N, links: slices.Clone(g.links), peer: slices.Clone(g.peer), nbrOff: make([]int32, g.N+1),
+		attach: slices.Clone(g.attach), groups: slices.Clone(g.groups)}
+	seen := make([]int32, g.N)
+	for i := range seen {
+		seen[i] = -1
+	}
+	for s := int32(0); s < int32(g.N); s++ {
+		if rows[s] {
+			c.peer[s], c.links[s] = switchRow(t, s)
+			c.nbr = appendNeighbors(c.nbr, c.links[s], seen, s)
+		} else {
+			c.nbr = append(c.nbr, g.Neighbors(s)...)
+		}
+		c.nbrOff[s+1] = int32(len(c.nbr))
+	}
+	regroup := map[int32]bool{}
+	for e := range eps {
+		a := attachment(t, e)
+		if a == g.attach[e] {
+			continue
+		}
+		for _, x := range []Attach{g.attach[e], a} {
+			if x.Switch >= 0 && !x.IsSwitch {
+				regroup[x.Switch] = true
+			}
+		}
+		c.attach[e] = a
+	}
+	for s := range regroup {
+		old := g.groups[s]
+		var members []int32
+		for _, e := range old[:len(old)-1] { // the last is the switch's port 0
+			if c.attach[e].Switch == s {
+				members = append(members, e)
+			}
+		}
+		for e := range eps {
+			if a := c.attach[e]; a.Switch == s && !a.IsSwitch && !slices.Contains(members, e) {
+				members = append(members, e)
+			}
+		}
+		slices.Sort(members)
+		c.groups[s] = append(members, old[len(old)-1])
+	}
+	return c
 }
 
 // Links returns the up links of switch s in port order.
