@@ -4,7 +4,9 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -267,17 +269,15 @@ func (t *Topology) Unshared(prev *Topology) ([]int32, bool) {
 }
 
 // NodeEndpoints lists node i's endpoints in Endpoints() order: a
-// switch's port 0, a CA's or router's cabled ports.
+// switch's port 0, a CA's or router's cabled ports. It is the part of
+// Endpoints() (ordered by node) that names node i, found by a binary
+// search: shared, do not change it.
 func (t *Topology) NodeEndpoints(i int32) []PortRef {
-	n := &t.Nodes[i]
-	if n.Type == Switch {
-		return []PortRef{{Node: i}}
+	eps := t.endpoints
+	lo, _ := slices.BinarySearchFunc(eps, i, func(r PortRef, n int32) int { return cmp.Compare(r.Node, n) })
+	hi := lo
+	for hi < len(eps) && eps[hi].Node == i {
+		hi++
 	}
-	var out []PortRef
-	for p := 1; p < len(n.Ports); p++ {
-		if n.Ports[p].Peer.Connected() {
-			out = append(out, PortRef{Node: i, Port: uint8(p)})
-		}
-	}
-	return out
+	return eps[lo:hi:hi]
 }
