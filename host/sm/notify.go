@@ -87,7 +87,13 @@ func (s *SM) notify(f func()) {
 // nodes whose ports b does not share with a can differ.
 func endpointChanges(a, b *topology.Topology) (in, out []uint64) {
 	if changed, ok := b.Unshared(a); ok && a.SM == b.SM {
+		sameRefs := slices.Equal(a.Endpoints(), b.Endpoints())
 		for _, i := range changed {
+			if sameRefs && samePortGUIDs(a, b, i) {
+				// The first cable event after a bring-up compares every
+				// node so (its snapshot shares none with the bring-up's).
+				continue
+			}
 			ga, gb := nodeEndpoints(a, i), nodeEndpoints(b, i)
 			for _, g := range gb {
 				if !slices.Contains(ga, g) {
@@ -121,6 +127,17 @@ func endpointChanges(a, b *topology.Topology) (in, out []uint64) {
 		}
 	}
 	return in, out
+}
+
+// samePortGUIDs reports whether node i's endpoints, the same ports in a
+// and b, have the same GUIDs in both.
+func samePortGUIDs(a, b *topology.Topology, i int32) bool {
+	for _, ep := range b.NodeEndpoints(i) {
+		if a.PortGUID(ep) != b.PortGUID(ep) {
+			return false
+		}
+	}
+	return true
 }
 
 // nodeEndpoints lists the port GUIDs of node i's endpoints in t.

@@ -64,6 +64,26 @@ func TestEndpointChanges(t *testing.T) {
 			t.Fatalf("patched: in %#x out %#x; want in %#x out %#x", in, out, tc.in, tc.out)
 		}
 	}
+	// Patched with the same endpoints (a port state; a port GUID): only
+	// a GUID that changed is in and out.
+	edit := func(from *topology.Topology, f func(p *topology.Port)) *topology.Topology {
+		n := from.Nodes[from.NodeByGUID(0x300)]
+		n.Ports = slices.Clone(n.Ports)
+		f(&n.Ports[1])
+		out, err := from.Patch([]topology.Node{n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	state := edit(a, func(p *topology.Port) { p.State = topology.StateInit })
+	if in, out := endpointChanges(a, state); len(in)+len(out) != 0 {
+		t.Fatalf("a port state changed: in %#x out %#x", in, out)
+	}
+	guid := edit(a, func(p *topology.Port) { p.GUID = 0x999 })
+	if in, out := endpointChanges(a, guid); !slices.Equal(in, []uint64{0x999}) || !slices.Equal(out, []uint64{0x301}) {
+		t.Fatalf("a port GUID changed: in %#x out %#x; want in [0x999] out [0x301]", in, out)
+	}
 }
 
 // TestNoticeQueue: without a running queue the notifier is called at

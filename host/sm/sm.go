@@ -541,7 +541,9 @@ type topoCounts struct {
 // it returns t's counts.
 func (c topoCounts) count(rep *Report, t *topology.Topology) topoCounts {
 	changed, ok := t.Unshared(c.topo)
-	if !ok {
+	if !ok || len(changed) > len(t.Nodes)/8 {
+		// Whole: counting links at the changed nodes costs a search
+		// per port.
 		countTopo(rep, t)
 		return topoCounts{t, rep.Nodes, rep.Switches, rep.CAs, rep.Links}
 	}
