@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -223,28 +224,51 @@ func sameLIDs(a, b *plan.LIDPlan) bool {
 
 // cableChanges lists the switch ports (node index, port) whose link
 // differs between a and b, or says why the change is more than switch
-// cables (nodes, ports, CA links or the SM's port).
+// cables (nodes, ports, CA links or the SM's port). A port's link can
+// differ only on a node whose ports differ or at the peer of such a port
+// (its state is half of the link's), so nodes a copy-on-write patch shares
+// (topology.Patch: the same ports) are looked at only as such peers: at
+// ft3-56 a cable is two of 47,824 nodes, where reading all 311 k ports
+// took ~35 ms.
 func cableChanges(a, b *topology.Topology) ([]topology.PortRef, string) {
 	if len(a.Nodes) != len(b.Nodes) || a.SM != b.SM {
 		return nil, "the fabric's nodes changed"
 	}
-	var out []topology.PortRef
+	var cand []topology.PortRef
 	for i := range a.Nodes {
 		na, nb := &a.Nodes[i], &b.Nodes[i]
 		if na.GUID != nb.GUID || na.Type != nb.Type || len(na.Ports) != len(nb.Ports) {
 			return nil, "the fabric's nodes changed"
 		}
+		if len(na.Ports) == 0 || &na.Ports[0] == &nb.Ports[0] {
+			continue
+		}
 		for q := range na.Ports {
 			pa, pb := &na.Ports[q], &nb.Ports[q]
-			r := topology.PortRef{Node: int32(i), Port: uint8(q)}
-			if pa.Peer == pb.Peer && a.IsLinkUp(r) == b.IsLinkUp(r) {
+			if *pa == *pb {
 				continue
 			}
-			if na.Type != topology.Switch || !switchOrNone(a, pa.Peer) || !switchOrNone(b, pb.Peer) {
-				return nil, "a CA or router link changed"
+			cand = append(cand, topology.PortRef{Node: int32(i), Port: uint8(q)})
+			for _, peer := range []topology.PortRef{pa.Peer, pb.Peer} {
+				if peer.Connected() {
+					cand = append(cand, peer)
+				}
 			}
-			out = append(out, r)
 		}
+	}
+	slices.SortFunc(cand, func(x, y topology.PortRef) int {
+		return cmp.Or(cmp.Compare(x.Node, y.Node), cmp.Compare(x.Port, y.Port))
+	})
+	var out []topology.PortRef
+	for _, r := range slices.Compact(cand) {
+		pa, pb := a.Port(r), b.Port(r)
+		if pa.Peer == pb.Peer && a.IsLinkUp(r) == b.IsLinkUp(r) {
+			continue
+		}
+		if a.Nodes[r.Node].Type != topology.Switch || !switchOrNone(a, pa.Peer) || !switchOrNone(b, pb.Peer) {
+			return nil, "a CA or router link changed"
+		}
+		out = append(out, r)
 	}
 	return out, ""
 }
