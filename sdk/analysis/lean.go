@@ -99,43 +99,23 @@ func (w *worker) leanChunk(lids []uint16) bool {
 	// there), and the out-ports used (the switch's own traffic takes
 	// them). An entry that does not forward must deliver to the LID's
 	// owner; one that does neither sends the chunk back, with what was
-	// added undone (the undo log holds each word's value before). Two
-	// accumulators, even and odd LIDs: a run of LIDs leaving by one port
-	// would otherwise wait on the previous OR at every entry.
-	acc0, acc1 := &w.leanAcc[0], &w.leanAcc[1]
+	// added undone (the undo log holds each word's value before).
+	acc := &w.leanAcc
 	undo := w.leanUndo[:0]
-	fail := func() bool {
-		for i := len(undo) - 1; i >= 0; i-- {
-			*undo[i].at = undo[i].was
-		}
-		w.leanUndo = undo[:0]
-		clear(acc0[:])
-		clear(acc1[:])
-		return false
-	}
 	for s := range n {
 		next := &f.leanNext[s]
 		row := blk[s*chunkLIDs : s*chunkLIDs+m]
-		var used uint64
-		for j := 0; j < len(row); j += 2 {
-			o0 := row[j]
-			used |= 1 << (o0 & 63)
-			if t := next[o0]; t >= 0 {
-				// The next switch's own entry; 0 (it owns the LID) sets
-				// bit 0, which merge clears: no dependency.
-				acc0[o0&63] |= 1 << (blk[int(t)+j] & 63)
-			} else if t == leanBad || f.deliver[int(f.portBase[s])+int(o0)] != dsts[j] {
-				return fail()
-			}
-			if j+1 == len(row) {
-				break
-			}
-			o1 := row[j+1]
-			used |= 1 << (o1 & 63)
-			if t := next[o1]; t >= 0 {
-				acc1[o1&63] |= 1 << (blk[int(t)+j+1] & 63)
-			} else if t == leanBad || f.deliver[int(f.portBase[s])+int(o1)] != dsts[j+1] {
-				return fail()
+		used, odd := leanRow(row, next, blk, acc)
+		for ; odd != 0; odd &= odd - 1 {
+			j := bits.TrailingZeros64(odd)
+			if o := row[j]; next[o] == leanBad || f.deliver[int(f.portBase[s])+int(o)] != dsts[j] {
+				for i := len(undo) - 1; i >= 0; i-- {
+					*undo[i].at = undo[i].was
+				}
+				w.leanUndo = undo[:0]
+				clear(acc[0][:])
+				clear(acc[1][:])
+				return false
 			}
 		}
 		if old := w.leanUsed[s]; old|used != old {
@@ -145,11 +125,11 @@ func (w *worker) leanChunk(lids []uint16) bool {
 		succ := w.leanSucc[f.portBase[s]:f.portBase[s+1]]
 		for ; used != 0; used &= used - 1 {
 			p := bits.TrailingZeros64(used)
-			if old, a := succ[p], acc0[p]|acc1[p]; old|a != old {
+			if old, a := succ[p], acc[0][p]|acc[1][p]; old|a != old {
 				undo = append(undo, leanWas{&succ[p], old})
 				succ[p] = old | a
 			}
-			acc0[p], acc1[p] = 0, 0
+			acc[0][p], acc[1][p] = 0, 0
 		}
 	}
 	w.leanUndo = undo[:0]
@@ -157,6 +137,66 @@ func (w *worker) leanChunk(lids []uint16) bool {
 		w.arriveAll(d, dsts[j])
 	}
 	return true
+}
+
+// leanRow ORs into acc the dependencies of a switch's entries row (its
+// entries of a chunk, in the block blk), and returns the ports they name
+// and, as bits by index, the entries that do not forward to a switch
+// (next < 0), for the caller to check. Two accumulators, even and odd
+// entries: a run of LIDs leaving by one port would otherwise wait on the
+// previous OR at every entry. It is a function of its own so that its
+// loop keeps its variables in registers.
+func leanRow(row []uint8, next *[256]int32, blk []uint8, acc *[2][64]uint64) (used, odd uint64) {
+	if len(row) == chunkLIDs {
+		return leanRow64((*[chunkLIDs]uint8)(row), next, blk, acc)
+	}
+	j := 0
+	for ; j+1 < len(row); j += 2 {
+		o0, o1 := row[j], row[j+1]
+		used |= 1<<(o0&63) | 1<<(o1&63)
+		if t := next[o0]; t >= 0 {
+			// The next switch's own entry; 0 (it owns the LID) sets bit
+			// 0, which merge clears: no dependency.
+			acc[0][o0&63] |= 1 << (blk[int(t)+j] & 63)
+		} else {
+			odd |= 1 << j
+		}
+		if t := next[o1]; t >= 0 {
+			acc[1][o1&63] |= 1 << (blk[int(t)+j+1] & 63)
+		} else {
+			odd |= 2 << j
+		}
+	}
+	if j < len(row) {
+		o := row[j]
+		used |= 1 << (o & 63)
+		if t := next[o]; t >= 0 {
+			acc[0][o&63] |= 1 << (blk[int(t)+j] & 63)
+		} else {
+			odd |= 1 << j
+		}
+	}
+	return used, odd
+}
+
+// leanRow64 is leanRow for a whole chunk's row, whose length the
+// compiler then knows.
+func leanRow64(row *[chunkLIDs]uint8, next *[256]int32, blk []uint8, acc *[2][64]uint64) (used, odd uint64) {
+	for j := 0; j < chunkLIDs; j += 2 {
+		o0, o1 := row[j], row[j+1]
+		used |= 1<<(o0&63) | 1<<(o1&63)
+		if t := next[o0]; t >= 0 {
+			acc[0][o0&63] |= 1 << (blk[int(t)+j] & 63)
+		} else {
+			odd |= 1 << j
+		}
+		if t := next[o1]; t >= 0 {
+			acc[1][o1&63] |= 1 << (blk[int(t)+j+1] & 63)
+		} else {
+			odd |= 2 << j
+		}
+	}
+	return used, odd
 }
 
 // leanWas is a word leanChunk changed and its value before.
