@@ -46,9 +46,9 @@ type UpdateSummary struct {
 	// what failed because its directed route crossed a link that is gone).
 	PortsRead, LinksDown, LinksUp, NewNodes, Dropped, Rounds int
 	// Changed lists, sorted, the nodes whose ports the update read or
-	// re-linked: every other node's ports are as in the model it started
-	// from, except ports cabled to a dropped node (Dropped > 0).
-	// Routes (Node.Path) may have changed anywhere.
+	// re-linked (cut from a dropped node included): every other node's
+	// ports are as in the model it started from. Routes (Node.Path) may
+	// have changed anywhere.
 	Changed []uint64
 }
 
@@ -431,7 +431,7 @@ func (d *Discoverer) Update(ctx context.Context, old *Fabric, ch Changes) (*Fabr
 			}
 		}
 		if len(retry) == 0 && len(pending) == 0 && len(later) == 0 && len(waiting) == 0 {
-			f.drop(unrouted, w.own, &w.inc.sum)
+			w.inc.touch(f.drop(unrouted, w.own, &w.inc.sum)...)
 			break
 		}
 		if round == maxRounds {
@@ -753,11 +753,13 @@ func keys(m map[uint64]bool) []uint64 {
 }
 
 // drop removes the nodes in gone (those the re-route left without a
-// route) and every link to them. own gives the node to change.
-func (f *Fabric) drop(gone map[uint64]bool, own func(uint64) *Node, sum *UpdateSummary) {
+// route) and every link to them, and returns the nodes whose links it cut.
+// own gives the node to change.
+func (f *Fabric) drop(gone map[uint64]bool, own func(uint64) *Node, sum *UpdateSummary) []*Node {
 	if len(gone) == 0 {
-		return
+		return nil
 	}
+	var cut []*Node
 	for g := range gone {
 		delete(f.Nodes, g)
 		sum.Dropped++
@@ -768,7 +770,9 @@ func (f *Fabric) drop(gone map[uint64]bool, own func(uint64) *Node, sum *UpdateS
 			if pt.PeerGUID == 0 || f.Nodes[pt.PeerGUID] != nil {
 				continue
 			}
-			n = own(g)
+			if n = own(g); !slices.Contains(cut, n) {
+				cut = append(cut, n)
+			}
 			pt = &n.Ports[p]
 			pt.PeerGUID, pt.PeerPort = 0, 0
 			if n.Info.NodeType != smp.NodeTypeSwitch && !(g == f.SMGUID && uint8(p) == f.SMPort) {
@@ -776,6 +780,7 @@ func (f *Fabric) drop(gone map[uint64]bool, own func(uint64) *Node, sum *UpdateS
 			}
 		}
 	}
+	return cut
 }
 
 // ShallowCopy returns a copy of f that shares f's nodes: replace a node

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,20 @@ func untouched(t *testing.T, model, before *discovery.Fabric) {
 	for g, n := range before.Nodes {
 		if m := model.Nodes[g]; !reflect.DeepEqual(n.Ports, m.Ports) || n.Path.String() != m.Path.String() || !reflect.DeepEqual(n.Switch, m.Switch) {
 			t.Fatalf("the update changed node %#x of the model it started from", g)
+		}
+	}
+}
+
+// changedCovers asserts that every node of inc that sum.Changed does not
+// list holds the ports it had in model.
+func changedCovers(t *testing.T, name string, model, inc *discovery.Fabric, sum discovery.UpdateSummary) {
+	t.Helper()
+	for g, n := range inc.Nodes {
+		if slices.Contains(sum.Changed, g) {
+			continue
+		}
+		if m := model.Nodes[g]; m == nil || !reflect.DeepEqual(m.Ports, n.Ports) {
+			t.Fatalf("%s: node %#x changed but is not in the summary's Changed %x", name, g, sum.Changed)
 		}
 	}
 }
@@ -241,6 +256,7 @@ func TestUpdateMatchesFullDiscovery(t *testing.T) {
 					t.Fatalf("%s: %v", st.name, err)
 				}
 				untouched(t, model, before)
+				changedCovers(t, st.name, model, inc, sum)
 				full, fullTopo := r.discover(t)
 				if diff := discoverytest.Diff(inc, full); len(diff) != 0 {
 					t.Fatalf("%s: incremental model differs from a full discovery:\n%s", st.name, strings.Join(diff, "\n"))
@@ -422,11 +438,12 @@ func TestUpdateRandomCables(t *testing.T) {
 			continue
 		}
 		before := deepCopy(model)
-		inc, _, err := (&discovery.Discoverer{C: r.c}).Update(context.Background(), model, ch)
+		inc, sum, err := (&discovery.Discoverer{C: r.c}).Update(context.Background(), model, ch)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		untouched(t, model, before)
+		changedCovers(t, name, model, inc, sum)
 		full, _ := r.discover(t)
 		if d := discoverytest.Diff(inc, full); len(d) != 0 {
 			t.Fatalf("%s: update differs from a full discovery:\n%s", name, strings.Join(d, "\n"))
