@@ -21,6 +21,11 @@ import (
 // remembers what it wrote; phases 2 and 3 move ports Init → Armed → Active.
 func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, rz *plan.Realized, vls *plan.VLPlan) (Stats, error) {
 	a := p.startApply(ctx, fab, topo, rz)
+	if pa := p.takePrearmed(fab); pa != nil {
+		a.armed = pa.ports
+		a.st.StateSets += pa.sent
+		a.st.Prearmed = pa.sent
+	}
 	need := vlsNeeded(vls)
 	p.forgetResetCAs(fab)
 
@@ -69,6 +74,9 @@ type applyRun struct {
 	written map[portKey]smp.PortInfo
 	opVLs   map[portKey]uint8
 	foreign *foreign
+	// armed holds the ports Prearm moved to Armed before the plan, as
+	// written: discovery read them in Init.
+	armed map[portKey]smp.PortInfo
 }
 
 // piSet is one PortInfo Set to send.
@@ -148,6 +156,9 @@ func (a *applyRun) opVLsSets(lidSets map[portKey]*piSet) map[portKey]*piSet {
 	for k, code := range a.opVLs {
 		n := a.fab.Nodes[k.guid]
 		info := n.Ports[k.port].Info
+		if w, ok := a.armed[k]; ok {
+			info = w // Armed already: a Set of its own
+		}
 		if info.OperationalVLs == code && info.VLHighLimit == 0 {
 			continue
 		}
@@ -342,17 +353,15 @@ func (a *applyRun) stateSet(k portKey, state uint8) (mad.Req, bool) {
 	if k.port == 0 || !pt.Valid || pt.PeerGUID == 0 {
 		return mad.Req{}, false
 	}
-	cur := pt.Info.PortState
-	w, ok := a.written[k]
-	if ok && w.PortState > cur {
-		cur = w.PortState // armed by its LID Set
+	cur, pi := pt.Info.PortState, pt.Info
+	if w, ok := a.armed[k]; ok {
+		cur, pi = w.PortState, w // armed before the plan
+	}
+	if w, ok := a.written[k]; ok {
+		cur, pi = max(cur, w.PortState), w // armed by its LID Set, or a Set of OperationalVLs (no change of state)
 	}
 	if cur < smp.PortStateInit || cur >= state {
 		return mad.Req{}, false
-	}
-	pi := pt.Info
-	if ok {
-		pi = w
 	}
 	noChange(&pi)
 	withKey(a.keys, n, k.port, &pi)

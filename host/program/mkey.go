@@ -64,24 +64,29 @@ func newForeign(p *Programmer, k mad.Keys) *foreign {
 	return f
 }
 
-// pick returns the group a PortInfo Set to port k goes on.
-func (f *foreign) pick(r *fanout.Group, fab *discovery.Fabric, k portKey) *fanout.Group {
+// hides reports whether a PortInfo Set to port k is refused for an M_Key
+// ibsm does not hold: the port's own, or for a switch port its CA peer's.
+func (f *foreign) hides(fab *discovery.Fabric, k portKey) bool {
 	if f.h == nil {
-		return r
+		return false
 	}
 	n := fab.Nodes[k.guid]
 	if n == nil || int(k.port) >= len(n.Ports) {
-		return r
+		return false
 	}
 	if n.Info.NodeType == smp.NodeTypeSwitch {
 		// The switch end of a link to such a CA cannot go Active either
 		// (its peer is never Armed).
 		pt := &n.Ports[k.port]
 		peer := fab.Nodes[pt.PeerGUID]
-		if k.port == 0 || peer == nil || peer.Info.NodeType == smp.NodeTypeSwitch || !f.h.Hidden(guardGUID(peer, pt.PeerPort)) {
-			return r
-		}
-	} else if !f.h.Hidden(guardGUID(n, k.port)) {
+		return k.port != 0 && peer != nil && peer.Info.NodeType != smp.NodeTypeSwitch && f.h.Hidden(guardGUID(peer, pt.PeerPort))
+	}
+	return f.h.Hidden(guardGUID(n, k.port))
+}
+
+// pick returns the group a PortInfo Set to port k goes on.
+func (f *foreign) pick(r *fanout.Group, fab *discovery.Fabric, k portKey) *fanout.Group {
+	if !f.hides(fab, k) {
 		return r
 	}
 	if f.g == nil {

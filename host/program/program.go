@@ -52,6 +52,9 @@ type Stats struct {
 	// state Set is not counted here.
 	OpVLsSets int64
 	StateSets int64
+	// Prearmed counts the state Sets (in StateSets) Prearm sent before the
+	// plan: switch ports moved Init → Armed while the plan was computed.
+	Prearmed int64
 	// ArmedWithLID counts CA ports whose LID Set (counted in PortInfoSets)
 	// also moved them Init → Armed, saving a state Set each.
 	ArmedWithLID int64
@@ -102,6 +105,8 @@ type Programmer struct {
 	// recordRead: Record is consulted no more (the first Apply did, or
 	// Forget came first).
 	recordRead bool
+	// armed: what the last Prearm armed, for the Apply that follows it.
+	armed *prearmed
 }
 
 // Reregister makes the next Apply ask every CA port's clients to

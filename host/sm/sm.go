@@ -381,10 +381,15 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	if !keepPKeys {
 		pkeys = s.readPartitions(ctx, fab) // its Gets overlap routing, which sends none
 	}
+	var arm *armAhead
+	if clear == nil {
+		arm = s.armAhead(ctx, fab, topo, pkeys) // Armed Sets, after the P_Key Gets
+	}
 	res, calls, err := s.plan(ctx, fab, topo)
 	rep.Routing = Phase{Time: time.Since(t1)}
 	rep.PluginCalls = calls
 	pkeys.wait() // before anything else is sent: each phase counts its own SMPs
+	arm.wait()
 	if err != nil {
 		var pe *pipeline.PlanError
 		if errors.As(err, &pe) {
@@ -463,6 +468,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	st3 := s.T.Stats()
 	rep.Distribution = Phase{Time: time.Since(t2)}
 	rep.Distribution.Gets, rep.Distribution.Sets = delta(st2, st3)
+	arm.addTo(&rep.Distribution)
 	if err != nil {
 		return rep, fmt.Errorf("programming the fabric: %w (the next sweep retries)", err)
 	}
