@@ -107,6 +107,51 @@ type Programmer struct {
 	recordRead bool
 	// armed: what the last Prearm armed, for the Apply that follows it.
 	armed *prearmed
+	// last is the plan whose tables the last successful Apply wrote (its
+	// rows are known's): the next plan's tables, when realised from them
+	// (plan.RealizeChanged), differ only in the LIDs it names.
+	last *plan.Realized
+	// rels: the blocks in which last differs from earlier tables
+	// (lftdiff.go).
+	rels []lftRel
+	// compared counts the LFT entries the last Apply compared with what
+	// the switches are known to hold: a cable event's work, which should
+	// follow what changed.
+	compared int64
+	// addr lists the end ports of the last successful Apply's topology,
+	// in order, with their LIDs: each CA among them holds that LID in its
+	// caLID while addr is set (nil once a CA's state is forgotten).
+	addr []epAddr
+	// owners are the nodes whose state says the last Apply's plan owns
+	// something on them (inPlan, opVLs, SL2VL or VLArbitration keys).
+	owners []uint64
+}
+
+// epAddr is one end port of a plan and the LIDs it was given.
+type epAddr struct {
+	guid uint64
+	port uint8
+	lmc  uint8
+	lid  uint16
+}
+
+// sameAddressing reports whether topo's end ports and lids are those the
+// last successful Apply wrote, in the same order.
+func (p *Programmer) sameAddressing(topo *topology.Topology, lids *plan.LIDPlan) bool {
+	p.mu.Lock()
+	addr := p.addr
+	p.mu.Unlock()
+	eps := topo.Endpoints()
+	if addr == nil || len(addr) != len(eps) || len(lids.Ports) != len(eps) {
+		return false
+	}
+	for i, ep := range eps {
+		pl, a := lids.Ports[i], addr[i]
+		if a.lid != pl.Base || a.lmc != pl.LMC || a.port != ep.Port || a.guid != topo.Nodes[ep.Node].GUID {
+			return false
+		}
+	}
+	return true
 }
 
 // Reregister makes the next Apply ask every CA port's clients to
@@ -160,7 +205,7 @@ type nodeState struct {
 // every block (after a restart of the fabric, or on operator request).
 func (p *Programmer) Forget() {
 	p.mu.Lock()
-	p.known = nil
+	p.known, p.last, p.rels, p.addr, p.owners = nil, nil, nil, nil, nil
 	p.forgot = true // no read-back either: the next Apply pushes everything
 	p.recordRead = true
 	p.gen++
@@ -464,15 +509,33 @@ func (p *Programmer) forgetResetCAs(fab *discovery.Fabric) {
 			continue // knownFor checks switches
 		}
 		if n == nil {
-			delete(p.known, guid)
+			p.forgetLocked(guid)
 			continue
 		}
 		for q, lid := range ks.caLID {
 			if int(q) >= len(n.Ports) || !n.Ports[q].Valid || n.Ports[q].Info.LID != lid {
-				delete(p.known, guid)
+				p.forgetLocked(guid)
 				break
 			}
 		}
+	}
+}
+
+// forgetCAs drops what is known of the CAs guids (reset).
+func (p *Programmer) forgetCAs(guids []uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, g := range guids {
+		p.forgetLocked(g)
+	}
+}
+
+// forgetLocked drops what is known of a CA; p.mu held. Its caLID goes
+// with it, so addr no longer says what every CA holds.
+func (p *Programmer) forgetLocked(guid uint64) {
+	if _, ok := p.known[guid]; ok {
+		delete(p.known, guid)
+		p.addr = nil
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -250,41 +251,60 @@ func reroute(t *testing.T, topo *topology.Topology, r *plan.Routes, e int, switc
 	return out
 }
 
+// TestOnlyChangedBlocks: a re-route sends the blocks that differ, and so
+// does the way back, whether the new tables are realised in full or from
+// the last plan's (plan.RealizeChanged: the unchanged rows shared, the
+// changes named by ChangedSince).
 func TestOnlyChangedBlocks(t *testing.T) {
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, tc.file(t))
-			_, topo := r.discover(t)
-			routes := tc.route(topo)
-			rz := realize(t, topo, routes, tc.lmc)
-			p := &program.Programmer{C: r.c}
-			apply(t, p, r, rz, nil)
+		for _, changes := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/changes=%v", tc.name, changes), func(t *testing.T) {
+				onlyChangedBlocks(t, tc, changes)
+			})
+		}
+	}
+}
 
-			tests := []struct {
-				name     string
-				switches []int
-			}{
-				{"one switch", []int{0}},
-				{"two switches", []int{1, 2}},
+func onlyChangedBlocks(t *testing.T, tc fabricCase, changes bool) {
+	r := newRig(t, tc.file(t))
+	_, topo := r.discover(t)
+	routes := tc.route(topo)
+	rz := realize(t, topo, routes, tc.lmc)
+	p := &program.Programmer{C: r.c}
+	apply(t, p, r, rz, nil)
+
+	tests := []struct {
+		name     string
+		switches []int
+	}{
+		{"one switch", []int{0}},
+		{"two switches", []int{1, 2}},
+	}
+	for _, sub := range tests {
+		// The last endpoint is a CA: its LIDs sit in the last block.
+		e := len(topo.Endpoints()) - 1
+		moved := reroute(t, topo, routes, e, sub.switches)
+		rz2 := realize(t, topo, moved, tc.lmc)
+		if changes {
+			var err error
+			rz2, err = plan.RealizeChanged(rz, topo, &plan.Routes{Base: 1, Changed: []int32{int32(e)}, Planes: moved.Planes}, rz.LIDs)
+			must(t, err)
+			if _, ok := rz2.ChangedSince(rz); !ok {
+				t.Fatal("RealizeChanged's tables do not name their changes")
 			}
-			for _, sub := range tests {
-				// The last endpoint is a CA: its LIDs sit in the last block.
-				e := len(topo.Endpoints()) - 1
-				rz2 := realize(t, topo, reroute(t, topo, routes, e, sub.switches), tc.lmc)
-				st := apply(t, p, r, rz2, nil)
-				want := program.Stats{LFTBlocksSent: int64(len(sub.switches)), LFTBlocksTotal: st.LFTBlocksTotal}
-				if st != want {
-					t.Fatalf("%s: stats %+v, want %+v", sub.name, st, want)
-				}
-				checkFabric(t, r, topo, rz2, nil)
-				// And back.
-				st = apply(t, p, r, rz, nil)
-				if st.LFTBlocksSent != int64(len(sub.switches)) || st.Sets() != st.LFTBlocksSent {
-					t.Fatalf("%s, reverting: stats %+v", sub.name, st)
-				}
-				checkFabric(t, r, topo, rz, nil)
-			}
-		})
+		}
+		st := apply(t, p, r, rz2, nil)
+		want := program.Stats{LFTBlocksSent: int64(len(sub.switches)), LFTBlocksTotal: st.LFTBlocksTotal}
+		if st != want {
+			t.Fatalf("%s: stats %+v, want %+v", sub.name, st, want)
+		}
+		checkFabric(t, r, topo, rz2, nil)
+		// And back (rz2's changed rows are its own).
+		st = apply(t, p, r, rz, nil)
+		if st.LFTBlocksSent != int64(len(sub.switches)) || st.Sets() != st.LFTBlocksSent {
+			t.Fatalf("%s, reverting: stats %+v", sub.name, st)
+		}
+		checkFabric(t, r, topo, rz, nil)
 	}
 }
 

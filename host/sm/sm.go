@@ -418,6 +418,8 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	if cur != nil && cur.Result.Key == res.Key && !needsStateChange(fab, lin) && !drift(fab, topo, res, lin) {
 		// Unchanged plan (its key covers the topology hash) that the
 		// fabric holds: nothing to send but P_Key blocks that differ.
+		// The next cable's tables may be realised from res's.
+		s.prog.Same(cur.Result.Realized, res.Realized)
 		if gidPrefixesSet(fab, topo, res, lin) {
 			// The model holds the plan in force as the programmer
 			// would leave it: the next incremental sweep's bookkeeping
