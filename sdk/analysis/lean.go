@@ -83,14 +83,17 @@ func (w *worker) leanChunk(lids []uint16) bool {
 			touch |= f.r.LFT[s][lo]
 		}
 		for s := s0; s < min(s0+rowGroup, n); s++ {
-			row, b := f.r.LFT[s], blk[s*chunkLIDs:s*chunkLIDs+m]
+			row, b := f.r.LFT[s], blk[s*chunkLIDs:s*chunkLIDs+chunkLIDs]
 			if dense {
 				copy(b, row[lo:hi])
-				continue
+			} else {
+				for j, d := range lids {
+					b[j] = row[d]
+				}
 			}
-			for j, d := range lids {
-				b[j] = row[d]
-			}
+			// A short chunk's row is padded with port 0, which names no
+			// switch, so leanRow adds nothing for it.
+			clear(b[m:])
 		}
 	}
 	w.touch = touch
@@ -102,10 +105,15 @@ func (w *worker) leanChunk(lids []uint16) bool {
 	// added undone (the undo log holds each word's value before).
 	acc := &w.leanAcc
 	undo := w.leanUndo[:0]
+	tail := uint64(1)<<m - 1 // the chunk's entries in a row
+	if m == chunkLIDs {
+		tail = ^uint64(0)
+	}
 	for s := range n {
 		next := &f.leanNext[s]
-		row := blk[s*chunkLIDs : s*chunkLIDs+m]
+		row := (*[chunkLIDs]uint8)(blk[s*chunkLIDs:])
 		used, odd := leanRow(row, next, blk, acc)
+		odd &= tail // the padding's port 0 is no entry
 		for ; odd != 0; odd &= odd - 1 {
 			j := bits.TrailingZeros64(odd)
 			if o := row[j]; next[o] == leanBad || f.deliver[int(f.portBase[s])+int(o)] != dsts[j] {
@@ -144,48 +152,16 @@ func (w *worker) leanChunk(lids []uint16) bool {
 // and, as bits by index, the entries that do not forward to a switch
 // (next < 0), for the caller to check. Two accumulators, even and odd
 // entries: a run of LIDs leaving by one port would otherwise wait on the
-// previous OR at every entry. It is a function of its own so that its
-// loop keeps its variables in registers.
-func leanRow(row []uint8, next *[256]int32, blk []uint8, acc *[2][64]uint64) (used, odd uint64) {
-	if len(row) == chunkLIDs {
-		return leanRow64((*[chunkLIDs]uint8)(row), next, blk, acc)
-	}
-	j := 0
-	for ; j+1 < len(row); j += 2 {
+// previous OR at every entry. It is a function of its own, over a row
+// whose length the compiler knows, so that its loop keeps its variables
+// in registers and checks no index into the row.
+func leanRow(row *[chunkLIDs]uint8, next *[256]int32, blk []uint8, acc *[2][64]uint64) (used, odd uint64) {
+	for j := 0; j < chunkLIDs; j += 2 {
 		o0, o1 := row[j], row[j+1]
 		used |= 1<<(o0&63) | 1<<(o1&63)
 		if t := next[o0]; t >= 0 {
 			// The next switch's own entry; 0 (it owns the LID) sets bit
 			// 0, which merge clears: no dependency.
-			acc[0][o0&63] |= 1 << (blk[int(t)+j] & 63)
-		} else {
-			odd |= 1 << j
-		}
-		if t := next[o1]; t >= 0 {
-			acc[1][o1&63] |= 1 << (blk[int(t)+j+1] & 63)
-		} else {
-			odd |= 2 << j
-		}
-	}
-	if j < len(row) {
-		o := row[j]
-		used |= 1 << (o & 63)
-		if t := next[o]; t >= 0 {
-			acc[0][o&63] |= 1 << (blk[int(t)+j] & 63)
-		} else {
-			odd |= 1 << j
-		}
-	}
-	return used, odd
-}
-
-// leanRow64 is leanRow for a whole chunk's row, whose length the
-// compiler then knows.
-func leanRow64(row *[chunkLIDs]uint8, next *[256]int32, blk []uint8, acc *[2][64]uint64) (used, odd uint64) {
-	for j := 0; j < chunkLIDs; j += 2 {
-		o0, o1 := row[j], row[j+1]
-		used |= 1<<(o0&63) | 1<<(o1&63)
-		if t := next[o0]; t >= 0 {
 			acc[0][o0&63] |= 1 << (blk[int(t)+j] & 63)
 		} else {
 			odd |= 1 << j
