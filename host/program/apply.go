@@ -21,6 +21,26 @@ import (
 // VLArbitration in one fan-out; once every Set is answered the programmer
 // remembers what it wrote; phases 2 and 3 move ports Init → Armed → Active.
 func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, rz *plan.Realized, vls *plan.VLPlan) (Stats, error) {
+	return p.apply(ctx, fab, topo, rz, vls, nil)
+}
+
+// ApplyChanged is Apply when the caller knows that fab differs from the
+// fabric the last successful Apply left (every end port with that plan's
+// LID, LMC and SM LID, every live port Active) only in the nodes changed,
+// and that rz gives the same end ports the same LIDs: the end ports and
+// port states of the other nodes are then not looked at (at ft3-56 a
+// cable event changes a few of 47,824 nodes and 311 k ports). Where the
+// programmer cannot tell the same (other addressing than it wrote last,
+// M_Keys, a client re-registration to ask for) it looks at every node.
+func (p *Programmer) ApplyChanged(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, rz *plan.Realized, vls *plan.VLPlan, changed []uint64) (Stats, error) {
+	if changed == nil {
+		changed = []uint64{}
+	}
+	return p.apply(ctx, fab, topo, rz, vls, changed)
+}
+
+// apply is Apply; changed, when not nil, is ApplyChanged's.
+func (p *Programmer) apply(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, rz *plan.Realized, vls *plan.VLPlan, changed []uint64) (Stats, error) {
 	a := p.startApply(ctx, fab, topo, rz)
 	if pa := p.takePrearmed(fab); pa != nil {
 		a.armed = pa.ports
@@ -35,8 +55,17 @@ func (p *Programmer) Apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	if a.sameAddr = p.sameAddressing(topo, rz.LIDs); !a.sameAddr {
 		p.forgetResetCAs(fab)
 	}
+	p.mu.Lock()
+	rereg := p.reregister
+	p.mu.Unlock()
+	if changed != nil && a.sameAddr && p.C.Keys() == nil && !rereg {
+		a.only = changed
+	}
 
 	lidSets := a.lidSets()
+	p.mu.Lock()
+	p.looked = a.looked
+	p.mu.Unlock()
 	a.opVLs = p.operationalVLs(fab, need)
 	opOnly := a.opVLsSets(lidSets)
 	// Ports that hide their M_Key from every key ibsm knows refuse these
@@ -89,6 +118,10 @@ type applyRun struct {
 	// (sameAddressing); forgotCAs: lidSets forgot a reset CA meanwhile.
 	sameAddr, forgotCAs bool
 	diff                *lftDiff // forwardingTables'
+	// only, when not nil, lists the nodes whose end ports and port states
+	// may need Sets (ApplyChanged); looked counts the end ports looked at.
+	only   []uint64
+	looked int
 }
 
 // piSet is one PortInfo Set to send.
@@ -123,7 +156,8 @@ func (a *applyRun) lidSets() map[portKey]*piSet {
 	p.mu.Unlock()
 	a.keys = p.C.Keys()
 	var reset []uint64 // CAs whose port lost the LID this programmer gave it
-	for i, ep := range topo.Endpoints() {
+	visit := func(i int, ep topology.PortRef) {
+		a.looked++
 		n := fab.Nodes[topo.Nodes[ep.Node].GUID]
 		want := a.rz.LIDs.Ports[i]
 		pt := &n.Ports[ep.Port]
@@ -132,13 +166,13 @@ func (a *applyRun) lidSets() map[portKey]*piSet {
 			reset = append(reset, n.Info.NodeGUID) // given want.Base by the last Apply
 		}
 		if !pt.Valid {
-			continue
+			return
 		}
 		cur := &pt.Info
 		rereg := rereg && (!strangersOnly || cur.MasterSMLID != a.smLID)
 		keyed := a.keys == nil || a.keys.Holds(guardGUID(n, ep.Port))
 		if cur.LID == want.Base && cur.LMC == want.LMC && cur.MasterSMLID == a.smLID && cur.GIDPrefix == SubnetPrefix && keyed && !(rereg && ca) {
-			continue
+			return
 		}
 		pi := *cur
 		pi.LID, pi.LMC, pi.MasterSMLID, pi.GIDPrefix = want.Base, want.LMC, a.smLID, SubnetPrefix
@@ -160,6 +194,18 @@ func (a *applyRun) lidSets() map[portKey]*piSet {
 			a.st.ArmedWithLID++
 		}
 		sets[portKey{n.Info.NodeGUID, ep.Port}] = &piSet{n.Path, pi}
+	}
+	if a.only == nil {
+		for i, ep := range topo.Endpoints() {
+			visit(i, ep)
+		}
+	}
+	for _, g := range a.only {
+		if node := topo.NodeByGUID(g); node != topology.NoNode {
+			for _, ep := range topo.NodeEndpoints(node) {
+				visit(int(topo.EndpointIndex(ep)), ep)
+			}
+		}
 	}
 	if len(reset) > 0 {
 		p.forgetCAs(reset)
@@ -427,12 +473,22 @@ func (a *applyRun) remember(own owned) {
 // few move.
 func (a *applyRun) portsToMove() []portKey {
 	var ks []portKey
-	for guid, n := range a.fab.Nodes {
+	look := func(guid uint64, n *discovery.Node) {
 		for q := 1; q < len(n.Ports); q++ {
 			pt := &n.Ports[q]
 			if st := pt.Info.PortState; st >= smp.PortStateInit && st < smp.PortStateActive && pt.Valid && pt.PeerGUID != 0 {
 				ks = append(ks, portKey{guid, uint8(q)})
 			}
+		}
+	}
+	if a.only == nil {
+		for guid, n := range a.fab.Nodes {
+			look(guid, n)
+		}
+	}
+	for _, g := range a.only {
+		if n := a.fab.Nodes[g]; n != nil {
+			look(g, n)
 		}
 	}
 	return ks

@@ -208,3 +208,57 @@ func (c *changeRig) change(t *testing.T, base *plan.Realized, moved *plan.Routes
 	must(t, err)
 	return rz
 }
+
+// TestApplyChanged: told which nodes changed since the last Apply (a
+// cable came back between two switches), Apply looks at the end ports of
+// those nodes only and moves their ports to Active; where it cannot rely
+// on that (a client re-registration to ask for) it looks at every end
+// port.
+func TestApplyChanged(t *testing.T) {
+	tests := []struct {
+		name  string
+		rereg bool
+		whole bool // every end port looked at
+	}{
+		{"cable up", false, false},
+		{"cable up, re-registration asked", true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := cases[0].file(t)
+			r := newRig(t, f)
+			_, topo := r.discover(t)
+			rz := realize(t, topo, cases[0].route(topo), 0)
+			p := &program.Programmer{C: r.c}
+			apply(t, p, r, rz, nil)
+			var l struct{ a, b uint64 }
+			var pa uint8
+			for _, link := range f.Links() {
+				if link.A.Type == topology.Switch && link.B.Type == topology.Switch {
+					l.a, l.b, pa = link.A.GUID, link.B.GUID, uint8(link.PA)
+					break
+				}
+			}
+			must(t, r.fab.LinkDown(l.a, pa))
+			apply(t, p, r, rz, nil)
+			must(t, r.fab.LinkUp(l.a, pa))
+			if tc.rereg {
+				p.Reregister()
+			}
+			fab, topo2 := r.discover(t)
+			st, err := p.ApplyChanged(context.Background(), fab, topo2, rz, nil, []uint64{l.a, l.b})
+			must(t, err)
+			if st.StateSets != 4 {
+				t.Fatalf("%d state Sets, want 4 (both ends Armed, then Active)", st.StateSets)
+			}
+			want := 2 // the two switches' port 0
+			if tc.whole {
+				want = len(topo.Endpoints())
+			}
+			if got := p.Looked(); got != want {
+				t.Fatalf("looked at %d end ports, want %d", got, want)
+			}
+			checkFabric(t, r, topo, rz, nil)
+		})
+	}
+}

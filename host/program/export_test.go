@@ -7,3 +7,10 @@ func (p *Programmer) Compared() int64 {
 	defer p.mu.Unlock()
 	return p.compared
 }
+
+// Looked is the number of end ports the last Apply looked at for LIDs.
+func (p *Programmer) Looked() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.looked
+}

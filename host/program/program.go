@@ -118,6 +118,8 @@ type Programmer struct {
 	// the switches are known to hold: a cable event's work, which should
 	// follow what changed.
 	compared int64
+	// looked counts the end ports the last Apply looked at for LIDs.
+	looked int
 	// addr lists the end ports of the last successful Apply's topology,
 	// in order, with their LIDs: each CA among them holds that LID in its
 	// caLID while addr is set (nil once a CA's state is forgotten).

@@ -458,7 +458,13 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 		}
 	}
 	s.phase("programming")
-	pst, err := s.prog.Apply(ctx, fab, topo, res.Realized, res.VLs)
+	var pst program.Stats
+	if lin != nil && lin.samePlan(topo, res) {
+		// Only the changed nodes' end ports and port states can want Sets.
+		pst, err = s.prog.ApplyChanged(ctx, fab, topo, res.Realized, res.VLs, lin.changed)
+	} else {
+		pst, err = s.prog.Apply(ctx, fab, topo, res.Realized, res.VLs)
+	}
 	rep.Program = pst
 	if err == nil {
 		if clear == nil {
