@@ -205,6 +205,7 @@ type worker struct {
 	// changed. touch keeps the reads that fetch rows ahead.
 	block    []uint8
 	leaned   bool
+	ran      bool // runChunk ran: chans holds something
 	leanSucc []uint64
 	leanUsed []uint64
 	leanAcc  [2][64]uint64
@@ -331,6 +332,7 @@ const flowCarry = 1 << 24
 // records at every step (223,440 switch ports at ft3-56, beyond the
 // core's caches).
 func (w *worker) runChunk(lids []uint16) *chunkResult {
+	w.ran = true
 	res := &chunkResult{}
 	n := w.f.nsw
 	w.hopWords(lids)
@@ -1235,17 +1237,21 @@ func (f *fabric) merge(ws []*worker, results []*chunkResult, opt Options) (*Repo
 			}
 			rep.Hops[h] += n
 		}
-		for i, v := range w.chans {
-			load[i] += int64(v.v & loadMask)
-			chanVL[i] |= uint16(v.v >> loadBits)
+		if w.ran {
+			for i, v := range w.chans {
+				load[i] += int64(v.v & loadMask)
+				chanVL[i] |= uint16(v.v >> loadBits)
+			}
 		}
 		if vt := w.packedVT; vt >= 0 {
 			if packed[vt] == nil {
 				packed[vt] = make([]uint64, f.nSwPorts)
 			}
 			ps := packed[vt]
-			for ch := range ps {
-				ps[ch] |= w.chans[ch].succ
+			if w.ran {
+				for ch := range ps {
+					ps[ch] |= w.chans[ch].succ
+				}
 			}
 			if w.leanSucc != nil {
 				for ch, m := range w.leanSucc {

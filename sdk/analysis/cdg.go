@@ -29,10 +29,10 @@ func forEachBit(bs []uint64, lo, hi int, fn func(i int)) {
 func (f *fabric) checkVLCaps(rep *Report, chanVL []uint16, slsUsed uint16, opt Options) {
 	var used uint32
 	for c, m := range chanVL {
-		if m == 0 {
-			continue
-		}
 		used |= uint32(m)
+		if m <= 1 {
+			continue // nothing, or VL0 alone, which every link carries
+		}
 		p := f.chanPort(c)
 		capv := f.topo.LinkVLs(p)
 		for _, vl := range maskList(uint32(m)) {
