@@ -48,7 +48,9 @@ func TestIncremental(t *testing.T) {
 	}{
 		{"full fabric", nil, "fat tree"},
 		{"leaf cable in the last pod down", []int32{leafCable}, "how=repaired"},
-		{"aggregation cable in the root's pod down", []int32{leafCable, podCable}, "incremental re-route fell back to a full route"},
+		{"aggregation cable in the root's pod down", []int32{leafCable, podCable}, "no longer reaches a top switch"},
+		{"another leaf cable down", []int32{leafCable, podCable, leafCable - 1}, "incremental re-route fell back to a full route"},
+		{"that leaf cable back up", []int32{leafCable, podCable}, "how=restored"},
 		{"aggregation cable back up", []int32{leafCable}, "how=restored"},
 		{"leaf cable back up", nil, "how=restored"},
 	} {

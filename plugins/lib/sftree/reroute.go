@@ -41,9 +41,20 @@ import (
 // moved off one cable spread over the survivors. The rows keep the single
 // root's structure — every down-to-up turn on T, all other turns up*/down*
 // — which is the paper's deadlock-freedom argument; the tests check the
-// CDG of every result anyway. Where T itself no longer reaches every
-// switch (a cable into the root's pod from a top switch), the root cannot
-// stay: Reroute says so and routes the fabric in full.
+// CDG of every result anyway.
+//
+// A cable between the root's pod and a top switch leaves that top switch
+// without an up*/down* path to the root (it reaches no leaf of the pod),
+// and T no longer reaches it. Moving the root would move every top
+// switch's entry toward every switch it reaches only through T (1.9 M
+// entries at ft3-56); instead the lost top switch is tied to one of its
+// children y that T still reaches: its own entries that followed T go down
+// to y (a U-turn there), and the row toward it leads everyone that does not
+// climb to it to y, from which the last hop climbs into it (lostRow: why
+// neither closes a credit loop). More than one switch lost (the root's own
+// uplink: its aggregation switch and that switch's top switches) or a lost
+// switch with up links still needs another root: Reroute says so and
+// routes the fabric in full; so does the next repair of such a routing.
 
 // End is one end of a cable: a node GUID and port number.
 type End struct {
@@ -149,8 +160,14 @@ type RerouteReport struct {
 	Full *Report
 	// Time is the wall time of the call.
 	Time time.Duration
+	// Lost is the top switch (a GUID) the subtree root no longer reaches,
+	// routed through its child Via; 0 if the root still reaches every
+	// switch.
+	Lost, Via uint64
 	// rootLost: the fallback is for the subtree root's reach.
 	rootLost bool
+	// base is the earlier State repaired (Back > 0), nil for the last.
+	base *State
 }
 
 // nearestRoot chooses the subtree root of a full route that replaces a
@@ -224,9 +241,17 @@ func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*Stat
 		return nil, nil, err
 	}
 	if next == nil {
+		// The routing kept behind the full one is the one whose fabric g
+		// lacks cables of only, if one was tried (the host's plan cache
+		// may serve those cables' return without a call): a later change
+		// repairs it, where the routing Reroute was called on lacks them.
+		from := s
+		if rep.base != nil {
+			from = rep.base
+		}
 		opt := s.opt
 		if rep.rootLost && opt.Root == 0 {
-			if opt.Root, err = s.nearestRoot(ctx, g); err != nil {
+			if opt.Root, err = from.nearestRoot(ctx, g); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -244,7 +269,7 @@ func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*Stat
 		if opt.Root != s.opt.Root {
 			res.Switches.RootHow = "the leaf reaching every switch whose plane is nearest the lost root's (incremental re-route)"
 		}
-		next.prev = s.trimmed(maxHistory-1, true)
+		next.prev = from.trimmed(maxHistory-1, true)
 		rep.How, rep.Full = HowFull, res.Switches
 		rep.Diff = diffRoutes(g, s.routes, next.routes)
 	}
@@ -310,7 +335,7 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 			continue
 		}
 		if r, a := linkDiff(p.g, g); len(a) == 0 {
-			rep.Back = back
+			rep.Back, rep.base = back, p
 			next, err := p.repair(ctx, g, r, rep)
 			if next != nil {
 				// What changed is counted against the routes in force.
@@ -335,12 +360,26 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 	sc := ud.newScratch()
 	T := slices.Clone(s.rootTree)
 	ud.repairLocal(T, s.root, int(s.root), removed, nil, nil, nil, sc)
+	isLost := make([]bool, g.N)
+	var lost []int32
 	for _, x := range ud.order {
 		if T[x] == plan.NoPort {
-			rep.Fallback = fmt.Sprintf("subtree root 0x%016x no longer reaches switch 0x%016x on an up*/down* path; another root is needed", g.SwitchGUID(s.root), g.SwitchGUID(x))
+			isLost[x] = true
+			lost = append(lost, x)
+		}
+	}
+	// A top switch the root lost goes through one of its children that
+	// the root still reaches (see lostTop).
+	lam, y := int32(-1), int32(-1)
+	if len(lost) > 0 {
+		var why string
+		if lam, y, why = ud.lostTop(T, lost); why != "" {
+			rep.Fallback = fmt.Sprintf("subtree root 0x%016x no longer reaches %d switches (0x%016x first) on an up*/down* path, %s; another root is needed", g.SwitchGUID(s.root), len(lost), g.SwitchGUID(lost[0]), why)
 			rep.rootLost = true
 			return nil, nil
 		}
+		T[lam] = ud.portTo(lam, y)
+		rep.Lost, rep.Via = g.SwitchGUID(lam), g.SwitchGUID(y)
 	}
 	var movedT []int32 // switches whose entry in T changed
 	for x := range T {
@@ -364,6 +403,9 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 		}
 		if isSwitch[e] == 0 {
 			return false
+		}
+		if isLost[isSwitch[e]-1] {
+			return true
 		}
 		for _, x := range movedT {
 			if pl[x] == s.rootTree[x] {
@@ -404,6 +446,12 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 					copy(out.Planes[e].Planes[0], T)
 					return nil
 				}
+				if d == lam {
+					if err := ud.lostRow(out.Planes[e].Planes[0], lam, y, T, sc); err != nil {
+						return err
+					}
+					return nil
+				}
 				if n := ud.repairLocal(out.Planes[e].Planes[0], d, int(d), removed, T, s.rootTree, movedT, sc); n > 0 {
 					unrouted.Add(int64(n))
 					example.CompareAndSwap(nil, fmt.Sprintf("switch 0x%016x", g.SwitchGUID(d)))
@@ -430,7 +478,91 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 	rep.How = HowRepaired
 	rep.Diff = diffRoutes(g, s.routes, out)
 	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, prev: s.trimmed(maxHistory-1, false), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
+	if lam >= 0 {
+		next.why = fmt.Sprintf("top switch 0x%016x, which the subtree root no longer reaches, is routed through 0x%016x; an in-place repair of that routing is not implemented", g.SwitchGUID(lam), g.SwitchGUID(y))
+	}
 	return next, nil
+}
+
+// lostTop checks that the switches lost (the root's repaired plane T
+// reaches them on no up*/down* path) are one top switch (no up or sibling
+// links), and names it with the child y its routes go through: one T
+// reaches (rotating with the switch), never an ancestor of the root (else
+// the switch would reach the root). Else it says why not.
+func (u *upDown) lostTop(T plan.Plane, lost []int32) (lam, y int32, why string) {
+	if len(lost) > 1 {
+		return -1, -1, fmt.Sprintf("more than one switch lost (%d)", len(lost))
+	}
+	lam = lost[0]
+	if len(u.up[lam]) > 0 || len(u.sib[lam]) > 0 {
+		return -1, -1, "not a top switch"
+	}
+	var c []int32
+	for _, l := range u.down[lam] {
+		if T[l.Peer] != plan.NoPort {
+			c = append(c, l.Peer)
+		}
+	}
+	if len(c) == 0 {
+		return -1, -1, "none of its children reaches the root"
+	}
+	return lam, c[int(lam)%len(c)], ""
+}
+
+// portTo is the port of a link from s to t.
+func (u *upDown) portTo(s, t int32) uint8 {
+	for _, l := range u.g.Links(s) {
+		if l.Peer == t {
+			return l.Port
+		}
+	}
+	return plan.NoPort
+}
+
+// lostRow fills pl, the switch row toward a top switch lam that the
+// subtree root no longer reaches, through lam's child y (lostTop): y
+// forwards up to lam; y's ancestors descend toward y on a shortest
+// descent; every other switch climbs on a shortest climb to lam itself or
+// to an ancestor of y; the rest follow T (which leads lam to y too) to
+// their U-turn.
+//
+// lam's own routes, where it has no up*/down* path, go down to y and on
+// from there (T), a U-turn at y; the row toward lam has its last turn at
+// y too, down from an ancestor and up into lam. Neither adds a credit
+// loop: lam's turn at y is entered over lam->y, which only traffic
+// climbing into lam from another child feeds, and that climbs from its
+// own source (its U-turn could only be at y, and lam->y cannot follow
+// y->lam); the U-turn into lam leaves over y->lam, after which traffic
+// only descends from lam into other children's subtrees, where no U-turn
+// leads up again (the root's U-turns are below the dead cable, out of
+// lam's reach, and y's need lam->y). Every other U-turn stays on the
+// root's plane.
+func (u *upDown) lostRow(pl plan.Plane, lam, y int32, T plan.Plane, sc *scratch) error {
+	if ok, err := u.descents(y, pl, sc); !ok || err != nil {
+		return err
+	}
+	pl[lam], sc.dist[lam] = 0, 0
+	pl[y], sc.dist[y] = u.portTo(y, lam), 1
+	for _, s := range u.order {
+		if pl[s] != plan.NoPort {
+			continue
+		}
+		best, c := closestUp(u.up[s], func(p int32) uint8 { return sc.dist[p] }, sc.cand)
+		sc.cand = c
+		if best == route.Unreachable {
+			continue
+		}
+		if best >= route.MaxHops {
+			return fmt.Errorf("sftree: path from switch 0x%016x longer than %d hops", u.g.SwitchGUID(s), route.MaxHops)
+		}
+		pl[s], sc.dist[s] = c[int(lam)%len(c)], best+1
+	}
+	for _, s := range u.order {
+		if pl[s] == plan.NoPort {
+			pl[s] = T[s]
+		}
+	}
+	return nil
 }
 
 // without is u on g, the same fabric with the removed ports' cables gone:
@@ -521,16 +653,8 @@ func (u *upDown) repairLocal(pl plan.Plane, target int32, rot int, dead []portRe
 				}
 			}
 		} else {
-			best := route.Unreachable
-			for _, l := range u.up[s] {
-				switch dp := u.distance(pl, l.Peer, sc); {
-				case dp < best:
-					best = dp
-					c = append(c[:0], l.Port)
-				case dp == best && dp != route.Unreachable:
-					c = append(c, l.Port)
-				}
-			}
+			var best uint8
+			best, c = closestUp(u.up[s], func(p int32) uint8 { return u.distance(pl, p, sc) }, c)
 			sc.cand = c
 			keep := n >= 0 && u.rank[n] < u.rank[s] && u.distance(pl, n, sc) != route.Unreachable
 			sc.dstAt[s], sc.dist[s] = st, min(best, route.MaxHops)+1
@@ -553,6 +677,23 @@ func (u *upDown) repairLocal(pl plan.Plane, target int32, rot int, dead []portRe
 		pl[s] = c[rot%len(c)]
 	}
 	return unrouted
+}
+
+// closestUp puts into c the ports of the up links ups whose parents are
+// nearest by dist, and returns that distance (Unreachable: none is).
+func closestUp(ups []route.Link, dist func(int32) uint8, c []uint8) (uint8, []uint8) {
+	best := route.Unreachable
+	c = c[:0]
+	for _, l := range ups {
+		switch dp := dist(l.Peer); {
+		case dp < best:
+			best = dp
+			c = append(c[:0], l.Port)
+		case dp == best && dp != route.Unreachable:
+			c = append(c, l.Port)
+		}
+	}
+	return best, c
 }
 
 // distance is x's hop count to the target of repairLocal's plane pl on an
