@@ -202,7 +202,7 @@ func (b *basis) check(p Plan) (*basis, string) {
 	if b.counts == nil {
 		b.build()
 	}
-	g := route.NewGraph(p.Topo)
+	g := b.g.Patch(p.Topo) // the switches a cable changed; NewGraph where not patched
 	next := &basis{p: p, g: g, counts: b.counts.Over(g)}
 	moves, why := next.update(b, at, sw)
 	if why != "" {
@@ -330,9 +330,10 @@ func (b *basis) changedEntries(rz *plan.Realized, ports []topology.PortRef) (at 
 	type entry struct{ lid, s int32 }
 	var es []entry
 	const block = 64
-	// Tables RealizeChanged made from the basis's differ from them only
-	// in the LIDs it names (ft3-56, one cable: ~1,700 of 47,824).
-	lids, only := rz.ChangedSince(old)
+	// Tables RealizeChanged made from the basis's, or from the tables the
+	// basis's were made from, differ from them only in the LIDs it names
+	// (ft3-56, one cable: ~1,700 of 47,824).
+	lids, only := plan.ChangedBetween(old, rz)
 	for s := range old.LFT {
 		a, c := old.LFT[s], rz.LFT[s]
 		if len(a) != len(c) {

@@ -236,6 +236,57 @@ func (r *Realized) ChangedSince(base *Realized) ([]int32, bool) {
 	return c.lids, true
 }
 
+// ChangedBetween returns the LIDs in which tables a and b may differ
+// (ascending) when RealizeChanged made both from common tables, each
+// through up to a few steps (one from the other; both from the same; a
+// cable's return realised from the tables kept and the next cable's
+// changes from the tables before those), and false otherwise.
+func ChangedBetween(a, b *Realized) ([]int32, bool) {
+	if a == nil || b == nil {
+		return nil, false
+	}
+	ca, cb := a.ancestors(), b.ancestors()
+	for _, x := range ca {
+		for _, y := range cb {
+			if x.r == y.r {
+				out := append(slices.Clone(x.lids), y.lids...)
+				slices.Sort(out)
+				return slices.Compact(out), true
+			}
+		}
+	}
+	return nil, false
+}
+
+// maxAncestors bounds how far back ChangedBetween follows RealizeChanged.
+const maxAncestors = 4
+
+// ancestor is tables r was made from and the LIDs changed since them.
+type ancestor struct {
+	r    *Realized
+	lids []int32
+}
+
+// ancestors lists r itself and the tables RealizeChanged made it from,
+// as far as they are alive and up to maxAncestors steps back.
+func (r *Realized) ancestors() []ancestor {
+	out := []ancestor{{r: r}}
+	for x, lids := r, []int32(nil); len(out) <= maxAncestors; {
+		c := x.changes
+		if c == nil || len(x.LFT) == 0 || c.lft != &x.LFT[0] {
+			break
+		}
+		p := c.from.Value()
+		if p == nil {
+			break
+		}
+		lids = append(slices.Clone(lids), c.lids...)
+		out = append(out, ancestor{p, lids})
+		x = p
+	}
+	return out
+}
+
 // PlanesOf returns the planes that realise endpoint e's LIDs.
 func PlanesOf(r *Routes, l *LIDPlan, e int) []Plane {
 	if l.Planes != nil {

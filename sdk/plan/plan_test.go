@@ -277,3 +277,83 @@ func BenchmarkRealizeChanged(b *testing.B) {
 		}
 	}
 }
+
+// TestChangedBetween: tables made by RealizeChanged from common tables,
+// one or more steps back, differ only in the LIDs ChangedBetween names;
+// unrelated tables, or a copy given other rows, are not named.
+func TestChangedBetween(t *testing.T) {
+	topo, err := testfab.FatTree2(6, 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, sw := topo.Endpoints(), topo.Switches()
+	rng := rand.New(rand.NewPCG(7, 8))
+	lids := &plan.LIDPlan{Ports: make([]plan.PortLID, len(eps))}
+	for e := range lids.Ports {
+		lids.Ports[e] = plan.PortLID{Base: uint16(e + 1)}
+	}
+	random := func() plan.DestPlanes {
+		pl := make(plan.Plane, len(sw))
+		for s := range pl {
+			pl[s] = uint8(rng.IntN(4))
+		}
+		return plan.DestPlanes{Planes: []plan.Plane{pl}}
+	}
+	whole := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
+	for e := range whole.Planes {
+		whole.Planes[e] = random()
+	}
+	base, err := plan.Realize(topo, whole, lids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := func(from *plan.Realized, dests ...int32) *plan.Realized {
+		r := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps)), Base: 1, Changed: dests}
+		for _, e := range dests {
+			r.Planes[e] = random()
+		}
+		out, err := plan.RealizeChanged(from, topo, r, lids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	a := change(base, 1, 4)
+	b := change(base, 2)
+	c := change(a, 7)
+	d := change(c, 9)
+	e := change(d, 11)
+	other, err := plan.Realize(topo, whole, lids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := *a
+	copied.LFT = slices.Clone(a.LFT)
+	for _, tc := range []struct {
+		name string
+		x, y *plan.Realized
+		want []int32 // LIDs; nil: not related
+	}{
+		{"made from", base, a, []int32{2, 5}},
+		{"made into", a, base, []int32{2, 5}},
+		{"siblings", a, b, []int32{2, 3, 5}},
+		{"two steps and one", c, b, []int32{2, 3, 5, 8}},
+		{"four steps back", e, base, []int32{2, 5, 8, 10, 12}},
+		{"unrelated", other, a, nil},
+		{"a copy with other rows", &copied, base, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := plan.ChangedBetween(tc.x, tc.y)
+			if ok != (tc.want != nil) || !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, %v; want %v", got, ok, tc.want)
+			}
+			for s := range tc.x.LFT {
+				for lid := range tc.x.LFT[s] {
+					if tc.x.LFT[s][lid] != tc.y.LFT[s][lid] && ok && !slices.Contains(got, int32(lid)) {
+						t.Fatalf("switch %d LID %d differs outside the LIDs named", s, lid)
+					}
+				}
+			}
+		})
+	}
+}
