@@ -321,14 +321,23 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		}
 	}
 
+	// changes are what realises the tables: routes that change the last
+	// answer's, or a whole answer (a plan filed before: the cable came
+	// back) seen as the destinations it changes against the tables kept.
+	changes, from := routes, (*plan.Realized)(nil)
+	if routes.Base != 0 {
+		from = basis.rz
+	} else if kept := r.tablesFor(in, routes, hashes, lids); kept != nil {
+		changes, from = kept.changesTo(routes, hashes), kept.rz
+	}
 	realize := func() (*plan.Realized, error) {
 		realise := plan.Realize
-		if routes.Base != 0 {
+		if from != nil {
 			realise = func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan) (*plan.Realized, error) {
-				return plan.RealizeChanged(basis.rz, t, rt, l)
+				return plan.RealizeChanged(from, t, rt, l)
 			}
 		}
-		rz, err := realise(in.Topo, routes, lids)
+		rz, err := realise(in.Topo, changes, lids)
 		if err != nil {
 			return nil, fmt.Errorf("LID assigner %s produced an unusable plan: %w", r.LID.Name, err)
 		}

@@ -64,3 +64,43 @@ func (b *routeBasis) changedHashes(routes *plan.Routes) ([]uint64, error) {
 	}
 	return hs, nil
 }
+
+// tablesFor returns the basis whose tables a whole planes answer routes
+// (hashes: its destinations') may be realised from as changes: the same
+// fabric shape and LIDs, and at most half of the destinations changed
+// (beyond that nearly every table is copied anyway). A cable that comes
+// back brings back a plan filed before it went down; realised in full
+// that is 187 M entries transposed into a second set of tables at
+// ft3-56, where a few thousand destinations differ from the tables kept.
+func (r *Runner) tablesFor(in Input, routes *plan.Routes, hashes []uint64, lids *plan.LIDPlan) *routeBasis {
+	r.mu.Lock()
+	b := r.basis
+	r.mu.Unlock()
+	if b == nil || !routes.IsPlanes() || lids.Planes != nil || len(hashes) != len(b.hashes) ||
+		len(b.rz.LFT) != len(in.Topo.Switches()) || hashLIDs(lids) != b.lids {
+		return nil
+	}
+	n := 0
+	for d, h := range hashes {
+		if h != b.hashes[d] {
+			n++
+		}
+	}
+	if n > len(hashes)/2 {
+		return nil
+	}
+	return b
+}
+
+// changesTo returns whole routes (hashes: its destinations') as a change
+// to b's answer, for plan.RealizeChanged from b's tables: the same planes,
+// with the destinations whose hashes differ named.
+func (b *routeBasis) changesTo(routes *plan.Routes, hashes []uint64) *plan.Routes {
+	out := &plan.Routes{Planes: routes.Planes, Base: b.token | 1, Changed: []int32{}}
+	for d, h := range hashes {
+		if h != b.hashes[d] {
+			out.Changed = append(out.Changed, int32(d))
+		}
+	}
+	return out
+}

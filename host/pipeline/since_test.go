@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,4 +203,121 @@ func TestEndpointsOnlyLIDs(t *testing.T) {
 			t.Errorf("endpoints-only %v: LID assigner asked %d times, want %d", only, lids.calls, want)
 		}
 	}
+}
+
+// TestFiledAnswerRealisedAsChanges: when a cable comes back, the plan
+// filed before it went down comes back without a route call; its tables
+// are realised as its changes to the tables kept (those of the answer for
+// the cable down), sharing every table that did not change, and equal the
+// whole answer's.
+func TestFiledAnswerRealisedAsChanges(t *testing.T) {
+	full, err := analysistest.FatTree3(8, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut, err := analysistest.FatTree3(8, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The switch cable fewest destinations' Up*/Down* planes use goes down.
+	uses := map[topology.PortRef]int{}
+	for _, dp := range analysistest.UpDown(full, 0).Planes {
+		seen := map[topology.PortRef]bool{}
+		for s, port := range dp.Planes[0] {
+			r := topology.PortRef{Node: full.Switches()[s], Port: port}
+			if port != 0 && port != plan.NoPort && !seen[r] {
+				seen[r] = true
+				uses[r]++
+			}
+		}
+	}
+	least, found := topology.PortRef{}, false
+	for _, n := range full.Switches() {
+		for p := 1; p < len(full.Nodes[n].Ports); p++ {
+			r := topology.PortRef{Node: n, Port: uint8(p)}
+			if peer := full.Port(r).Peer; peer.Connected() && full.Nodes[peer.Node].Type == topology.Switch &&
+				(!found || uses[r]+uses[peer] < uses[least]+uses[full.Port(least).Peer]) {
+				least, found = r, true
+			}
+		}
+	}
+	testfab.SetLinkState(cut, cut.SwitchIndex(least.Node), least.Port, topology.StateDown)
+	eng := &answers{base: base{"updn"}, remote: sdktest.InProcess(t, &repairEngine{updnEngine: updnEngine{base{"updn"}}}, sdk.KindRouting)}
+	r := &Runner{
+		Engines: []Engine{{Identity{Name: "updn"}, eng}},
+		LID:     LIDStage{Identity: Identity{Name: "shifted"}, Impl: &shiftedLIDs{base: base{"shifted"}, first: 1}, RoutesUnread: true},
+		VL:      VLStage{Identity: Identity{Name: "one"}, Impl: &wholeVL{base: base{"one"}}, Remote: true, OneVL: true},
+		Cache:   NewCache(""),
+	}
+	// The repaired routes mix two Up*/Down* orders, which may close a
+	// credit loop: this test is about realising, not judging, them.
+	r.Verify = func(*topology.Topology, *plan.Routes, *plan.LIDPlan, *plan.VLPlan, *plan.Realized) error { return nil }
+	ref := &repairEngine{} // the engine's whole answers, for comparison
+	var tables []*plan.Realized
+	for i, topo := range []*topology.Topology{full, cut, full} {
+		res, err := r.Run(context.Background(), Input{Topo: topo})
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		whole, err := ref.Route(context.Background(), sdk.RouteRequest{Topo: topo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := plan.Realize(topo, whole, res.LIDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sw := range want.LFT {
+			if string(res.Realized.LFT[sw]) != string(want.LFT[sw]) {
+				t.Fatalf("step %d: switch %d's table is not the whole answer's", i, sw)
+			}
+		}
+		tables = append(tables, res.Realized)
+	}
+	if len(eng.got) != 2 {
+		t.Fatalf("%d route calls, want 2 (the cable's return is filed)", len(eng.got))
+	}
+	lids, ok := tables[2].ChangedSince(tables[1])
+	if !ok {
+		t.Fatal("the filed plan was realised in full, not as its changes to the tables kept")
+	}
+	shared := 0
+	for sw := range tables[2].LFT {
+		if &tables[2].LFT[sw][0] == &tables[1].LFT[sw][0] {
+			shared++
+		}
+	}
+	if len(lids) == 0 || shared == 0 || shared == len(tables[2].LFT) {
+		t.Fatalf("%d LIDs changed, %d of %d tables shared: want some of each", len(lids), shared, len(tables[2].LFT))
+	}
+}
+
+// repairEngine answers its first fabric's Up*/Down* routes, and later
+// fabrics those routes with the destinations whose plane uses a link that
+// is down re-routed (as an engine that repairs its routing does): a cable
+// changes few destinations.
+type repairEngine struct {
+	updnEngine
+	first *plan.Routes
+}
+
+func (e *repairEngine) Route(_ context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	fresh := analysistest.UpDown(req.Topo, 0)
+	if e.first == nil {
+		e.first = fresh
+		return fresh, nil
+	}
+	out := &plan.Routes{Planes: slices.Clone(e.first.Planes)}
+	sw := req.Topo.Switches()
+	for d, dp := range out.Planes {
+		for s, port := range dp.Planes[0] {
+			r := topology.PortRef{Node: sw[s], Port: port}
+			if peer := req.Topo.Port(r).Peer; port != 0 && port != plan.NoPort && peer.Connected() &&
+				req.Topo.Nodes[peer.Node].Type == topology.Switch && !req.Topo.IsLinkUp(r) {
+				out.Planes[d] = fresh.Planes[d]
+				break
+			}
+		}
+	}
+	return out, nil
 }
