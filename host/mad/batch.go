@@ -40,6 +40,13 @@ func (c *Client) SetAll(ctx context.Context, n int, req func(i int) Req, done fu
 	c.all(ctx, smp.MethodSet, func() int { return n }, req, done)
 }
 
+// SetEach is SetAll over a list whose length n() may change while it
+// runs: every i below n() is sent; a caller that lowers n to the number
+// it was asked for stops it (Sets in flight still end as SetAll's).
+func (c *Client) SetEach(ctx context.Context, n func() int, req func(i int) Req, done func(i int, err error)) {
+	c.all(ctx, smp.MethodSet, n, req, done)
+}
+
 // GetAll is SetAll's Gets: req(i).Out receives each answer.
 func (c *Client) GetAll(ctx context.Context, n int, req func(i int) Req, done func(i int, err error)) {
 	c.all(ctx, smp.MethodGet, func() int { return n }, req, done)

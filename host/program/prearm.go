@@ -2,6 +2,7 @@ package program
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/ibsm/ibsm/host/discovery"
 	"github.com/ibsm/ibsm/host/mad"
@@ -28,12 +29,14 @@ type prearmed struct {
 // does a port already Armed). Ports behind an M_Key ibsm does not hold
 // are left to Apply.
 //
-// Prearm returns the number of Sets it sent, once all are answered; an
-// Apply with the same fab counts them as its own state Sets and sends
-// neither their Armed Set nor a second one for a port whose Set failed
-// and whose state is therefore unknown (it is sent again: a refusal
-// fails that Apply and the next sweep reads the state afresh).
-func (p *Programmer) Prearm(ctx context.Context, fab *discovery.Fabric) int64 {
+// Prearm sends no more Sets once stop is closed (the plan is ready: what
+// is left is Apply's, which then need not wait for ports armed early) and
+// returns the number it sent, once all are answered. An Apply with the
+// same fab counts them as its own state Sets and sends neither their
+// Armed Set nor a second one for a port whose Set failed and whose state
+// is therefore unknown (it is sent again: a refusal fails that Apply and
+// the next sweep reads the state afresh).
+func (p *Programmer) Prearm(ctx context.Context, fab *discovery.Fabric, stop <-chan struct{}) int64 {
 	f := newForeign(p, p.C.Keys())
 	var ks []portKey
 	var pis []smp.PortInfo
@@ -64,7 +67,16 @@ func (p *Programmer) Prearm(ctx context.Context, fab *discovery.Fabric) int64 {
 		}
 	}
 	ok := make([]bool, len(ks))
-	p.C.SetAll(ctx, len(ks), func(i int) mad.Req {
+	var sent atomic.Int64
+	p.C.SetEach(ctx, func() int {
+		select {
+		case <-stop:
+			return int(sent.Load())
+		default:
+			return len(ks)
+		}
+	}, func(i int) mad.Req {
+		sent.Add(1)
 		n := fab.Nodes[ks[i].guid]
 		return mad.Req{Path: n.Path, Attr: smp.AttrPortInfo, Mod: uint32(ks[i].port), Val: &pis[i]}
 	}, func(i int, err error) {
@@ -73,8 +85,8 @@ func (p *Programmer) Prearm(ctx context.Context, fab *discovery.Fabric) int64 {
 			p.logger().Debug("port not armed ahead of the plan; Apply arms it", "node", ks[i].guid, "port", ks[i].port, "error", err)
 		}
 	})
-	pa := &prearmed{fab: fab, ports: make(map[portKey]smp.PortInfo, len(ks)), sent: int64(len(ks))}
-	for i, k := range ks {
+	pa := &prearmed{fab: fab, ports: make(map[portKey]smp.PortInfo, sent.Load()), sent: sent.Load()}
+	for i, k := range ks[:sent.Load()] {
 		if ok[i] {
 			pa.ports[k] = pis[i]
 		}
@@ -82,7 +94,7 @@ func (p *Programmer) Prearm(ctx context.Context, fab *discovery.Fabric) int64 {
 	p.mu.Lock()
 	p.armed = pa
 	p.mu.Unlock()
-	return int64(len(ks))
+	return pa.sent
 }
 
 // takePrearmed hands Apply what Prearm did in fab (nil if nothing) and

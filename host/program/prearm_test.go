@@ -29,7 +29,7 @@ func TestPrearm(t *testing.T) {
 			}
 			p := &program.Programmer{C: r.c, Parallel: 4}
 			swPorts := switchLinks(topo)
-			if n := p.Prearm(context.Background(), fab); n != swPorts {
+			if n := p.Prearm(context.Background(), fab, nil); n != swPorts {
 				t.Fatalf("Prearm sent %d Sets, want one per cabled switch port (%d)", n, swPorts)
 			}
 			links, caPorts := int64(0), int64(0)
@@ -64,7 +64,7 @@ func TestPrearm(t *testing.T) {
 
 			// A fabric that is up has no Init–Init link.
 			fab2, _ := r.discover(t)
-			if n := p.Prearm(context.Background(), fab2); n != 0 {
+			if n := p.Prearm(context.Background(), fab2, nil); n != 0 {
 				t.Fatalf("Prearm on the programmed fabric sent %d Sets", n)
 			}
 
@@ -73,7 +73,7 @@ func TestPrearm(t *testing.T) {
 			r = newRig(t, tc.file(t))
 			p = &program.Programmer{C: r.c, Parallel: 4}
 			fab, _ = r.discover(t)
-			p.Prearm(context.Background(), fab)
+			p.Prearm(context.Background(), fab, nil)
 			st = apply(t, p, r, rz, vls)
 			if st.Prearmed != 0 || st.StateSets != links {
 				t.Fatalf("Apply of a discovery after Prearm: %d state Sets, %d taken from Prearm; want %d (Active only), 0", st.StateSets, st.Prearmed, links)

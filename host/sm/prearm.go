@@ -10,9 +10,11 @@ import (
 
 // armAhead is the Armed Sets of a heavy sweep sent while its plan is
 // computed (program.Prearm), after the P_Key read-back so that each
-// counts its own SMPs; the distribution phase counts them.
+// counts its own SMPs; the distribution phase counts them. They use what
+// the routing phase leaves of the SMP rate: once the plan is ready no more
+// go out (the rest are Apply's), so they never hold the sweep up.
 type armAhead struct {
-	done       chan struct{}
+	done, stop chan struct{}
 	gets, sets uint64
 }
 
@@ -26,25 +28,33 @@ func (s *SM) armAhead(ctx context.Context, fab *discovery.Fabric, topo *topology
 	if pipe, _ := s.pipe(); pipe == nil || !pipe.VL.OneVL {
 		return nil
 	}
-	a := &armAhead{done: make(chan struct{})}
+	a := &armAhead{done: make(chan struct{}), stop: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		after.wait()
+		select {
+		case <-a.stop:
+			s.Log.Debug("no port armed before the plan: the P_Key read-back took the routing phase")
+			return
+		default:
+		}
 		start, st0 := time.Now(), s.T.Stats()
 		defer func() { a.gets, a.sets = delta(st0, s.T.Stats()) }()
 		if err := s.checkAlone(ctx, fab, topo, nil, false, nil); err != nil {
 			s.Log.Debug("no port armed before the plan", "reason", err)
 			return
 		}
-		n := s.prog.Prearm(ctx, fab)
+		n := s.prog.Prearm(ctx, fab, a.stop)
 		s.Log.Debug("switch ports armed before the plan", "sets", n, "took", time.Since(start))
 	}()
 	return a
 }
 
-// wait waits for the Sets (a may be nil).
-func (a *armAhead) wait() {
+// finish stops the Sets (the plan is ready) and waits for those in
+// flight (a may be nil).
+func (a *armAhead) finish() {
 	if a != nil {
+		close(a.stop)
 		<-a.done
 	}
 }

@@ -388,8 +388,8 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	res, calls, err := s.plan(ctx, fab, topo)
 	rep.Routing = Phase{Time: time.Since(t1)}
 	rep.PluginCalls = calls
+	arm.finish()
 	pkeys.wait() // before anything else is sent: each phase counts its own SMPs
-	arm.wait()
 	if err != nil {
 		var pe *pipeline.PlanError
 		if errors.As(err, &pe) {

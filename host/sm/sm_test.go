@@ -49,10 +49,14 @@ type updn struct {
 	base
 	loop  bool
 	calls atomic.Int64
+	gate  func() // when set, called before answering
 }
 
 func (e *updn) Route(_ context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
 	e.calls.Add(1)
+	if e.gate != nil {
+		e.gate()
+	}
 	r := analysistest.UpDown(req.Topo, 0)
 	if e.loop {
 		for i := range r.Planes {
