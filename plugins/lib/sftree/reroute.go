@@ -51,10 +51,12 @@ import (
 // children y that T still reaches: its own entries that followed T go down
 // to y (a U-turn there), and the row toward it leads everyone that does not
 // climb to it to y, from which the last hop climbs into it (lostRow: why
-// neither closes a credit loop). More than one switch lost (the root's own
-// uplink: its aggregation switch and that switch's top switches) or a lost
-// switch with up links still needs another root: Reroute says so and
-// routes the fabric in full; so does the next repair of such a routing.
+// neither closes a credit loop). Later repairs keep that child while it
+// is cabled and reached, and rebuild the row toward the lost switch. More
+// than one switch lost (the root's own uplink: its aggregation switch and
+// that switch's top switches; or a second such cable) or a lost switch
+// with up links still needs another root: Reroute says so and routes the
+// fabric in full.
 
 // End is one end of a cable: a node GUID and port number.
 type End struct {
@@ -83,6 +85,9 @@ type State struct {
 	// why is "" when Reroute can repair these routes in place, else the
 	// reason it cannot.
 	why string
+	// lost is the top switch root no longer reaches and the child its
+	// routes go through (rootTree leads it there), nil if none.
+	lost *lostTop
 	// prev is the State this one was rerouted from, kept so that cables
 	// coming back up restore its routes: up to maxHistory States, and
 	// behind a full route only as far as the first earlier full route, so
@@ -359,6 +364,9 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 	// The root's own plane first: every switch must still reach the root.
 	sc := ud.newScratch()
 	T := slices.Clone(s.rootTree)
+	if s.lost != nil {
+		T[s.lost.lam] = plan.NoPort // T proper: it still does not reach lam
+	}
 	ud.repairLocal(T, s.root, int(s.root), removed, nil, nil, nil, sc)
 	isLost := make([]bool, g.N)
 	var lost []int32
@@ -370,16 +378,18 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 	}
 	// A top switch the root lost goes through one of its children that
 	// the root still reaches (see lostTop).
-	lam, y := int32(-1), int32(-1)
+	var lt *lostTop
+	lam := int32(-1)
 	if len(lost) > 0 {
 		var why string
-		if lam, y, why = ud.lostTop(T, lost); why != "" {
+		if lt, why = ud.lostTop(T, lost, s.lost); why != "" {
 			rep.Fallback = fmt.Sprintf("subtree root 0x%016x no longer reaches %d switches (0x%016x first) on an up*/down* path, %s; another root is needed", g.SwitchGUID(s.root), len(lost), g.SwitchGUID(lost[0]), why)
 			rep.rootLost = true
 			return nil, nil
 		}
-		T[lam] = ud.portTo(lam, y)
-		rep.Lost, rep.Via = g.SwitchGUID(lam), g.SwitchGUID(y)
+		lam = lt.lam
+		T[lam] = ud.portTo(lam, lt.y)
+		rep.Lost, rep.Via = g.SwitchGUID(lam), g.SwitchGUID(lt.y)
 	}
 	var movedT []int32 // switches whose entry in T changed
 	for x := range T {
@@ -447,7 +457,7 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 					return nil
 				}
 				if d == lam {
-					if err := ud.lostRow(out.Planes[e].Planes[0], lam, y, T, sc); err != nil {
+					if err := ud.lostRow(out.Planes[e].Planes[0], lam, lt.y, T, sc); err != nil {
 						return err
 					}
 					return nil
@@ -477,36 +487,42 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 	}
 	rep.How = HowRepaired
 	rep.Diff = diffRoutes(g, s.routes, out)
-	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, prev: s.trimmed(maxHistory-1, false), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
-	if lam >= 0 {
-		next.why = fmt.Sprintf("top switch 0x%016x, which the subtree root no longer reaches, is routed through 0x%016x; an in-place repair of that routing is not implemented", g.SwitchGUID(lam), g.SwitchGUID(y))
-	}
+	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, lost: lt, prev: s.trimmed(maxHistory-1, false), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
 	return next, nil
 }
 
+// lostTop is a top switch lam the subtree root no longer reaches and the
+// child y its routes go through.
+type lostTop struct{ lam, y int32 }
+
 // lostTop checks that the switches lost (the root's repaired plane T
 // reaches them on no up*/down* path) are one top switch (no up or sibling
-// links), and names it with the child y its routes go through: one T
-// reaches (rotating with the switch), never an ancestor of the root (else
-// the switch would reach the root). Else it says why not.
-func (u *upDown) lostTop(T plan.Plane, lost []int32) (lam, y int32, why string) {
+// links), and names the child its routes go through: was's if was names
+// the same switch and its child is still cabled and reached by T, else one
+// T reaches (rotating with the switch), never an ancestor of the root
+// (else the switch would reach the root). Else it says why not.
+func (u *upDown) lostTop(T plan.Plane, lost []int32, was *lostTop) (*lostTop, string) {
 	if len(lost) > 1 {
-		return -1, -1, fmt.Sprintf("more than one switch lost (%d)", len(lost))
+		return nil, fmt.Sprintf("more than one switch lost (%d)", len(lost))
 	}
-	lam = lost[0]
+	lam := lost[0]
 	if len(u.up[lam]) > 0 || len(u.sib[lam]) > 0 {
-		return -1, -1, "not a top switch"
+		return nil, "not a top switch"
 	}
 	var c []int32
 	for _, l := range u.down[lam] {
-		if T[l.Peer] != plan.NoPort {
-			c = append(c, l.Peer)
+		if T[l.Peer] == plan.NoPort {
+			continue
 		}
+		if was != nil && was.lam == lam && was.y == l.Peer {
+			return was, ""
+		}
+		c = append(c, l.Peer)
 	}
 	if len(c) == 0 {
-		return -1, -1, "none of its children reaches the root"
+		return nil, "none of its children reaches the root"
 	}
-	return lam, c[int(lam)%len(c)], ""
+	return &lostTop{lam, c[int(lam)%len(c)]}, ""
 }
 
 // portTo is the port of a link from s to t.

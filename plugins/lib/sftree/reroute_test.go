@@ -59,6 +59,45 @@ func upCable(lvl int32, want func(t *ftree.Tree, root, s int32) bool) pickCable 
 	}
 }
 
+// nthUpCable is upCable's pick on the nth (from 0) switch want accepts.
+func nthUpCable(lvl int32, want func(t *ftree.Tree, root, s int32) bool, n int) pickCable {
+	return func(t *ftree.Tree, root int32) (int32, uint8) {
+		for _, s := range t.ByLevel[lvl] {
+			if want(t, root, s) && len(t.Up[s]) > 0 {
+				if n == 0 {
+					g := t.Up[s][len(t.Up[s])/2]
+					return s, g.Ports[0]
+				}
+				n--
+			}
+		}
+		return -1, 0
+	}
+}
+
+// lostsOther is the cable of upCable(1, rootParent)'s top switch to the
+// pod after the root's.
+func lostsOther(t *ftree.Tree, root int32) (int32, uint8) {
+	s, p := upCable(1, rootParent)(t, root)
+	var top int32
+	for _, g := range t.Up[s] {
+		if g.Ports[0] == p {
+			top = g.Peer
+		}
+	}
+	for _, a := range t.ByLevel[1] {
+		if a == s || inPod(t, root, a) {
+			continue
+		}
+		for _, g := range t.Up[a] {
+			if g.Peer == top {
+				return a, g.Ports[0]
+			}
+		}
+	}
+	return -1, 0
+}
+
 func notInPod(t *ftree.Tree, root, s int32) bool { return !inPod(t, root, s) }
 func podNotRoot(t *ftree.Tree, root, s int32) bool {
 	return s != root && inPod(t, root, s) && !slices.Contains(parents(t, root), s)
@@ -148,7 +187,9 @@ func TestReroute(t *testing.T) {
 		{"ft3 agg-core, root's pod", ft3, 0, []pickCable{upCable(1, rootParent)}, ""},
 		{"ft3 agg-core, root's pod, lmc 1", ft3, 1, []pickCable{upCable(1, rootParent)}, ""},
 		{"ft3 leaf-agg, then agg-core in the root's pod", ft3, 0, []pickCable{upCable(2, notInPod), upCable(1, rootParent)}, ""},
-		{"ft3 agg-core in the root's pod, then leaf-agg", ft3, 0, []pickCable{upCable(1, rootParent), upCable(2, notInPod)}, "is routed through"},
+		{"ft3 agg-core in the root's pod, then leaf-agg", ft3, 0, []pickCable{upCable(1, rootParent), upCable(2, notInPod)}, ""},
+		{"ft3 agg-core in the root's pod, then the lost switch's other cable", ft3, 0, []pickCable{upCable(1, rootParent), lostsOther}, ""},
+		{"ft3 two agg-core cables in the root's pod", ft3, 0, []pickCable{upCable(1, rootParent), nthUpCable(1, rootParent, 1)}, "more than one switch lost"},
 		{"ft3 root's own uplink", ft3, 0, []pickCable{upCable(2, isRoot)}, "more than one switch lost"},
 		{"ft2 leaf-spine", ft2, 0, []pickCable{upCable(1, func(_ *ftree.Tree, root, s int32) bool { return s != root })}, ""},
 		{"ft2 root's own uplink", ft2, 0, []pickCable{upCable(1, isRoot)}, ""},
@@ -525,5 +566,55 @@ func TestRerouteEveryCable(t *testing.T) {
 			}
 			t.Logf("%v", hows)
 		})
+	}
+}
+
+// TestRerouteAfterLostTop: from the repair that ties a top switch the root
+// lost to one of its children (an aggregation-core cable in the root's
+// pod, ft3-k8), each other switch cable goes down too: every result passes
+// the host's checks, and all are repaired in place, the root kept, but
+// those that lose the root a second switch (its own uplinks, the other
+// aggregation-core cables of its pod).
+func TestRerouteAfterLostTop(t *testing.T) {
+	ctx := context.Background()
+	topo, res := routedFT8(t)
+	s0, p0 := upCable(1, rootParent)(res.Tree, res.State.root)
+	first := cableOf(topo, s0, p0)
+	st, rep, err := res.State.Reroute(ctx, route.NewGraph(ft8Without(t, first)), Delta{Removed: []Cable{first}})
+	if err != nil || rep.How != HowRepaired || st.lost == nil {
+		t.Fatalf("first cable: %v %+v", err, rep)
+	}
+	g := route.NewGraph(topo)
+	hows := map[string]int{}
+	for s := int32(0); s < int32(g.N); s++ {
+		for _, l := range g.Links(s) {
+			c := cableOf(topo, s, l.Port)
+			if s > l.Peer || c == first || c == (Cable{first.B, first.A}) {
+				continue
+			}
+			down := ft8Without(t, first, c)
+			next, rep, err := st.Reroute(ctx, route.NewGraph(down), Delta{Removed: []Cable{c}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			what := fmt.Sprintf("cable 0x%016x/%d (%s %s)", g.SwitchGUID(s), l.Port, rep.How, rep.Fallback)
+			verify(t, what, down, next.routes, 0)
+			switch {
+			case rep.How == HowRepaired && next.Root() == st.Root():
+				if l.Peer == st.lost.lam && s == st.lost.y || s == st.lost.lam && l.Peer == st.lost.y {
+					hows["repaired, its child's cable"]++
+				} else {
+					hows[rep.How]++
+				}
+			case rep.How == HowFull && strings.Contains(rep.Fallback, "more than one switch lost"):
+				hows["full, more lost"]++
+			default:
+				t.Errorf("%s: want a repair keeping the root, or a full route for a second switch lost", what)
+			}
+		}
+	}
+	t.Logf("%v", hows)
+	if hows["repaired, its child's cable"] != 1 {
+		t.Errorf("the cable to the lost switch's child was not repaired in place: %v", hows)
 	}
 }
