@@ -149,7 +149,8 @@ type Result struct {
 
 // Timings are wall-clock times per stage (plugin calls included); the
 // four add up to the phase's wall time. For a CapOneVL assigner the check
-// runs before the call (VLs is 0 when the check spared it).
+// runs before the call (VLs is 0 when the check spared it). An LID stage
+// asked beside the route call (endpoints-only) shows only the wait after it.
 type Timings struct {
 	Routing, LIDs, VLs, Verify time.Duration
 }
@@ -249,6 +250,14 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		return func() (*plan.Routes, error) { return e.Impl.Route(ctx, req) }
 	}
 	basis := r.since(e, in)
+	// An endpoints-only assigner numbers what the topology alone says: it
+	// is asked beside the route call (at ft3-56 its call, the topology's
+	// upload to another process, is 0.1-0.2 s of the routing phase).
+	var lidsBeside *earlyLIDs
+	if r.LID.EndpointsOnly && r.LID.RoutesUnread {
+		lidsBeside = r.startLIDs(ctx, fresh, in, topoHash)
+		defer lidsBeside.wait(nil)
+	}
 	calls := res.Calls
 	routes, err := stage(r, res, fresh, "routing", rk, ask(basis))
 	if err != nil {
@@ -289,28 +298,14 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	}
 
 	t0 = time.Now()
-	lidKey := func(prev uint64) Key {
-		if r.LID.EndpointsOnly && r.LID.RoutesUnread && routes.IsPlanes() {
-			return keyOf("lid-endpoints", r.LID.Name, r.LID.SHA256, r.LID.Version, r.LID.ConfigHash, hashEndpoints(in.Topo), in.LMC, prev)
-		}
-		return keyOf("lid", r.LID.Name, r.LID.SHA256, r.LID.Version, r.LID.ConfigHash, topoHash, hr, in.LMC, prev)
+	var lids *plan.LIDPlan
+	if lidsBeside != nil && routes.IsPlanes() {
+		lids, err = lidsBeside.wait(res)
+	} else {
+		lids, err = r.assignLIDs(ctx, res, fresh, in, topoHash, routes, hr)
 	}
-	lk := lidKey(hashPrevious(in.Topo, in.Previous))
-	calls = res.Calls
-	lids, err := stage(r, res, fresh, "lid", lk, func() (*plan.LIDPlan, error) {
-		return r.LID.Impl.AssignLIDs(ctx, sdk.LIDRequest{Topo: in.Topo, Routes: routes, LMC: in.LMC, Previous: in.Previous})
-	})
 	if err != nil {
 		return res, fmt.Errorf("LID assigner %s: %w", r.LID.Name, err)
-	}
-	if res.Calls > calls {
-		// Once programmed, the plan's own LIDs are what guid2lid holds.
-		// An assigner keeps every Previous LID that still fits (the SDK's
-		// contract), so given its own LIDs it answers this same plan:
-		// file it under that key too, and the next sweep asks nobody.
-		if own := lidKey(hashPrevious(in.Topo, ownLIDs(in.Topo, lids))); own != lk {
-			putBehind(r.Cache, "lid", own, lids)
-		}
 	}
 	res.Timings.LIDs = time.Since(t0)
 	hl := hashLIDs(lids)
@@ -490,6 +485,67 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	}
 	res.Routes, res.LIDs, res.VLs, res.Realized = routes, lids, vls, rz
 	return res, nil
+}
+
+// assignLIDs runs the LID stage for routes (hr: their content hash):
+// filed under the endpoints for an endpoints-only assigner of planes, the
+// topology and the routes otherwise.
+func (r *Runner) assignLIDs(ctx context.Context, res *Result, fresh bool, in Input, topoHash uint64, routes *plan.Routes, hr uint64) (*plan.LIDPlan, error) {
+	lidKey := func(prev uint64) Key {
+		if r.LID.EndpointsOnly && r.LID.RoutesUnread && routes.IsPlanes() {
+			return keyOf("lid-endpoints", r.LID.Name, r.LID.SHA256, r.LID.Version, r.LID.ConfigHash, hashEndpoints(in.Topo), in.LMC, prev)
+		}
+		return keyOf("lid", r.LID.Name, r.LID.SHA256, r.LID.Version, r.LID.ConfigHash, topoHash, hr, in.LMC, prev)
+	}
+	lk := lidKey(hashPrevious(in.Topo, in.Previous))
+	calls := res.Calls
+	lids, err := stage(r, res, fresh, "lid", lk, func() (*plan.LIDPlan, error) {
+		return r.LID.Impl.AssignLIDs(ctx, sdk.LIDRequest{Topo: in.Topo, Routes: routes, LMC: in.LMC, Previous: in.Previous})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.Calls > calls {
+		// Once programmed, the plan's own LIDs are what guid2lid holds.
+		// An assigner keeps every Previous LID that still fits (the SDK's
+		// contract), so given its own LIDs it answers this same plan:
+		// file it under that key too, and the next sweep asks nobody.
+		if own := lidKey(hashPrevious(in.Topo, ownLIDs(in.Topo, lids))); own != lk {
+			putBehind(r.Cache, "lid", own, lids)
+		}
+	}
+	return lids, nil
+}
+
+// earlyLIDs is an endpoints-only assigner's stage run beside the route
+// call, for the planes-form routes it numbers without reading them.
+type earlyLIDs struct {
+	done chan struct{}
+	res  Result // its calls and cache hits, added to the attempt's
+	lids *plan.LIDPlan
+	err  error
+}
+
+// startLIDs starts the LID stage for planes-form routes of in's fabric.
+func (r *Runner) startLIDs(ctx context.Context, fresh bool, in Input, topoHash uint64) *earlyLIDs {
+	e := &earlyLIDs{done: make(chan struct{})}
+	shape := &plan.Routes{Planes: make([]plan.DestPlanes, len(in.Topo.Endpoints()))}
+	go func() {
+		defer close(e.done)
+		e.lids, e.err = r.assignLIDs(ctx, &e.res, fresh, in, topoHash, shape, 0)
+	}()
+	return e
+}
+
+// wait returns the stage's answer once it ended, adding its calls and
+// cache hits to res (nil: only wait).
+func (e *earlyLIDs) wait(res *Result) (*plan.LIDPlan, error) {
+	<-e.done
+	if res != nil {
+		res.Calls += e.res.Calls
+		res.cached += e.res.cached
+	}
+	return e.lids, e.err
 }
 
 // collect waits for the cache's file writes (which hold the routes they

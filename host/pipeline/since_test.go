@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/analysis/analysistest"
@@ -320,4 +322,65 @@ func (e *repairEngine) Route(_ context.Context, req sdk.RouteRequest) (*plan.Rou
 		}
 	}
 	return out, nil
+}
+
+// besideEngine routes Up*/Down* once the LID assigner was asked, or after
+// wait without it.
+type besideEngine struct {
+	updnEngine
+	asked chan struct{}
+	wait  time.Duration
+	saw   bool
+}
+
+func (e *besideEngine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	select {
+	case <-e.asked:
+		e.saw = true
+	case <-time.After(e.wait):
+	}
+	return e.updnEngine.Route(ctx, req)
+}
+
+// askedLIDs tells when it is first asked.
+type askedLIDs struct {
+	seqLIDs
+	asked chan struct{}
+	once  sync.Once
+}
+
+func (a *askedLIDs) AssignLIDs(ctx context.Context, req sdk.LIDRequest) (*plan.LIDPlan, error) {
+	a.once.Do(func() { close(a.asked) })
+	return a.seqLIDs.AssignLIDs(ctx, req)
+}
+
+// TestLIDsBesideRoute: an endpoints-only assigner that does not read the
+// routes is asked while the route call runs (the engine sees it asked
+// before it answers); any other is asked after the routes came back.
+func TestLIDsBesideRoute(t *testing.T) {
+	for _, c := range []struct {
+		only bool
+		wait time.Duration
+	}{{true, 20 * time.Second}, {false, 50 * time.Millisecond}} {
+		asked := make(chan struct{})
+		e := &besideEngine{asked: asked, wait: c.wait}
+		lids := &askedLIDs{seqLIDs: seqLIDs{base: base{"seq"}}, asked: asked}
+		r := &Runner{
+			Engines: []Engine{{Identity{Name: "updn"}, e}},
+			LID:     LIDStage{Identity: Identity{Name: "seq"}, Impl: lids, RoutesUnread: true, EndpointsOnly: c.only},
+			VL:      VLStage{Identity: Identity{Name: "one"}, Impl: &oneVL{base: base{"one"}}},
+			Cache:   NewCache(""),
+			Verify:  loopCheck,
+		}
+		res, err := r.Run(context.Background(), Input{Topo: fatTree2(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.saw != c.only {
+			t.Errorf("endpoints-only %v: LIDs asked during the route call %v", c.only, e.saw)
+		}
+		if lids.calls != 1 || res.Calls != 3 || len(res.LIDs.Ports) != len(fatTree2(t).Endpoints()) {
+			t.Errorf("endpoints-only %v: %d LID calls, %d plugin calls, %d LIDs", c.only, lids.calls, res.Calls, len(res.LIDs.Ports))
+		}
+	}
 }
