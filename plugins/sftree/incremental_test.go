@@ -48,7 +48,7 @@ func TestIncremental(t *testing.T) {
 	}{
 		{"full fabric", nil, "fat tree"},
 		{"leaf cable in the last pod down", []int32{leafCable}, "how=repaired"},
-		{"aggregation cable in the root's pod down", []int32{leafCable, podCable}, "no longer reaches a top switch"},
+		{"aggregation cable in the root's pod down", []int32{leafCable, podCable}, "no longer reaches some switches"},
 		{"another leaf cable down", []int32{leafCable, podCable, leafCable - 1}, "how=repaired"},
 		{"a second aggregation cable in the root's pod down", []int32{leafCable, podCable, leafCable - 1, podCable + 1}, "incremental re-route fell back to a full route"},
 		{"that aggregation cable back up", []int32{leafCable, podCable, leafCable - 1}, "how=restored"},

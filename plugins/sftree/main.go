@@ -58,7 +58,7 @@ func (e *engine) Schema() schema.Block {
 			fmt.Sprintf("Subtree roots at most: 1 is the paper's single root; more let a degraded tree, where no leaf reaches every switch on an up/down path, add leaves as roots for the pairs the first cannot route. Each added root is kept only if the channel dependency graph stays acyclic. 1 to %d.", 64)).
 			WithDefault(cty.NumberIntVal(sftree.DefaultMaxRoots)),
 		schema.Attr("incremental", cty.Bool,
-			"Keep the last routing in memory and, when the next topology differs from it by switch-to-switch cables only, repair the routes that crossed a cable that went down (keeping the subtree root) instead of routing the fabric again, and restore the earlier routes when cables come back up. Where the root no longer reaches a top switch (a cable between it and the root's pod), that switch's routes go through one of its children instead. Where the root loses more than that (its own uplink) or the change is anything else, the fabric is routed in full and the log says why. Costs the memory of up to two routings.").
+			"Keep the last routing in memory and, when the next topology differs from it by switch-to-switch cables only, repair the routes that crossed a cable that went down (keeping the subtree root) instead of routing the fabric again, and restore the earlier routes when cables come back up. Where switches no longer reach the root on an up/down path (a cable between a top switch and the root's pod, or the root's own uplink), their routes go through a child of the one whose own way died. Where a second switch's way dies (the root's other uplinks) or the change is anything else, the fabric is routed in full and the log says why. Costs the memory of up to two routings.").
 			WithDefault(cty.False),
 		schema.Attr("verify_cdg", cty.Bool,
 			"Also check the channel dependency graph of all routes, switch traffic included, where the paper's single-root argument covers them, and withdraw switch routes that would close a credit loop. The check runs anyway when extra subtree roots are tried, and the host's verifier checks every plan's dependency graph whatever this says.").
@@ -157,7 +157,8 @@ func (e *engine) reroute(ctx context.Context, req sdk.RouteRequest) (*plan.Route
 		"ca_destinations", rep.CADests, "switch_destinations", rep.SwitchDests, "entries", rep.Entries,
 		"subtree_root", fmt.Sprintf("0x%016x", next.Root()), "time", rep.Time)
 	if rep.Lost != 0 {
-		e.log.Info("the subtree root no longer reaches a top switch; its routes go through one of its children", "switch", fmt.Sprintf("0x%016x", rep.Lost), "via", fmt.Sprintf("0x%016x", rep.Via))
+		e.log.Info("the subtree root no longer reaches some switches on up*/down* paths; their routes go through a child of the one whose own way died",
+			"switches", rep.LostSwitches, "switch", fmt.Sprintf("0x%016x", rep.Lost), "via", fmt.Sprintf("0x%016x", rep.Via))
 	}
 	if rep.How == sftree.HowFull {
 		e.log.Info("incremental re-route fell back to a full route", "why", rep.Fallback)

@@ -43,20 +43,26 @@ import (
 // — which is the paper's deadlock-freedom argument; the tests check the
 // CDG of every result anyway.
 //
-// A cable between the root's pod and a top switch leaves that top switch
-// without an up*/down* path to the root (it reaches no leaf of the pod),
-// and T no longer reaches it. Moving the root would move every top
-// switch's entry toward every switch it reaches only through T (1.9 M
-// entries at ft3-56); instead the lost top switch is tied to one of its
-// children y that T still reaches: its own entries that followed T go down
-// to y (a U-turn there), and the row toward it leads everyone that does not
-// climb to it to y, from which the last hop climbs into it (lostRow: why
-// neither closes a credit loop). Later repairs keep that child while it
-// is cabled and reached, and rebuild the row toward the lost switch. More
-// than one switch lost (the root's own uplink: its aggregation switch and
-// that switch's top switches; or a second such cable) or a lost switch
-// with up links still needs another root: Reroute says so and routes the
-// fabric in full.
+// A cable between the root's pod and a top switch, or the root's own
+// uplink, leaves switches without an up*/down* path to the root, so T no
+// longer reaches them: the top switch; the root's aggregation switch, its
+// top switches and their other children (84 at ft3-56). Moving the root
+// would move every entry that follows T (1.9 M at ft3-56); instead the
+// one lost switch lam whose own way to the root died is tied to a child y
+// that T still reaches and that reaches every lost switch on an up*/down*
+// path (lostSet): lam goes down to y (a U-turn there), the other lost
+// switches keep their entries, which lead to lam, and the rows toward a
+// lost switch follow, where a switch has no up*/down* path to it, the
+// plane toward y (toward) instead of T, turning at y to climb to it. So
+// the new down-to-up turns are all at y, as the paper's are at the root;
+// its argument does not cover two such switches, so the tests check the
+// one-VL CDG of every single cable's repair and of every second cable's
+// after a lost switch (ft3-k8, ft3-k12), and the host proves every plan
+// before it is sent. Later repairs keep lam's child while it is cabled,
+// reached and reaches them all. A second switch whose own way died (the
+// root's other uplinks; another cable between its pod and a top switch; a
+// cable inside the lost switches on their way to lam) still needs another
+// root: Reroute says so and routes the fabric in full.
 
 // End is one end of a cable: a node GUID and port number.
 type End struct {
@@ -85,9 +91,9 @@ type State struct {
 	// why is "" when Reroute can repair these routes in place, else the
 	// reason it cannot.
 	why string
-	// lost is the top switch root no longer reaches and the child its
-	// routes go through (rootTree leads it there), nil if none.
-	lost *lostTop
+	// lost is the switches root no longer reaches on up*/down* paths, nil
+	// if none.
+	lost *lostSet
 	// prev is the State this one was rerouted from, kept so that cables
 	// coming back up restore its routes: up to maxHistory States, and
 	// behind a full route only as far as the first earlier full route, so
@@ -165,10 +171,12 @@ type RerouteReport struct {
 	Full *Report
 	// Time is the wall time of the call.
 	Time time.Duration
-	// Lost is the top switch (a GUID) the subtree root no longer reaches,
-	// routed through its child Via; 0 if the root still reaches every
-	// switch.
-	Lost, Via uint64
+	// Lost is the switch (a GUID) whose way to the subtree root died,
+	// routed through its child Via, LostSwitches how many switches reach
+	// the root through it (Lost included); 0 if the root still reaches
+	// every switch.
+	Lost, Via    uint64
+	LostSwitches int
 	// rootLost: the fallback is for the subtree root's reach.
 	rootLost bool
 	// base is the earlier State repaired (Back > 0), nil for the last.
@@ -367,35 +375,62 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 	if s.lost != nil {
 		T[s.lost.lam] = plan.NoPort // T proper: it still does not reach lam
 	}
-	ud.repairLocal(T, s.root, int(s.root), removed, nil, nil, nil, sc)
-	isLost := make([]bool, g.N)
-	var lost []int32
-	for _, x := range ud.order {
-		if T[x] == plan.NoPort {
-			isLost[x] = true
-			lost = append(lost, x)
-		}
-	}
-	// A top switch the root lost goes through one of its children that
-	// the root still reaches (see lostTop).
-	var lt *lostTop
-	lam := int32(-1)
+	dead := deadPorts(s.g, removed)
+	ud.repairLocal(T, s.root, int(s.root), dead, nil, nil, nil, sc)
+	isLost, lost := ud.unreached(T, s.root)
+	// Switches the root lost go through a child of the one whose way to
+	// the root died (see lostSet).
+	var ls *lostSet
 	if len(lost) > 0 {
 		var why string
-		if lt, why = ud.lostTop(T, lost, s.lost); why != "" {
+		if ls, why = ud.tieLost(T, s.rootTree, s.root, lost, isLost, removed, s.lost, sc); why != "" {
 			rep.Fallback = fmt.Sprintf("subtree root 0x%016x no longer reaches %d switches (0x%016x first) on an up*/down* path, %s; another root is needed", g.SwitchGUID(s.root), len(lost), g.SwitchGUID(lost[0]), why)
 			rep.rootLost = true
 			return nil, nil
 		}
-		lam = lt.lam
-		T[lam] = ud.portTo(lam, lt.y)
-		rep.Lost, rep.Via = g.SwitchGUID(lam), g.SwitchGUID(lt.y)
+		rep.Lost, rep.Via, rep.LostSwitches = g.SwitchGUID(ls.lam), g.SwitchGUID(ls.y), len(lost)
 	}
-	var movedT []int32 // switches whose entry in T changed
-	for x := range T {
-		if T[x] != s.rootTree[x] {
-			movedT = append(movedT, int32(x))
+	wasLost := func(d int32) bool { return s.lost != nil && s.lost.in[d] }
+	// The trees each switch row follows where it has no up*/down* path,
+	// now (T, or ls.tree toward a lost switch) and before, and the
+	// switches where they differ.
+	type trees struct {
+		now, was plan.Plane
+		moved    []int32
+	}
+	var byKind [2][2]trees // [lost now][lost before]
+	for now := range 2 {
+		for was := range 2 {
+			t := &byKind[now][was]
+			t.now, t.was = T, s.rootTree
+			if now == 1 {
+				if ls == nil {
+					continue
+				}
+				t.now = ls.tree
+			}
+			if was == 1 {
+				if s.lost == nil {
+					continue
+				}
+				t.was = s.lost.tree
+			}
+			for x := range t.now {
+				if t.now[x] != t.was[x] {
+					t.moved = append(t.moved, int32(x))
+				}
+			}
 		}
+	}
+	kind := func(d int32) *trees {
+		now, was := 0, 0
+		if isLost[d] {
+			now = 1
+		}
+		if wasLost(d) {
+			was = 1
+		}
+		return &byKind[now][was]
 	}
 
 	eps := g.Topo.Endpoints()
@@ -404,7 +439,7 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 		isSwitch[swEndpoint(g, d)] = d + 1
 	}
 	// A plane needs repair if it crosses a dead cable, or (a switch row)
-	// follows T where T moved.
+	// follows its tree where that moved.
 	needs := func(e int32, pl plan.Plane) bool {
 		for _, p := range removed {
 			if pl[p.s] == p.port {
@@ -414,11 +449,13 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 		if isSwitch[e] == 0 {
 			return false
 		}
-		if isLost[isSwitch[e]-1] {
-			return true
+		d := isSwitch[e] - 1
+		if d == s.root {
+			return len(byKind[0][0].moved) > 0
 		}
-		for _, x := range movedT {
-			if pl[x] == s.rootTree[x] {
+		t := kind(d)
+		for _, x := range t.moved {
+			if pl[x] == t.was[x] {
 				return true
 			}
 		}
@@ -456,13 +493,8 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 					copy(out.Planes[e].Planes[0], T)
 					return nil
 				}
-				if d == lam {
-					if err := ud.lostRow(out.Planes[e].Planes[0], lam, lt.y, T, sc); err != nil {
-						return err
-					}
-					return nil
-				}
-				if n := ud.repairLocal(out.Planes[e].Planes[0], d, int(d), removed, T, s.rootTree, movedT, sc); n > 0 {
+				t := kind(d)
+				if n := ud.repairLocal(out.Planes[e].Planes[0], d, int(d), dead, t.now, t.was, t.moved, sc); n > 0 {
 					unrouted.Add(int64(n))
 					example.CompareAndSwap(nil, fmt.Sprintf("switch 0x%016x", g.SwitchGUID(d)))
 				}
@@ -473,7 +505,7 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 				return nil
 			}
 			for k, pl := range out.Planes[e].Planes {
-				ud.repairLocal(pl, a.Switch, int(e)+k, removed, nil, nil, nil, sc)
+				ud.repairLocal(pl, a.Switch, int(e)+k, dead, nil, nil, nil, sc)
 			}
 			return nil
 		}
@@ -487,42 +519,205 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 	}
 	rep.How = HowRepaired
 	rep.Diff = diffRoutes(g, s.routes, out)
-	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, lost: lt, prev: s.trimmed(maxHistory-1, false), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
+	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, lost: ls, prev: s.trimmed(maxHistory-1, false), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
 	return next, nil
 }
 
-// lostTop is a top switch lam the subtree root no longer reaches and the
-// child y its routes go through.
-type lostTop struct{ lam, y int32 }
+// lostSet is the switches the subtree root no longer reaches on an
+// up*/down* path (see the package comment): lam, the one whose own way to
+// the root died, and those whose way led through lam; lam goes down to its
+// child y, and rows toward any of them follow tree, the plane toward y,
+// where they have no up*/down* path.
+type lostSet struct {
+	lam, y int32
+	in     []bool // by switch: lost
+	tree   plan.Plane
+}
 
-// lostTop checks that the switches lost (the root's repaired plane T
-// reaches them on no up*/down* path) are one top switch (no up or sibling
-// links), and names the child its routes go through: was's if was names
-// the same switch and its child is still cabled and reached by T, else one
-// T reaches (rotating with the switch), never an ancestor of the root
-// (else the switch would reach the root). Else it says why not.
-func (u *upDown) lostTop(T plan.Plane, lost []int32, was *lostTop) (*lostTop, string) {
-	if len(lost) > 1 {
-		return nil, fmt.Sprintf("more than one switch lost (%d)", len(lost))
+// unreached lists the ranked switches whose walk along T does not reach
+// root, in u.order, and marks them by switch.
+func (u *upDown) unreached(T plan.Plane, root int32) ([]bool, []int32) {
+	const (
+		unknown = iota
+		reaches
+		lost
+	)
+	state := make([]uint8, len(T))
+	state[root] = reaches
+	var out []int32
+	var walk []int32
+	for _, x := range u.order {
+		walk = walk[:0]
+		y := x
+		for state[y] == unknown && len(walk) <= len(T) {
+			walk = append(walk, y)
+			if T[y] == plan.NoPort {
+				break
+			}
+			n := u.g.PeerSwitch(y, T[y])
+			if n < 0 {
+				break
+			}
+			y = n
+		}
+		v := uint8(lost)
+		if state[y] == reaches {
+			v = reaches
+		}
+		for _, w := range walk {
+			state[w] = v
+		}
 	}
-	lam := lost[0]
-	if len(u.up[lam]) > 0 || len(u.sib[lam]) > 0 {
-		return nil, "not a top switch"
+	isLost := make([]bool, len(T))
+	for _, x := range u.order {
+		if state[x] == lost {
+			isLost[x] = true
+			out = append(out, x)
+		}
+	}
+	return isLost, out
+}
+
+// tieLost finds, among the lost switches, the one switch lam whose way to
+// the root died (its entry in old, the root's plane before, crossed a dead
+// cable, or it was the lost switch there already), checks that every other
+// lost switch's old entry still leads to a lost switch (so to lam), and
+// chooses lam's child y: was's if was names the same switch and its child
+// is still cabled, reached by T and reaches every lost switch on an
+// up*/down* path, else the first such child in a rotation with lam. It
+// then ties them into T (lam down to y, the others as in old) and builds
+// the plane toward y. Else it says why not.
+func (u *upDown) tieLost(T, old plan.Plane, root int32, lost []int32, isLost []bool, removed []portRef, was *lostSet, sc *scratch) (*lostSet, string) {
+	lam := int32(-1)
+	for _, x := range lost {
+		if (was != nil && x == was.lam) || slices.Contains(removed, portRef{x, old[x]}) {
+			if lam >= 0 {
+				return nil, "more than one switch lost its way to the root"
+			}
+			lam = x
+			continue
+		}
+		if n := u.g.PeerSwitch(x, old[x]); old[x] == plan.NoPort || n < 0 || !isLost[n] {
+			return nil, fmt.Sprintf("switch 0x%016x lost its way to the root with its old route intact", u.g.SwitchGUID(x))
+		}
+	}
+	if lam < 0 {
+		return nil, "no switch lost its way to the root"
 	}
 	var c []int32
 	for _, l := range u.down[lam] {
-		if T[l.Peer] == plan.NoPort {
-			continue
+		if !isLost[l.Peer] {
+			c = append(c, l.Peer)
 		}
-		if was != nil && was.lam == lam && was.y == l.Peer {
-			return was, ""
-		}
-		c = append(c, l.Peer)
 	}
 	if len(c) == 0 {
 		return nil, "none of its children reaches the root"
 	}
-	return &lostTop{lam, c[int(lam)%len(c)]}, ""
+	if was != nil && was.lam == lam {
+		if i := slices.Index(c, was.y); i >= 0 {
+			c = append([]int32{was.y}, slices.Delete(c, i, i+1)...)
+		}
+	} else {
+		k := int(lam) % len(c)
+		c = append(c[k:], c[:k]...)
+	}
+	for _, y := range c {
+		if !u.reachesAll(y, lost, sc) {
+			continue
+		}
+		for _, x := range lost {
+			T[x] = old[x]
+		}
+		T[lam] = u.portTo(lam, y)
+		tree, ok := u.toward(T, root, y, sc)
+		if !ok {
+			return nil, fmt.Sprintf("the root reaches its child 0x%016x on no up*/down* path", u.g.SwitchGUID(y))
+		}
+		return &lostSet{lam: lam, y: y, in: isLost, tree: tree}, ""
+	}
+	return nil, "none of its children reaches every lost switch on an up*/down* path"
+}
+
+// reachesAll reports whether y reaches every switch of ts on an up*/down*
+// path: climbing to an ancestor of it, then descending.
+func (u *upDown) reachesAll(y int32, ts []int32, sc *scratch) bool {
+	sc.stamp++
+	st := sc.stamp
+	if len(sc.ancAt) < u.g.N {
+		sc.ancAt, sc.affAt, sc.dstAt = make([]int32, u.g.N), make([]int32, u.g.N), make([]int32, u.g.N)
+	}
+	// Climb from y (ancAt), then descend from all of that (affAt).
+	sc.ancAt[y] = st
+	q := append(sc.queue[:0], y)
+	for h := 0; h < len(q); h++ {
+		for _, l := range u.up[q[h]] {
+			if sc.ancAt[l.Peer] != st {
+				sc.ancAt[l.Peer] = st
+				q = append(q, l.Peer)
+			}
+		}
+	}
+	for _, x := range q {
+		sc.affAt[x] = st
+	}
+	for h := 0; h < len(q); h++ {
+		for _, l := range u.down[q[h]] {
+			if sc.affAt[l.Peer] != st {
+				sc.affAt[l.Peer] = st
+				q = append(q, l.Peer)
+			}
+		}
+	}
+	sc.queue = q
+	for _, t := range ts {
+		if sc.affAt[t] != st {
+			return false
+		}
+	}
+	return true
+}
+
+// toward is the plane toward y that rows toward the lost switches follow:
+// up*/down* where a switch has such a path to y, keeping T's entry wherever
+// that is a step of one (y's ancestors descend, T's port if it leads to an
+// ancestor one hop nearer, else one of those rotating with y; the others
+// climb, T's port if its parent has a path, else a parent on a shortest
+// climb), and T (toward the root, which must have a path) elsewhere. y
+// itself is NoPort. It reports false if the root has no path to y.
+func (u *upDown) toward(T plan.Plane, root, y int32, sc *scratch) (plan.Plane, bool) {
+	pl := make(plan.Plane, len(T))
+	if ok, err := u.descents(y, pl, sc); !ok || err != nil {
+		return nil, false
+	}
+	for _, a := range sc.queue[1:] {
+		if n := u.g.PeerSwitch(a, T[a]); T[a] != plan.NoPort && n >= 0 && sc.dist[n] == sc.dist[a]-1 && u.rank[n] > u.rank[a] {
+			pl[a] = T[a]
+		}
+	}
+	for _, s := range u.order {
+		if pl[s] != plan.NoPort || s == y {
+			continue
+		}
+		if n := u.g.PeerSwitch(s, T[s]); T[s] != plan.NoPort && n >= 0 && u.rank[n] < u.rank[s] && sc.dist[n] != route.Unreachable {
+			pl[s], sc.dist[s] = T[s], min(sc.dist[n], route.MaxHops-1)+1
+			continue
+		}
+		best, c := closestUp(u.up[s], func(p int32) uint8 { return sc.dist[p] }, sc.cand)
+		sc.cand = c
+		if best != route.Unreachable {
+			pl[s], sc.dist[s] = c[int(y)%len(c)], min(best, route.MaxHops-1)+1
+		}
+	}
+	if pl[root] == plan.NoPort && root != y {
+		return nil, false
+	}
+	for _, s := range u.order {
+		if pl[s] == plan.NoPort && s != y {
+			pl[s] = T[s]
+		}
+	}
+	pl[y] = plan.NoPort
+	return pl, true
 }
 
 // portTo is the port of a link from s to t.
@@ -533,52 +728,6 @@ func (u *upDown) portTo(s, t int32) uint8 {
 		}
 	}
 	return plan.NoPort
-}
-
-// lostRow fills pl, the switch row toward a top switch lam that the
-// subtree root no longer reaches, through lam's child y (lostTop): y
-// forwards up to lam; y's ancestors descend toward y on a shortest
-// descent; every other switch climbs on a shortest climb to lam itself or
-// to an ancestor of y; the rest follow T (which leads lam to y too) to
-// their U-turn.
-//
-// lam's own routes, where it has no up*/down* path, go down to y and on
-// from there (T), a U-turn at y; the row toward lam has its last turn at
-// y too, down from an ancestor and up into lam. Neither adds a credit
-// loop: lam's turn at y is entered over lam->y, which only traffic
-// climbing into lam from another child feeds, and that climbs from its
-// own source (its U-turn could only be at y, and lam->y cannot follow
-// y->lam); the U-turn into lam leaves over y->lam, after which traffic
-// only descends from lam into other children's subtrees, where no U-turn
-// leads up again (the root's U-turns are below the dead cable, out of
-// lam's reach, and y's need lam->y). Every other U-turn stays on the
-// root's plane.
-func (u *upDown) lostRow(pl plan.Plane, lam, y int32, T plan.Plane, sc *scratch) error {
-	if ok, err := u.descents(y, pl, sc); !ok || err != nil {
-		return err
-	}
-	pl[lam], sc.dist[lam] = 0, 0
-	pl[y], sc.dist[y] = u.portTo(y, lam), 1
-	for _, s := range u.order {
-		if pl[s] != plan.NoPort {
-			continue
-		}
-		best, c := closestUp(u.up[s], func(p int32) uint8 { return sc.dist[p] }, sc.cand)
-		sc.cand = c
-		if best == route.Unreachable {
-			continue
-		}
-		if best >= route.MaxHops {
-			return fmt.Errorf("sftree: path from switch 0x%016x longer than %d hops", u.g.SwitchGUID(s), route.MaxHops)
-		}
-		pl[s], sc.dist[s] = c[int(lam)%len(c)], best+1
-	}
-	for _, s := range u.order {
-		if pl[s] == plan.NoPort {
-			pl[s] = T[s]
-		}
-	}
-	return nil
 }
 
 // without is u on g, the same fabric with the removed ports' cables gone:
@@ -605,7 +754,7 @@ func (u *upDown) without(g *route.Graph, removed []portRef) *upDown {
 // still have an up*/down* path (the old one if it still is one), else T'
 // in a switch row and NoPort in a CA plane (or in T itself). Ties rotate
 // with rot. It returns how many switches of a switch row it left at NoPort.
-func (u *upDown) repairLocal(pl plan.Plane, target int32, rot int, dead []portRef, tree, oldTree plan.Plane, moved []int32, sc *scratch) (unrouted int) {
+func (u *upDown) repairLocal(pl plan.Plane, target int32, rot int, dead []deadPort, tree, oldTree plan.Plane, moved []int32, sc *scratch) (unrouted int) {
 	if len(sc.ancAt) < len(pl) {
 		sc.ancAt, sc.affAt, sc.dstAt = make([]int32, len(pl)), make([]int32, len(pl)), make([]int32, len(pl))
 	}
@@ -618,23 +767,46 @@ func (u *upDown) repairLocal(pl plan.Plane, target int32, rot int, dead []portRe
 			aff = append(aff, x)
 		}
 	}
+	kind := sc.kind[:0]
 	for _, p := range dead {
-		if pl[p.s] == p.port {
+		if pl[p.s] == p.port && sc.affAt[p.s] != st {
 			seed(p.s)
+			kind = append(kind, u.walkKind(pl, p.s, target, dead))
 		}
 	}
+	// Upstream of the seeds, by reverse walk: only the walks that were
+	// up*/down* through them may have lost their path; the others follow
+	// a tree that still leads where it did (a switch without a path before
+	// has none now).
+	for h := 0; h < len(aff); h++ {
+		x, k := aff[h], kind[h]
+		if k == walkOther {
+			continue
+		}
+		for _, l := range u.g.Links(x) {
+			y := l.Peer
+			if u.rank[y] < 0 || pl[y] == plan.NoPort || sc.affAt[y] == st || u.g.PeerSwitch(y, pl[y]) != x {
+				continue
+			}
+			switch {
+			case u.rank[y] > u.rank[x]: // climbs into x
+				seed(y)
+				kind = append(kind, walkClimbs)
+			case u.rank[y] < u.rank[x] && k == walkDescends:
+				seed(y)
+				kind = append(kind, walkDescends)
+			}
+		}
+	}
+	sc.kind = kind
+	// A switch that follows the old tree where the tree moved takes the
+	// new one; the switches whose walk leads through it need no look: one
+	// with an up*/down* path does not go through a switch without one, and
+	// one without keeps following the tree (paths only die with a dead
+	// cable, whose walks were seeded above).
 	for _, x := range moved {
 		if pl[x] == oldTree[x] && x != target {
 			seed(x)
-		}
-	}
-	// Upstream of the seeds, by reverse walk.
-	for h := 0; h < len(aff); h++ {
-		x := aff[h]
-		for _, l := range u.g.Links(x) {
-			if y := l.Peer; u.rank[y] >= 0 && pl[y] != plan.NoPort && u.g.PeerSwitch(y, pl[y]) == x {
-				seed(y)
-			}
 		}
 	}
 	sc.aff = aff
@@ -693,6 +865,67 @@ func (u *upDown) repairLocal(pl plan.Plane, target int32, rot int, dead []portRe
 		pl[s] = c[rot%len(c)]
 	}
 	return unrouted
+}
+
+// deadPort is a switch port whose cable went down, with the switch at its
+// other end.
+type deadPort struct {
+	s    int32
+	port uint8
+	peer int32
+}
+
+// deadPorts names the removed ports' peers on old, the graph they were up
+// in.
+func deadPorts(old *route.Graph, removed []portRef) []deadPort {
+	out := make([]deadPort, len(removed))
+	for i, p := range removed {
+		out[i] = deadPort{p.s, p.port, old.PeerSwitch(p.s, p.port)}
+	}
+	return out
+}
+
+// What kind of walk a switch had toward a plane's target.
+const (
+	walkOther    = iota // not up*/down* (it follows a tree to a U-turn), or broken
+	walkClimbs          // up*/down*, climbing first
+	walkDescends        // descending only
+)
+
+// walkKind classifies x's walk along pl toward target as it was before
+// the dead cables went down.
+func (u *upDown) walkKind(pl plan.Plane, x, target int32, dead []deadPort) uint8 {
+	climbed, descended := false, false
+	for y, hops := x, 0; hops <= route.MaxHops; hops++ {
+		if y == target {
+			if climbed {
+				return walkClimbs
+			}
+			return walkDescends
+		}
+		if pl[y] == plan.NoPort {
+			return walkOther
+		}
+		n := u.g.PeerSwitch(y, pl[y])
+		for _, d := range dead {
+			if d.s == y && d.port == pl[y] {
+				n = d.peer
+			}
+		}
+		switch {
+		case n < 0 || u.rank[n] < 0 || u.rank[n] == u.rank[y]:
+			return walkOther
+		case u.rank[n] < u.rank[y]:
+			if descended {
+				return walkOther
+			}
+			climbed = true
+		default:
+			descended = true
+		}
+		y = n
+	}
+	return walkOther
 }
 
 // closestUp puts into c the ports of the up links ups whose parents are

@@ -62,6 +62,7 @@ func benchReroute(b *testing.B, k int) {
 		{"leaf-agg-root-pod", upCable(2, podNotRoot)},
 		{"agg-core-other-pod", upCable(1, notInPod)},
 		{"agg-core-root-pod", upCable(1, rootParent)},
+		{"root-uplink", upCable(2, isRoot)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			s, p := c.pick(res.Tree, res.State.root)

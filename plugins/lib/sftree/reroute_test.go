@@ -98,6 +98,10 @@ func lostsOther(t *ftree.Tree, root int32) (int32, uint8) {
 	return -1, 0
 }
 
+// rootsFirstUplink is the root's first up cable (upCable picks a middle
+// one).
+func rootsFirstUplink(t *ftree.Tree, root int32) (int32, uint8) { return root, t.Up[root][0].Ports[0] }
+
 func notInPod(t *ftree.Tree, root, s int32) bool { return !inPod(t, root, s) }
 func podNotRoot(t *ftree.Tree, root, s int32) bool {
 	return s != root && inPod(t, root, s) && !slices.Contains(parents(t, root), s)
@@ -190,7 +194,11 @@ func TestReroute(t *testing.T) {
 		{"ft3 agg-core in the root's pod, then leaf-agg", ft3, 0, []pickCable{upCable(1, rootParent), upCable(2, notInPod)}, ""},
 		{"ft3 agg-core in the root's pod, then the lost switch's other cable", ft3, 0, []pickCable{upCable(1, rootParent), lostsOther}, ""},
 		{"ft3 two agg-core cables in the root's pod", ft3, 0, []pickCable{upCable(1, rootParent), nthUpCable(1, rootParent, 1)}, "more than one switch lost"},
-		{"ft3 root's own uplink", ft3, 0, []pickCable{upCable(2, isRoot)}, "more than one switch lost"},
+		{"ft3 root's own uplink", ft3, 0, []pickCable{upCable(2, isRoot)}, ""},
+		{"ft3 root's own uplink, lmc 1", ft3, 1, []pickCable{upCable(2, isRoot)}, ""},
+		{"ft3 root's own uplink, then leaf-agg", ft3, 0, []pickCable{upCable(2, isRoot), upCable(2, notInPod)}, ""},
+		{"ft3 root's own uplink, then agg-core in another pod", ft3, 0, []pickCable{upCable(2, isRoot), upCable(1, notInPod)}, ""},
+		{"ft3 root's two uplinks", ft3, 0, []pickCable{upCable(2, isRoot), rootsFirstUplink}, "more than one switch lost"},
 		{"ft2 leaf-spine", ft2, 0, []pickCable{upCable(1, func(_ *ftree.Tree, root, s int32) bool { return s != root })}, ""},
 		{"ft2 root's own uplink", ft2, 0, []pickCable{upCable(1, isRoot)}, ""},
 	} {
@@ -315,18 +323,20 @@ func TestRerouteRefuses(t *testing.T) {
 	s, p := upCable(2, notInPod)(res.Tree, res.State.root)
 	cable := cableOf(topo, s, p)
 	other := cableOf(topo, s, res.Tree.Up[s][0].Ports[0])
+	ft3 := func() (*topology.Topology, error) { return sdktest.FatTree3(8) }
 	for _, tc := range []struct {
-		name  string
-		down  []Cable // cables down in the fabric
-		delta Delta
-		want  string
+		name   string
+		fabric func() (*topology.Topology, error)
+		down   []Cable // cables down in the fabric
+		delta  Delta
+		want   string
 	}{
-		{"delta names another cable", []Cable{cable}, Delta{Removed: []Cable{other}}, "not in the delta"},
-		{"delta misses the cable", []Cable{cable}, Delta{}, "the delta has 0"},
-		{"a cable up it never lost", nil, Delta{Added: []Cable{cable}}, "the delta has 2"},
+		{"delta names another cable", ft3, []Cable{cable}, Delta{Removed: []Cable{other}}, "not in the delta"},
+		{"delta misses the cable", ft3, []Cable{cable}, Delta{}, "the delta has 0"},
+		{"a cable up it never lost", ft3, nil, Delta{Added: []Cable{cable}}, "the delta has 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fab, err := sdktest.FatTree3(8)
+			fab, err := tc.fabric()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -439,35 +449,35 @@ func TestRerouteMissedUp(t *testing.T) {
 
 // TestRerouteMissedUpAfterFull: the host's sequence down(A), up(A) from
 // its plan cache, down(B), where A and B each make the repair fall back to
-// a full route (the root's own uplinks), then up(B) from the cache and
-// down(C): C is repaired from the first routing (whose fabric has A and B),
-// which each full route keeps behind it, not routed in full because the
-// routings kept all lack A or B.
+// a full route (each two aggregation-core cables of the root's pod, so
+// that two switches lose their way to the root), then up(B) from the
+// cache and down(C): C is repaired from the first routing (whose fabric
+// has A and B), which each full route keeps behind it, not routed in full
+// because the routings kept all lack A or B.
 func TestRerouteMissedUpAfterFull(t *testing.T) {
 	ctx := context.Background()
 	topo, res := routedFT8(t)
 	fabric := func(down ...Cable) *route.Graph { return route.NewGraph(ft8Without(t, down...)) }
 	r := res.State.root
-	a := cableOf(topo, r, res.Tree.Up[r][0].Ports[0])
-	b := cableOf(topo, r, res.Tree.Up[r][1].Ports[0])
+	pod := func(n int) Cable {
+		s, p := nthUpCable(1, rootParent, n)(res.Tree, r)
+		return cableOf(topo, s, p)
+	}
+	a, b := []Cable{pod(0), pod(1)}, []Cable{pod(2), pod(3)}
 	s, p := upCable(2, notInPod)(res.Tree, r)
-	c := cableOf(topo, s, p)
+	c := []Cable{cableOf(topo, s, p)}
 	st := res.State
 	for i, step := range []struct {
-		down, up Cable
+		down, up []Cable
 		wantHow  string
 		wantBack int
 	}{
-		{a, Cable{}, HowFull, 0},
+		{a, nil, HowFull, 0},
 		{b, a, HowFull, 1},
 		{c, b, HowRepaired, 1},
 	} {
-		d := Delta{Removed: []Cable{step.down}}
-		if step.up != (Cable{}) {
-			d.Added = []Cable{step.up}
-		}
-		g := fabric(step.down)
-		next, rep, err := st.Reroute(ctx, g, d)
+		g := fabric(step.down...)
+		next, rep, err := st.Reroute(ctx, g, Delta{Removed: step.down, Added: step.up})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -514,9 +524,11 @@ func routedWith(t *testing.T, build func() (*topology.Topology, error)) (*topolo
 
 // TestRerouteEveryCable takes each switch cable of small trees down alone
 // from the full routing: every result passes the host's checks (every
-// pair, no loop, an acyclic one-VL CDG), and every cable but a root's own
-// uplink on ft3 (its aggregation switch and that switch's top switches
-// lose the root) is repaired in place, the root kept.
+// pair, no loop, an acyclic one-VL CDG) and is repaired in place, the root
+// kept; the root's own uplinks (on ft3 their aggregation switch, its top
+// switches and their other children lose the root; on ft2 the spine) and
+// on ft3 the cables between the root's pod and a top switch (that switch)
+// are repaired through a lost switch's child, no other cable.
 func TestRerouteEveryCable(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -550,16 +562,21 @@ func TestRerouteEveryCable(t *testing.T) {
 					}
 					what := fmt.Sprintf("cable 0x%016x/%d (%s %s)", g.SwitchGUID(s), l.Port, rep.How, rep.Fallback)
 					verify(t, what, down, next.routes, 0)
-					rootsOwn := (s == res.State.root || l.Peer == res.State.root) && strings.HasPrefix(tc.name, "ft3")
-					switch {
-					case rootsOwn && rep.How != HowFull:
-						t.Errorf("%s: want a full route (the root's own uplink)", what)
-					case !rootsOwn && (rep.How != HowRepaired || next.Root() != res.State.Root()):
+					rootsOwn := s == res.State.root || l.Peer == res.State.root
+					rp := parents(res.Tree, res.State.root)
+					rank := res.State.ud.rank
+					podTop := rank[s] == 0 && slices.Contains(rp, l.Peer) || rank[l.Peer] == 0 && slices.Contains(rp, s)
+					if rep.How != HowRepaired || next.Root() != res.State.Root() {
 						t.Errorf("%s: want a repair keeping the root", what)
 					}
-					if rep.Lost != 0 {
-						hows["repaired, lost top switch"]++
-					} else {
+					switch {
+					case (rootsOwn || podTop) != (rep.Lost != 0):
+						t.Errorf("%s: lost %d switches, want some only for the root's uplinks and its pod's cables to top switches", what, rep.LostSwitches)
+					case rootsOwn:
+						hows[fmt.Sprintf("repaired, root's uplink, %d switches lost", rep.LostSwitches)]++
+					case podTop:
+						hows[fmt.Sprintf("repaired, %d top switch lost", rep.LostSwitches)]++
+					default:
 						hows[rep.How]++
 					}
 				}
@@ -569,52 +586,67 @@ func TestRerouteEveryCable(t *testing.T) {
 	}
 }
 
-// TestRerouteAfterLostTop: from the repair that ties a top switch the root
-// lost to one of its children (an aggregation-core cable in the root's
-// pod, ft3-k8), each other switch cable goes down too: every result passes
-// the host's checks, and all are repaired in place, the root kept, but
-// those that lose the root a second switch (its own uplinks, the other
-// aggregation-core cables of its pod).
-func TestRerouteAfterLostTop(t *testing.T) {
-	ctx := context.Background()
-	topo, res := routedFT8(t)
-	s0, p0 := upCable(1, rootParent)(res.Tree, res.State.root)
-	first := cableOf(topo, s0, p0)
-	st, rep, err := res.State.Reroute(ctx, route.NewGraph(ft8Without(t, first)), Delta{Removed: []Cable{first}})
-	if err != nil || rep.How != HowRepaired || st.lost == nil {
-		t.Fatalf("first cable: %v %+v", err, rep)
-	}
-	g := route.NewGraph(topo)
-	hows := map[string]int{}
-	for s := int32(0); s < int32(g.N); s++ {
-		for _, l := range g.Links(s) {
-			c := cableOf(topo, s, l.Port)
-			if s > l.Peer || c == first || c == (Cable{first.B, first.A}) {
-				continue
+// TestRerouteAfterLost: from a repair that ties switches the root lost to
+// a child of the one whose way to the root died (ft3-k8: an
+// aggregation-core cable in the root's pod loses a top switch; the root's
+// own uplink its aggregation switch, that switch's top switches and their
+// other children), each other switch cable goes down too: every result
+// passes the host's checks, and all are repaired in place, the root kept,
+// but those where a second switch loses its way to the root (the root's
+// other uplinks, its pod's other aggregation-core cables, and after the
+// uplink cables within the lost switches), which route in full. The cable
+// to the lost switch's child is among the repairs.
+func TestRerouteAfterLost(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first pickCable
+		lost  int // switches lost after the first cable
+	}{
+		{"agg-core in the root's pod", upCable(1, rootParent), 1},
+		{"root's own uplink", upCable(2, isRoot), 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			topo, res := routedFT8(t)
+			s0, p0 := tc.first(res.Tree, res.State.root)
+			first := cableOf(topo, s0, p0)
+			st, rep, err := res.State.Reroute(ctx, route.NewGraph(ft8Without(t, first)), Delta{Removed: []Cable{first}})
+			if err != nil || rep.How != HowRepaired || st.lost == nil || rep.LostSwitches != tc.lost {
+				t.Fatalf("first cable: %v %+v, want a repair losing %d switches", err, rep, tc.lost)
 			}
-			down := ft8Without(t, first, c)
-			next, rep, err := st.Reroute(ctx, route.NewGraph(down), Delta{Removed: []Cable{c}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			what := fmt.Sprintf("cable 0x%016x/%d (%s %s)", g.SwitchGUID(s), l.Port, rep.How, rep.Fallback)
-			verify(t, what, down, next.routes, 0)
-			switch {
-			case rep.How == HowRepaired && next.Root() == st.Root():
-				if l.Peer == st.lost.lam && s == st.lost.y || s == st.lost.lam && l.Peer == st.lost.y {
-					hows["repaired, its child's cable"]++
-				} else {
-					hows[rep.How]++
+			g := route.NewGraph(topo)
+			hows := map[string]int{}
+			for s := int32(0); s < int32(g.N); s++ {
+				for _, l := range g.Links(s) {
+					c := cableOf(topo, s, l.Port)
+					if s > l.Peer || c == first || c == (Cable{first.B, first.A}) {
+						continue
+					}
+					down := ft8Without(t, first, c)
+					next, rep, err := st.Reroute(ctx, route.NewGraph(down), Delta{Removed: []Cable{c}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					what := fmt.Sprintf("cable 0x%016x/%d (%s %s)", g.SwitchGUID(s), l.Port, rep.How, rep.Fallback)
+					verify(t, what, down, next.routes, 0)
+					switch {
+					case rep.How == HowRepaired && next.Root() == st.Root():
+						if l.Peer == st.lost.lam && s == st.lost.y || s == st.lost.lam && l.Peer == st.lost.y {
+							hows["repaired, its child's cable"]++
+						} else {
+							hows[rep.How]++
+						}
+					case rep.How == HowFull && strings.Contains(rep.Fallback, "more than one switch lost"):
+						hows["full, more lost"]++
+					default:
+						t.Errorf("%s: want a repair keeping the root, or a full route for a second switch lost", what)
+					}
 				}
-			case rep.How == HowFull && strings.Contains(rep.Fallback, "more than one switch lost"):
-				hows["full, more lost"]++
-			default:
-				t.Errorf("%s: want a repair keeping the root, or a full route for a second switch lost", what)
 			}
-		}
-	}
-	t.Logf("%v", hows)
-	if hows["repaired, its child's cable"] != 1 {
-		t.Errorf("the cable to the lost switch's child was not repaired in place: %v", hows)
+			t.Logf("%v", hows)
+			if hows["repaired, its child's cable"] != 1 {
+				t.Errorf("the cable to the lost switch's child was not repaired in place: %v", hows)
+			}
+		})
 	}
 }

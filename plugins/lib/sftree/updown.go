@@ -106,6 +106,7 @@ type scratch struct {
 	stamp               int32
 	ancAt, affAt, dstAt []int32
 	aff                 []int32
+	kind                []uint8 // walkKind by position in aff, for the reverse walk
 }
 
 func (u *upDown) newScratch() *scratch {
