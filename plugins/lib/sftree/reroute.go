@@ -284,7 +284,11 @@ func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*Stat
 		}
 		next.prev = from.trimmed(maxHistory-1, true)
 		rep.How, rep.Full = HowFull, res.Switches
-		rep.Diff = diffRoutes(g, s.routes, next.routes)
+		if sameNodes(s.g, g) == "" {
+			rep.Diff = diffRoutes(g, s.routes, next.routes)
+		} else {
+			rep.Diff = everyDest(g, next.routes) // another fabric: nothing to compare
+		}
 	}
 	rep.Time = time.Since(start)
 	return next, rep, nil
@@ -1092,7 +1096,26 @@ type Diff struct {
 	Changed []int32
 }
 
-// diffRoutes is the Diff from a to b.
+// everyDest is the Diff that counts every destination of r and its
+// entries as changed.
+func everyDest(g *route.Graph, r *plan.Routes) Diff {
+	var d Diff
+	for e, dp := range r.Planes {
+		for _, pl := range dp.Planes {
+			d.Entries += int64(len(pl))
+		}
+		d.Changed = append(d.Changed, int32(e))
+		if g.Attachment(int32(e)).IsSwitch {
+			d.SwitchDests++
+		} else {
+			d.CADests++
+		}
+	}
+	return d
+}
+
+// diffRoutes is the Diff from a to b, routes of fabrics with the same
+// nodes (sameNodes).
 func diffRoutes(g *route.Graph, a, b *plan.Routes) Diff {
 	var d Diff
 	for e := range a.Planes {

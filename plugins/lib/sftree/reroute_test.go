@@ -316,7 +316,8 @@ func TestReroute(t *testing.T) {
 }
 
 // TestRerouteRefuses checks the deltas and fabrics Reroute does not repair
-// in place: each falls back to a full route that says why.
+// in place: each falls back to a full route that says why (on another
+// fabric, with every destination reported changed).
 func TestRerouteRefuses(t *testing.T) {
 	ctx := context.Background()
 	topo, res := routedFT8(t)
@@ -334,6 +335,8 @@ func TestRerouteRefuses(t *testing.T) {
 		{"delta names another cable", ft3, []Cable{cable}, Delta{Removed: []Cable{other}}, "not in the delta"},
 		{"delta misses the cable", ft3, []Cable{cable}, Delta{}, "the delta has 0"},
 		{"a cable up it never lost", ft3, nil, Delta{Added: []Cable{cable}}, "the delta has 2"},
+		{"fewer switches", func() (*topology.Topology, error) { return sdktest.FatTree3(6) }, nil, Delta{}, "the fabric has 45 switches"},
+		{"another kind of tree", func() (*topology.Topology, error) { return sdktest.FatTree2(8, 4, 4) }, nil, Delta{}, "the fabric has 12 switches"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fab, err := tc.fabric()
@@ -351,6 +354,9 @@ func TestRerouteRefuses(t *testing.T) {
 				t.Fatalf("got %s (%q), want a full route because %q", rep.How, rep.Fallback, tc.want)
 			}
 			verify(t, "full route", fab, next.routes, 0)
+			if len(rep.Changed) != len(next.routes.Planes) && sameNodes(res.State.g, route.NewGraph(fab)) != "" {
+				t.Errorf("%d destinations reported changed on another fabric, want all %d", len(rep.Changed), len(next.routes.Planes))
+			}
 		})
 	}
 }
