@@ -1101,17 +1101,24 @@ type Diff struct {
 func everyDest(g *route.Graph, r *plan.Routes) Diff {
 	var d Diff
 	for e, dp := range r.Planes {
+		n := int64(0)
 		for _, pl := range dp.Planes {
-			d.Entries += int64(len(pl))
+			n += int64(len(pl))
 		}
-		d.Changed = append(d.Changed, int32(e))
-		if g.Attachment(int32(e)).IsSwitch {
-			d.SwitchDests++
-		} else {
-			d.CADests++
-		}
+		d.add(g, int32(e), n)
 	}
 	return d
+}
+
+// add counts destination e with n entries changed.
+func (d *Diff) add(g *route.Graph, e int32, n int64) {
+	d.Entries += n
+	d.Changed = append(d.Changed, e)
+	if g.Attachment(e).IsSwitch {
+		d.SwitchDests++
+	} else {
+		d.CADests++
+	}
 }
 
 // diffRoutes is the Diff from a to b, routes of fabrics with the same
@@ -1131,15 +1138,8 @@ func diffRoutes(g *route.Graph, a, b *plan.Routes) Diff {
 				}
 			}
 		}
-		if n == 0 {
-			continue
-		}
-		d.Entries += n
-		d.Changed = append(d.Changed, int32(e))
-		if g.Attachment(int32(e)).IsSwitch {
-			d.SwitchDests++
-		} else {
-			d.CADests++
+		if n > 0 {
+			d.add(g, int32(e), n)
 		}
 	}
 	return d
