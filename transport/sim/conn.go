@@ -20,11 +20,19 @@ type conn struct {
 	done chan struct{}
 	once sync.Once
 	shut atomic.Bool
-	// scratch SMPs reused by Send; Send may be called concurrently, so
-	// they come from a pool.
+	// fn, while Deliver runs, takes what deliver would queue on ch: the
+	// answer to an SMP reaches the Dispatcher inside Send, on the sender's
+	// goroutine, without a hand-off to the receiver's and back (two
+	// goroutine switches per SMP, most of a bring-up's scheduler time).
+	// fnMu makes the calls one at a time, as Deliverer promises.
+	fnMu sync.Mutex
+	fn   func(transport.Packet, error)
 }
 
-var _ transport.Conn = (*conn)(nil)
+var (
+	_ transport.Conn      = (*conn)(nil)
+	_ transport.Deliverer = (*conn)(nil)
+)
 
 var smpPool = sync.Pool{New: func() any { return new(smp.SMP) }}
 
@@ -89,10 +97,39 @@ func (c *conn) Recycle(mad []byte) {
 	}
 }
 
-// deliver queues p for the agent without blocking.
+// Deliver implements transport.Deliverer: until ctx is done or the Conn
+// closes, every packet for the agent goes to fn at once, from the
+// goroutine whose Send (or fabric event) produced it, not to Recv. What
+// was queued before Deliver goes first.
+func (c *conn) Deliver(ctx context.Context, fn func(transport.Packet, error)) {
+	c.fnMu.Lock()
+	for len(c.ch) > 0 {
+		fn(<-c.ch, nil)
+	}
+	c.fn = fn
+	c.fnMu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-c.done:
+	}
+	c.fnMu.Lock()
+	c.fn = nil
+	c.fnMu.Unlock()
+}
+
+// deliver hands p to the agent's Deliver, or else queues it for Recv,
+// without blocking.
 func (c *conn) deliver(p transport.Packet) bool {
 	if c.shut.Load() {
 		return false
+	}
+	// Under fnMu: a packet queued while Deliver starts would wait in ch
+	// until it ended.
+	c.fnMu.Lock()
+	defer c.fnMu.Unlock()
+	if c.fn != nil {
+		c.fn(p, nil)
+		return true
 	}
 	select {
 	case c.ch <- p:

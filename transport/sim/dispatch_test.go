@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -58,5 +59,93 @@ func TestWithDispatcher(t *testing.T) {
 		}
 	case <-time.After(time.Second):
 		t.Fatal("no trap on Unsolicited")
+	}
+}
+
+// TestDeliver: while Deliver runs, an answer reaches fn before Send
+// returns, on the sender's goroutine, and none is queued for Recv; what
+// was queued before Deliver goes to fn first; once Deliver returned,
+// answers are queued for Recv again.
+func TestDeliver(t *testing.T) {
+	h := newHarness(t)
+	dl := h.c.(transport.Deliverer)
+	send := func(tid uint64) {
+		t.Helper()
+		s, err := smp.NewDRGet(smp.AttrNodeInfo, 0, []uint8{1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.TID = tid
+		buf, err := s.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.c.Send(transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID, MAD: buf}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tidOf := func(p transport.Packet) uint64 {
+		r, err := smp.Decode(p.MAD)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.TID
+	}
+	send(1) // queued: nobody delivers yet
+	var mu sync.Mutex
+	var got []uint64
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		dl.Deliver(ctx, func(p transport.Packet, err error) {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			got = append(got, tidOf(p))
+			mu.Unlock()
+		})
+	}()
+	seen := func() []uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]uint64(nil), got...)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(seen()) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the answer queued before Deliver never reached fn")
+		}
+	}
+	tests := []struct {
+		name string
+		tid  uint64
+		want []uint64
+	}{
+		{"queued before Deliver, first", 0, []uint64{1}},
+		{"inside Send", 2, []uint64{1, 2}},
+		{"the next inside Send too", 3, []uint64{1, 2, 3}},
+	}
+	for _, tc := range tests {
+		if tc.tid != 0 {
+			send(tc.tid)
+		}
+		if g := seen(); !slices.Equal(g, tc.want) {
+			t.Fatalf("%s: fn got TIDs %v when Send returned, want %v", tc.name, g, tc.want)
+		}
+		if _, ok := recv(h.c); ok {
+			t.Fatalf("%s: an answer was queued for Recv while Deliver ran", tc.name)
+		}
+	}
+	cancel()
+	<-ended
+	send(4)
+	p, ok := recv(h.c)
+	if !ok || tidOf(p) != 4 {
+		t.Fatalf("after Deliver returned: Recv got %v (ok %v), want the answer to TID 4", p, ok)
+	}
+	if g := seen(); len(g) != 3 {
+		t.Fatalf("fn called after Deliver returned: %v", g)
 	}
 }
