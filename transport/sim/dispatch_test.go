@@ -149,3 +149,57 @@ func TestDeliver(t *testing.T) {
 		t.Fatalf("fn called after Deliver returned: %v", g)
 	}
 }
+
+// TestSendBatch: SendBatch sends each packet as Send would, in order,
+// and stops at the first one Send refuses, reporting how many went.
+func TestSendBatch(t *testing.T) {
+	good := func(tid uint64) transport.Packet {
+		s, err := smp.NewDRGet(smp.AttrNodeInfo, 0, []uint8{1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.TID = tid
+		buf, err := s.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID, MAD: buf}
+	}
+	short := transport.Packet{MAD: make([]byte, 24)}
+	tests := []struct {
+		name     string
+		batch    []transport.Packet
+		wantSent int
+		wantErr  bool
+		wantTIDs []uint64
+	}{
+		{"all", []transport.Packet{good(1), good(2), good(3)}, 3, false, []uint64{1, 2, 3}},
+		{"refused in the middle", []transport.Packet{good(1), short, good(3)}, 1, true, []uint64{1}},
+		{"refused first", []transport.Packet{short, good(2)}, 0, true, nil},
+		{"empty", nil, 0, false, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			n, err := h.c.(transport.BatchSender).SendBatch(tc.batch)
+			if n != tc.wantSent || (err != nil) != tc.wantErr {
+				t.Fatalf("SendBatch = %d, %v; want %d, error %v", n, err, tc.wantSent, tc.wantErr)
+			}
+			var tids []uint64
+			for {
+				p, ok := recv(h.c)
+				if !ok {
+					break
+				}
+				r, err := smp.Decode(p.MAD)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tids = append(tids, r.TID)
+			}
+			if !slices.Equal(tids, tc.wantTIDs) {
+				t.Fatalf("answers to TIDs %v, want %v", tids, tc.wantTIDs)
+			}
+		})
+	}
+}

@@ -538,7 +538,7 @@ func (f *Fabric) PortInfo(guid uint64, p uint8) (PortSnapshot, error) {
 	}
 	lid, lmc := base.lid()
 	kp := mkeyHolder(n, p)
-	expireLocked(kp, f.opts.Now())
+	expireLocked(kp, f.opts.Now)
 	return PortSnapshot{LID: lid, LMC: lmc, State: uint8(pt.state.Load()), PhysState: physState(n, uint8(p)),
 		MasterSMLID: base.smLID, OpVLs: pt.opVLs, IsSM: pt.capMask&smp.CapIsSM != 0,
 		MKey: kp.mkey, MKeyProtect: kp.mkeyProt, MKeyLease: kp.mkeyLease, MKeyViolations: kp.mkeyViol,
