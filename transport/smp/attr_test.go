@@ -1,6 +1,9 @@
 package smp
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 func TestNodeInfoVector(t *testing.T) {
 	// IBA 14.2.5.3: versions, type, ports, 3 GUIDs, PartitionCap, DeviceID,
@@ -160,6 +163,169 @@ func TestDataVLs(t *testing.T) {
 	for code, want := range map[uint8]uint8{0: 0, 1: 1, 2: 2, 3: 4, 4: 8, 5: 15, 6: 0, 15: 0} {
 		if got := DataVLs(code); got != want {
 			t.Errorf("DataVLs(%d) = %d, want %d", code, got, want)
+		}
+	}
+}
+
+// TestPortInfoPack: MarshalTo's byte-at-a-time path writes what the
+// field-by-field writer does, for values at both ends of every field.
+func TestPortInfoPack(t *testing.T) {
+	ones := bytes.Repeat([]byte{0xFF}, PortInfoLen)
+	var max PortInfo // every field at its widest value
+	if err := max.Unmarshal(ones); err != nil {
+		t.Fatal(err)
+	}
+	alt := make([]byte, PortInfoLen) // 0xAA 0x55 ...: neighbouring bits differ
+	for i := range alt {
+		alt[i] = 0xAA >> (i % 2)
+	}
+	var mixed PortInfo
+	if err := mixed.Unmarshal(alt); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		pi   PortInfo
+	}{
+		{"zero", PortInfo{}},
+		{"test vector", testPortInfo},
+		{"every field at its widest", max},
+		{"alternating bits", mixed},
+		{"a state Set", PortInfo{LID: 7, PortState: PortStateArmed, LinkWidthEnabled: 2, OperationalVLs: 1, ClientReregister: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.pi.fits() {
+				t.Fatalf("%+v does not fit", tc.pi)
+			}
+			checkPack(t, &tc.pi)
+		})
+	}
+}
+
+// checkPack fails t if pack and marshalFields write different bytes.
+func checkPack(t *testing.T, pi *PortInfo) {
+	t.Helper()
+	var got [PortInfoLen]byte
+	for i := range got {
+		got[i] = 0x5A // pack must write every byte
+	}
+	pi.pack(&got)
+	want := make([]byte, PortInfoLen)
+	if err := pi.marshalFields(want); err != nil {
+		t.Fatal(err)
+	}
+	diffBytes(t, "PortInfo pack", got[:], want)
+}
+
+// FuzzPortInfoPack: for any PortInfo read off the wire, MarshalTo's fast
+// path and the field-by-field writer agree.
+func FuzzPortInfoPack(f *testing.F) {
+	attrSeed(f, &testPortInfo, PortInfoLen)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var pi PortInfo
+		if pi.Unmarshal(b) != nil {
+			return
+		}
+		checkPack(t, &pi)
+	})
+}
+
+// unmarshalFields is the field-by-field reader the spec's table reads
+// as: Unmarshal must agree with it.
+func (p *PortInfo) unmarshalFields(b []byte) error {
+	if err := need("PortInfo", b, PortInfoLen); err != nil {
+		return err
+	}
+	g := func(off, width int) uint64 { return getBits(b, off, width) }
+	*p = PortInfo{
+		MKey:                                g(0, 64),
+		GIDPrefix:                           g(64, 64),
+		LID:                                 uint16(g(128, 16)),
+		MasterSMLID:                         uint16(g(144, 16)),
+		CapabilityMask:                      uint32(g(160, 32)),
+		DiagCode:                            uint16(g(192, 16)),
+		MKeyLeasePeriod:                     uint16(g(208, 16)),
+		LocalPortNum:                        uint8(g(224, 8)),
+		LinkWidthEnabled:                    uint8(g(232, 8)),
+		LinkWidthSupported:                  uint8(g(240, 8)),
+		LinkWidthActive:                     uint8(g(248, 8)),
+		LinkSpeedSupported:                  uint8(g(256, 4)),
+		PortState:                           uint8(g(260, 4)),
+		PortPhysicalState:                   uint8(g(264, 4)),
+		LinkDownDefaultState:                uint8(g(268, 4)),
+		MKeyProtectBits:                     uint8(g(272, 2)),
+		LMC:                                 uint8(g(277, 3)),
+		LinkSpeedActive:                     uint8(g(280, 4)),
+		LinkSpeedEnabled:                    uint8(g(284, 4)),
+		NeighborMTU:                         uint8(g(288, 4)),
+		MasterSMSL:                          uint8(g(292, 4)),
+		VLCap:                               uint8(g(296, 4)),
+		InitType:                            uint8(g(300, 4)),
+		VLHighLimit:                         uint8(g(304, 8)),
+		VLArbitrationHighCap:                uint8(g(312, 8)),
+		VLArbitrationLowCap:                 uint8(g(320, 8)),
+		InitTypeReply:                       uint8(g(328, 4)),
+		MTUCap:                              uint8(g(332, 4)),
+		VLStallCount:                        uint8(g(336, 3)),
+		HOQLife:                             uint8(g(339, 5)),
+		OperationalVLs:                      uint8(g(344, 4)),
+		PartitionEnforcementInbound:         g(348, 1) == 1,
+		PartitionEnforcementOutbound:        g(349, 1) == 1,
+		FilterRawInbound:                    g(350, 1) == 1,
+		FilterRawOutbound:                   g(351, 1) == 1,
+		MKeyViolations:                      uint16(g(352, 16)),
+		PKeyViolations:                      uint16(g(368, 16)),
+		QKeyViolations:                      uint16(g(384, 16)),
+		GUIDCap:                             uint8(g(400, 8)),
+		ClientReregister:                    g(408, 1) == 1,
+		MulticastPKeyTrapSuppressionEnabled: uint8(g(409, 2)),
+		SubnetTimeOut:                       uint8(g(411, 5)),
+		RespTimeValue:                       uint8(g(419, 5)),
+		LocalPhyErrors:                      uint8(g(424, 4)),
+		OverrunErrors:                       uint8(g(428, 4)),
+		MaxCreditHint:                       uint16(g(432, 16)),
+		LinkRoundTripLatency:                uint32(g(456, 24)),
+		CapabilityMask2:                     uint16(g(480, 16)),
+		LinkSpeedExtActive:                  uint8(g(496, 4)),
+		LinkSpeedExtSupported:               uint8(g(500, 4)),
+		LinkSpeedExtEnabled:                 uint8(g(507, 5)),
+	}
+	return nil
+}
+
+// FuzzPortInfoUnmarshal: Unmarshal reads what the field-by-field reader
+// does, from any 64 bytes.
+func FuzzPortInfoUnmarshal(f *testing.F) {
+	attrSeed(f, &testPortInfo, PortInfoLen)
+	f.Add(bytes.Repeat([]byte{0xFF}, PortInfoLen))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got, want PortInfo
+		errGot, errWant := got.Unmarshal(b), want.unmarshalFields(b)
+		if (errGot != nil) != (errWant != nil) || got != want {
+			t.Fatalf("Unmarshal(% x):\n got %+v (%v)\nwant %+v (%v)", b, got, errGot, want, errWant)
+		}
+	})
+}
+
+func BenchmarkPortInfoMarshal(b *testing.B) {
+	buf := make([]byte, PortInfoLen)
+	for range b.N {
+		if err := testPortInfo.MarshalTo(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPortInfoUnmarshal(b *testing.B) {
+	buf := make([]byte, PortInfoLen)
+	if err := testPortInfo.MarshalTo(buf); err != nil {
+		b.Fatal(err)
+	}
+	var pi PortInfo
+	for range b.N {
+		if err := pi.Unmarshal(buf); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

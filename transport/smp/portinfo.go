@@ -1,5 +1,7 @@
 package smp
 
+import "encoding/binary"
+
 // Port states (PortInfo.PortState).
 const (
 	PortStateNoChange = 0
@@ -148,6 +150,75 @@ func (p *PortInfo) MarshalTo(b []byte) error {
 	if err := need("PortInfo", b, PortInfoLen); err != nil {
 		return err
 	}
+	if p.fits() {
+		p.pack((*[PortInfoLen]byte)(b))
+		return nil
+	}
+	return p.marshalFields(b)
+}
+
+// fits reports whether every field narrower than its Go type holds a
+// value that fits its bits (else marshalFields names the first that does
+// not).
+func (p *PortInfo) fits() bool {
+	nib := p.LinkSpeedSupported | p.PortState | p.PortPhysicalState | p.LinkDownDefaultState |
+		p.LinkSpeedActive | p.LinkSpeedEnabled | p.NeighborMTU | p.MasterSMSL | p.VLCap | p.InitType |
+		p.InitTypeReply | p.MTUCap | p.OperationalVLs | p.LocalPhyErrors | p.OverrunErrors |
+		p.LinkSpeedExtActive | p.LinkSpeedExtSupported
+	return nib < 1<<4 && p.MKeyProtectBits < 1<<2 && p.LMC < 1<<3 && p.VLStallCount < 1<<3 &&
+		p.HOQLife < 1<<5 && p.MulticastPKeyTrapSuppressionEnabled < 1<<2 && p.SubnetTimeOut < 1<<5 &&
+		p.RespTimeValue < 1<<5 && p.LinkRoundTripLatency < 1<<24 && p.LinkSpeedExtEnabled < 1<<5
+}
+
+// pack is marshalFields for a PortInfo that fits, a byte at a time: a
+// port state Set marshals one twice (the SM's Set, the simulated SMA's
+// answer), and the field-by-field writer took 0.75 µs of it. Bit offsets
+// as in the struct; TestPortInfoPack holds the two to the same bytes.
+func (p *PortInfo) pack(b *[PortInfoLen]byte) {
+	be := binary.BigEndian
+	be.PutUint64(b[0:], p.MKey)
+	be.PutUint64(b[8:], p.GIDPrefix)
+	be.PutUint16(b[16:], p.LID)
+	be.PutUint16(b[18:], p.MasterSMLID)
+	be.PutUint32(b[20:], p.CapabilityMask)
+	be.PutUint16(b[24:], p.DiagCode)
+	be.PutUint16(b[26:], p.MKeyLeasePeriod)
+	b[28], b[29], b[30], b[31] = p.LocalPortNum, p.LinkWidthEnabled, p.LinkWidthSupported, p.LinkWidthActive
+	b[32] = p.LinkSpeedSupported<<4 | p.PortState
+	b[33] = p.PortPhysicalState<<4 | p.LinkDownDefaultState
+	b[34] = p.MKeyProtectBits<<6 | p.LMC // 274-276 reserved
+	b[35] = p.LinkSpeedActive<<4 | p.LinkSpeedEnabled
+	b[36] = p.NeighborMTU<<4 | p.MasterSMSL
+	b[37] = p.VLCap<<4 | p.InitType
+	b[38], b[39], b[40] = p.VLHighLimit, p.VLArbitrationHighCap, p.VLArbitrationLowCap
+	b[41] = p.InitTypeReply<<4 | p.MTUCap
+	b[42] = p.VLStallCount<<5 | p.HOQLife
+	b[43] = p.OperationalVLs<<4 | bit(p.PartitionEnforcementInbound)<<3 | bit(p.PartitionEnforcementOutbound)<<2 |
+		bit(p.FilterRawInbound)<<1 | bit(p.FilterRawOutbound)
+	be.PutUint16(b[44:], p.MKeyViolations)
+	be.PutUint16(b[46:], p.PKeyViolations)
+	be.PutUint16(b[48:], p.QKeyViolations)
+	b[50] = p.GUIDCap
+	b[51] = bit(p.ClientReregister)<<7 | p.MulticastPKeyTrapSuppressionEnabled<<5 | p.SubnetTimeOut
+	b[52] = p.RespTimeValue // 416-418 reserved
+	b[53] = p.LocalPhyErrors<<4 | p.OverrunErrors
+	be.PutUint16(b[54:], p.MaxCreditHint)
+	be.PutUint32(b[56:], p.LinkRoundTripLatency) // 448-455 reserved: the high byte, 0 as it fits
+	be.PutUint16(b[60:], p.CapabilityMask2)
+	b[62] = p.LinkSpeedExtActive<<4 | p.LinkSpeedExtSupported
+	b[63] = p.LinkSpeedExtEnabled // 504-506 reserved
+}
+
+func bit(v bool) uint8 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// marshalFields is MarshalTo field by field, as the spec's table lists
+// them; it names a field that does not fit.
+func (p *PortInfo) marshalFields(b []byte) error {
 	b = b[:PortInfoLen]
 	clear64(b) // reserved bits 274-276, 416-418, 448-455, 504-506
 	w := bitWriter{b: b, attr: "PortInfo"}
@@ -209,59 +280,59 @@ func (p *PortInfo) Unmarshal(b []byte) error {
 	if err := need("PortInfo", b, PortInfoLen); err != nil {
 		return err
 	}
-	g := func(off, width int) uint64 { return getBits(b, off, width) }
+	be := binary.BigEndian
 	*p = PortInfo{
-		MKey:                                g(0, 64),
-		GIDPrefix:                           g(64, 64),
-		LID:                                 uint16(g(128, 16)),
-		MasterSMLID:                         uint16(g(144, 16)),
-		CapabilityMask:                      uint32(g(160, 32)),
-		DiagCode:                            uint16(g(192, 16)),
-		MKeyLeasePeriod:                     uint16(g(208, 16)),
-		LocalPortNum:                        uint8(g(224, 8)),
-		LinkWidthEnabled:                    uint8(g(232, 8)),
-		LinkWidthSupported:                  uint8(g(240, 8)),
-		LinkWidthActive:                     uint8(g(248, 8)),
-		LinkSpeedSupported:                  uint8(g(256, 4)),
-		PortState:                           uint8(g(260, 4)),
-		PortPhysicalState:                   uint8(g(264, 4)),
-		LinkDownDefaultState:                uint8(g(268, 4)),
-		MKeyProtectBits:                     uint8(g(272, 2)),
-		LMC:                                 uint8(g(277, 3)),
-		LinkSpeedActive:                     uint8(g(280, 4)),
-		LinkSpeedEnabled:                    uint8(g(284, 4)),
-		NeighborMTU:                         uint8(g(288, 4)),
-		MasterSMSL:                          uint8(g(292, 4)),
-		VLCap:                               uint8(g(296, 4)),
-		InitType:                            uint8(g(300, 4)),
-		VLHighLimit:                         uint8(g(304, 8)),
-		VLArbitrationHighCap:                uint8(g(312, 8)),
-		VLArbitrationLowCap:                 uint8(g(320, 8)),
-		InitTypeReply:                       uint8(g(328, 4)),
-		MTUCap:                              uint8(g(332, 4)),
-		VLStallCount:                        uint8(g(336, 3)),
-		HOQLife:                             uint8(g(339, 5)),
-		OperationalVLs:                      uint8(g(344, 4)),
-		PartitionEnforcementInbound:         g(348, 1) == 1,
-		PartitionEnforcementOutbound:        g(349, 1) == 1,
-		FilterRawInbound:                    g(350, 1) == 1,
-		FilterRawOutbound:                   g(351, 1) == 1,
-		MKeyViolations:                      uint16(g(352, 16)),
-		PKeyViolations:                      uint16(g(368, 16)),
-		QKeyViolations:                      uint16(g(384, 16)),
-		GUIDCap:                             uint8(g(400, 8)),
-		ClientReregister:                    g(408, 1) == 1,
-		MulticastPKeyTrapSuppressionEnabled: uint8(g(409, 2)),
-		SubnetTimeOut:                       uint8(g(411, 5)),
-		RespTimeValue:                       uint8(g(419, 5)),
-		LocalPhyErrors:                      uint8(g(424, 4)),
-		OverrunErrors:                       uint8(g(428, 4)),
-		MaxCreditHint:                       uint16(g(432, 16)),
-		LinkRoundTripLatency:                uint32(g(456, 24)),
-		CapabilityMask2:                     uint16(g(480, 16)),
-		LinkSpeedExtActive:                  uint8(g(496, 4)),
-		LinkSpeedExtSupported:               uint8(g(500, 4)),
-		LinkSpeedExtEnabled:                 uint8(g(507, 5)),
+		MKey:                                be.Uint64(b[0:]),
+		GIDPrefix:                           be.Uint64(b[8:]),
+		LID:                                 be.Uint16(b[16:]),
+		MasterSMLID:                         be.Uint16(b[18:]),
+		CapabilityMask:                      be.Uint32(b[20:]),
+		DiagCode:                            be.Uint16(b[24:]),
+		MKeyLeasePeriod:                     be.Uint16(b[26:]),
+		LocalPortNum:                        b[28],
+		LinkWidthEnabled:                    b[29],
+		LinkWidthSupported:                  b[30],
+		LinkWidthActive:                     b[31],
+		LinkSpeedSupported:                  b[32] >> 4,
+		PortState:                           b[32] & 0xF,
+		PortPhysicalState:                   b[33] >> 4,
+		LinkDownDefaultState:                b[33] & 0xF,
+		MKeyProtectBits:                     b[34] >> 6,
+		LMC:                                 b[34] & 0x7,
+		LinkSpeedActive:                     b[35] >> 4,
+		LinkSpeedEnabled:                    b[35] & 0xF,
+		NeighborMTU:                         b[36] >> 4,
+		MasterSMSL:                          b[36] & 0xF,
+		VLCap:                               b[37] >> 4,
+		InitType:                            b[37] & 0xF,
+		VLHighLimit:                         b[38],
+		VLArbitrationHighCap:                b[39],
+		VLArbitrationLowCap:                 b[40],
+		InitTypeReply:                       b[41] >> 4,
+		MTUCap:                              b[41] & 0xF,
+		VLStallCount:                        b[42] >> 5,
+		HOQLife:                             b[42] & 0x1F,
+		OperationalVLs:                      b[43] >> 4,
+		PartitionEnforcementInbound:         b[43]&0x8 != 0,
+		PartitionEnforcementOutbound:        b[43]&0x4 != 0,
+		FilterRawInbound:                    b[43]&0x2 != 0,
+		FilterRawOutbound:                   b[43]&0x1 != 0,
+		MKeyViolations:                      be.Uint16(b[44:]),
+		PKeyViolations:                      be.Uint16(b[46:]),
+		QKeyViolations:                      be.Uint16(b[48:]),
+		GUIDCap:                             b[50],
+		ClientReregister:                    b[51]&0x80 != 0,
+		MulticastPKeyTrapSuppressionEnabled: b[51] >> 5 & 0x3,
+		SubnetTimeOut:                       b[51] & 0x1F,
+		RespTimeValue:                       b[52] & 0x1F,
+		LocalPhyErrors:                      b[53] >> 4,
+		OverrunErrors:                       b[53] & 0xF,
+		MaxCreditHint:                       be.Uint16(b[54:]),
+		LinkRoundTripLatency:                be.Uint32(b[56:]) & 0xFFFFFF,
+		CapabilityMask2:                     be.Uint16(b[60:]),
+		LinkSpeedExtActive:                  b[62] >> 4,
+		LinkSpeedExtSupported:               b[62] & 0xF,
+		LinkSpeedExtEnabled:                 b[63] & 0x1F,
 	}
 	return nil
 }
