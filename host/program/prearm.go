@@ -13,8 +13,8 @@ import (
 // same fabric, takes those ports as Armed.
 type prearmed struct {
 	fab   *discovery.Fabric
-	ports map[portKey]smp.PortInfo // as written, PortState Armed
-	sent  int64                    // Sets sent, answered or not
+	ports map[portKey]*smp.PortInfo // as written, PortState Armed
+	sent  int64                     // Sets sent, answered or not
 }
 
 // Prearm moves to Armed, before there is a plan, the switch ports (1 and
@@ -85,10 +85,10 @@ func (p *Programmer) Prearm(ctx context.Context, fab *discovery.Fabric, stop <-c
 			p.logger().Debug("port not armed ahead of the plan; Apply arms it", "node", ks[i].guid, "port", ks[i].port, "error", err)
 		}
 	})
-	pa := &prearmed{fab: fab, ports: make(map[portKey]smp.PortInfo, sent.Load()), sent: sent.Load()}
+	pa := &prearmed{fab: fab, ports: make(map[portKey]*smp.PortInfo, sent.Load()), sent: sent.Load()}
 	for i, k := range ks[:sent.Load()] {
 		if ok[i] {
-			pa.ports[k] = pis[i]
+			pa.ports[k] = &pis[i]
 		}
 	}
 	p.mu.Lock()
