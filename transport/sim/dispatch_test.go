@@ -62,6 +62,21 @@ func TestWithDispatcher(t *testing.T) {
 	}
 }
 
+// nodeInfoGet is a directed-route NodeInfo Get to sw1 with TID tid.
+func nodeInfoGet(t *testing.T, tid uint64) transport.Packet {
+	t.Helper()
+	s, err := smp.NewDRGet(smp.AttrNodeInfo, 0, []uint8{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.TID = tid
+	buf, err := s.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID, MAD: buf}
+}
+
 // TestDeliver: while Deliver runs, an answer reaches fn before Send
 // returns, on the sender's goroutine, and none is queued for Recv; what
 // was queued before Deliver goes to fn first; once Deliver returned,
@@ -71,16 +86,7 @@ func TestDeliver(t *testing.T) {
 	dl := h.c.(transport.Deliverer)
 	send := func(tid uint64) {
 		t.Helper()
-		s, err := smp.NewDRGet(smp.AttrNodeInfo, 0, []uint8{1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.TID = tid
-		buf, err := s.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.c.Send(transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID, MAD: buf}); err != nil {
+		if err := h.c.Send(nodeInfoGet(t, tid)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,18 +159,7 @@ func TestDeliver(t *testing.T) {
 // TestSendBatch: SendBatch sends each packet as Send would, in order,
 // and stops at the first one Send refuses, reporting how many went.
 func TestSendBatch(t *testing.T) {
-	good := func(tid uint64) transport.Packet {
-		s, err := smp.NewDRGet(smp.AttrNodeInfo, 0, []uint8{1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.TID = tid
-		buf, err := s.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return transport.Packet{DLID: smp.PermissiveLID, SLID: smp.PermissiveLID, MAD: buf}
-	}
+	good := func(tid uint64) transport.Packet { return nodeInfoGet(t, tid) }
 	short := transport.Packet{MAD: make([]byte, 24)}
 	tests := []struct {
 		name     string
