@@ -7,7 +7,8 @@ import (
 )
 
 // TestLFTBlock: a block holds its 64 entries of the table, and entries
-// past the table's end forward nothing.
+// past the table's end forward nothing; a block the table holds whole is
+// the table's own memory, not a copy.
 func TestLFTBlock(t *testing.T) {
 	lft := make([]uint8, 150)
 	for i := range lft {
@@ -16,14 +17,18 @@ func TestLFTBlock(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		block int
-		full  int // entries taken from lft
+		full  int  // entries taken from lft
+		alias bool // the table's own entries
 	}{
-		{"first", 0, 64},
-		{"second", 1, 64},
-		{"partly past the end", 2, 22},
-		{"wholly past the end", 3, 0},
+		{"first", 0, 64, true},
+		{"second", 1, 64, true},
+		{"partly past the end", 2, 22, false},
+		{"wholly past the end", 3, 0, false},
 	} {
 		blk := lftBlock(lft, tc.block)
+		if alias := tc.block*64 < len(lft) && &blk[0] == &lft[tc.block*64]; alias != tc.alias {
+			t.Fatalf("%s: the block is the table's memory: %v, want %v", tc.name, alias, tc.alias)
+		}
 		for k, v := range blk {
 			want := plan.NoPort
 			if k < tc.full {
