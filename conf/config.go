@@ -134,6 +134,11 @@ type SM struct {
 	PollingRetries  int
 	// HonorPriority: a master hands over to a better SM that appears.
 	HonorPriority bool
+	// ArmAhead (arm_ahead, default false) moves the switch ports of
+	// Init–Init links to Armed while a cold bring-up's plan is computed
+	// (sm.Options.ArmAhead). Off, a refused plan leaves the fabric without
+	// a single Set.
+	ArmAhead bool
 	// MKey (m_key) is the one M_Key every port gets; MKeySecret
 	// (m_key_secret) instead gives each port its own key derived from the
 	// secret and the port GUID (host/mkey.Derive). At most one is set;

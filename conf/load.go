@@ -118,7 +118,7 @@ var smSchema = &hcl.BodySchema{
 		{Name: "mad_timeout"}, {Name: "mad_retries"}, {Name: "plugin_timeout"}, {Name: "priority"},
 		{Name: "audit_smps"}, {Name: "sm_key"}, {Name: "polling_interval"}, {Name: "polling_retries"},
 		{Name: "honor_priority"}, {Name: "m_key"}, {Name: "m_key_secret"}, {Name: "m_key_protect_bits"},
-		{Name: "m_key_lease_period"}, {Name: "log_level"}, {Name: "metrics_listen"},
+		{Name: "m_key_lease_period"}, {Name: "log_level"}, {Name: "metrics_listen"}, {Name: "arm_ahead"},
 	},
 }
 

@@ -94,6 +94,7 @@ func (d *decoder) sm(b *hcl.Block, transport Transport) SM {
 		}
 	}
 	attr(d, a, "honor_priority", &s.HonorPriority)
+	attr(d, a, "arm_ahead", &s.ArmAhead)
 	var key string
 	if f := attr(d, a, "sm_key", &key); f.ok {
 		if k, ok := parseKey(key); !ok {

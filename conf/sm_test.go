@@ -33,6 +33,8 @@ routing {
 		{"bad sm_key", `topology = "f.net"`, `sm_key = "secret"`, 0, 0, "f.hcl:7,12-20: Invalid SM_Key"},
 		{"bad polling_retries", `topology = "f.net"`, `polling_retries = 0`, 0, 0, "Polling retries out of range"},
 		{"bad polling_interval", `topology = "f.net"`, `polling_interval = "-1s"`, 0, 0, "must be positive"},
+		{"arm_ahead", `topology = "f.net"`, `arm_ahead = true`, DefaultMADWindow, DefaultSMKey, ""},
+		{"bad arm_ahead", `topology = "f.net"`, `arm_ahead = "often"`, 0, 0, "f.hcl:7,16-21: Unsuitable value type"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +51,7 @@ routing {
 			if diags.HasErrors() {
 				t.Fatal(FormatDiagnostics(diags))
 			}
-			if cfg.SM.MADWindow != tc.window || cfg.SM.SMKey != tc.key || !cfg.SM.HonorPriority {
+			if cfg.SM.MADWindow != tc.window || cfg.SM.SMKey != tc.key || !cfg.SM.HonorPriority || cfg.SM.ArmAhead != (tc.sm == `arm_ahead = true`) {
 				t.Fatalf("SM = %+v", cfg.SM)
 			}
 		})

@@ -138,6 +138,7 @@ func newApp(ctx context.Context, cfg *conf.Config, log hclog.Logger, fab *sim.Fa
 		LIDFile:        filepath.Join(cfg.SM.StateDir, "guid2lid"),
 		ProgrammedFile: a.programmedFile(cfg),
 		AuditSMPs:      cfg.SM.AuditSMPs,
+		ArmAhead:       cfg.SM.ArmAhead,
 		Election:       election(cfg),
 	}, log.Named("sm"))
 	if hooks != nil && hooks.Progress != nil {

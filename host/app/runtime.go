@@ -160,6 +160,10 @@ func (a *App) ApplySettings(old, cfg *conf.Config) Settings {
 		s.Applied = s.Applied[:len(s.Applied)-1]
 		s.Restart = append(s.Restart, fmt.Sprintf("audit_smps %d → %d", o.AuditSMPs, n.AuditSMPs))
 	}
+	if changed("arm_ahead", o.ArmAhead, n.ArmAhead) {
+		s.Applied = s.Applied[:len(s.Applied)-1]
+		s.Restart = append(s.Restart, fmt.Sprintf("arm_ahead %v → %v", o.ArmAhead, n.ArmAhead))
+	}
 	f0, f1 := old.Fabric, cfg.Fabric
 	for _, c := range []struct {
 		name     string

@@ -19,13 +19,13 @@ type armAhead struct {
 }
 
 // armAhead starts moving the switch ports of Init–Init links to Armed
-// beside the plan, when the plan will need no OperationalVLs (a CapOneVL
+// beside the plan, when Options.ArmAhead asks for it, the plan will need no OperationalVLs (a CapOneVL
 // assigner) and this SM, master after the sweep's election, still finds
 // no other master (checkAlone: it writes nothing otherwise). Armed
 // forwards no data; Active waits for the verified plan (Apply). nil when
 // not started.
 func (s *SM) armAhead(ctx context.Context, fab *discovery.Fabric, topo *topology.Topology, after *pkeyRead) *armAhead {
-	if pipe, _ := s.pipe(); pipe == nil || !pipe.VL.OneVL {
+	if pipe, _ := s.pipe(); !s.Opts.ArmAhead || pipe == nil || !pipe.VL.OneVL {
 		return nil
 	}
 	a := &armAhead{done: make(chan struct{}), stop: make(chan struct{})}

@@ -62,6 +62,12 @@ type Options struct {
 	// enough for one rotation per DefaultAuditPeriod, at least
 	// DefaultAuditSMPs; negative disables.
 	AuditSMPs int
+	// ArmAhead moves the switch ports of Init–Init links to Armed while
+	// the plan is computed (armAhead): on a fabric whose SMPs wait on the
+	// wire that overlaps a share of distribution with the routing phase,
+	// but a plan refused afterwards leaves those ports Armed (Armed
+	// forwards no data). Off, nothing is written before a plan is verified.
+	ArmAhead bool
 	// Election are the SM's settings in the SMInfo protocol (priority,
 	// SM_Key, polling of the master, handover).
 	Election ElectionOptions
