@@ -147,7 +147,7 @@ func (e *engine) routeFull(ctx context.Context, req sdk.RouteRequest) (*sftree.R
 // reroute repairs the last routing for req's topology (e.mu held).
 func (e *engine) reroute(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
 	g := route.NewGraph(req.Topo)
-	next, rep, err := e.last.Reroute(ctx, g, e.last.Delta(g))
+	next, rep, err := e.last.RerouteTo(ctx, g)
 	if err != nil {
 		e.last = nil
 		return nil, err

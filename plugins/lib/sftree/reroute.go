@@ -11,7 +11,6 @@ import (
 	"github.com/ibsm/ibsm/plugins/lib/ftree"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
-	"github.com/ibsm/ibsm/sdk/topology"
 )
 
 // Incremental re-routing after cables go down (issue 16).
@@ -113,36 +112,6 @@ func (s *State) Routes() *plan.Routes { return s.routes }
 
 // Root is the subtree root's GUID.
 func (s *State) Root() uint64 { return s.g.SwitchGUID(s.root) }
-
-// Delta lists the switch-to-switch cables that went down or came up
-// between s's fabric and g, for callers that hold only the two snapshots
-// (each cable once; none if the nodes differ, which Reroute refuses).
-func (s *State) Delta(g *route.Graph) Delta {
-	var d Delta
-	if sameNodes(s.g, g) != "" {
-		return d
-	}
-	removed, added := linkDiff(s.g, g)
-	d.Removed = cables(s.g, removed)
-	d.Added = cables(g, added)
-	return d
-}
-
-// cables names the cables at ports of g's switches, each once (by its end
-// with the smaller GUID and port).
-func cables(g *route.Graph, ports []portRef) []Cable {
-	var out []Cable
-	for _, p := range ports {
-		ref := topology.PortRef{Node: g.Topo.Switches()[p.s], Port: p.port}
-		peer := g.Topo.Port(ref).Peer
-		a, b := End{g.SwitchGUID(p.s), p.port}, End{g.Topo.Nodes[peer.Node].GUID, peer.Port}
-		if b.GUID < a.GUID || (b.GUID == a.GUID && b.Port < a.Port) {
-			continue // named from its other end
-		}
-		out = append(out, Cable{a, b})
-	}
-	return out
-}
 
 // How Reroute produced its routes.
 const (
@@ -247,6 +216,17 @@ func (s *State) nearestRoot(ctx context.Context, g *route.Graph) (uint64, error)
 // RerouteReport.Fallback. delta is checked against g: a delta that does
 // not match what changed is a fallback too.
 func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*State, *RerouteReport, error) {
+	return s.rerouteOrFull(ctx, g, &delta)
+}
+
+// RerouteTo is Reroute for a caller that holds only the two snapshots: the
+// delta is whatever differs between s's fabric and g, found once.
+func (s *State) RerouteTo(ctx context.Context, g *route.Graph) (*State, *RerouteReport, error) {
+	return s.rerouteOrFull(ctx, g, nil)
+}
+
+// rerouteOrFull is Reroute; a nil delta is not checked.
+func (s *State) rerouteOrFull(ctx context.Context, g *route.Graph, delta *Delta) (*State, *RerouteReport, error) {
 	start := time.Now()
 	rep := &RerouteReport{}
 	next, err := s.reroute(ctx, g, delta, rep)
@@ -285,7 +265,7 @@ func (s *State) Reroute(ctx context.Context, g *route.Graph, delta Delta) (*Stat
 		next.prev = from.trimmed(maxHistory-1, true)
 		rep.How, rep.Full = HowFull, res.Switches
 		if sameNodes(s.g, g) == "" {
-			rep.Diff = diffRoutes(g, s.routes, next.routes)
+			rep.Diff = diffRoutes(g, s.routes, next.routes, nil)
 		} else {
 			rep.Diff = everyDest(g, next.routes) // another fabric: nothing to compare
 		}
@@ -313,16 +293,18 @@ func (s *State) trimmed(n int, toFull bool) *State {
 
 // reroute is Reroute without the fallback: nil with rep.Fallback set when
 // a full route is needed.
-func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *RerouteReport) (*State, error) {
+func (s *State) reroute(ctx context.Context, g *route.Graph, delta *Delta, rep *RerouteReport) (*State, error) {
 	if why := sameNodes(s.g, g); why != "" {
 		rep.Fallback = why
 		return nil, nil
 	}
 	removed, added := linkDiff(s.g, g)
 	rep.Removed, rep.Added = len(removed), len(added)
-	if why := delta.matches(g, removed, added); why != "" {
-		rep.Fallback = why
-		return nil, nil
+	if delta != nil {
+		if why := delta.matches(g, removed, added); why != "" {
+			rep.Fallback = why
+			return nil, nil
+		}
 	}
 	switch {
 	case len(removed) == 0 && len(added) == 0:
@@ -340,7 +322,7 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 		if sameLinks(p.g, g) {
 			r := *p
 			rep.How, rep.Back = HowRestored, back
-			rep.Diff = diffRoutes(g, s.routes, r.routes)
+			rep.Diff = diffRoutes(g, s.routes, r.routes, nil)
 			r.g = g
 			return &r, nil
 		}
@@ -356,7 +338,7 @@ func (s *State) reroute(ctx context.Context, g *route.Graph, delta Delta, rep *R
 			next, err := p.repair(ctx, g, r, rep)
 			if next != nil {
 				// What changed is counted against the routes in force.
-				rep.Diff = diffRoutes(g, s.routes, next.routes)
+				rep.Diff = diffRoutes(g, s.routes, next.routes, nil)
 			}
 			return next, err
 		}
@@ -522,7 +504,7 @@ func (s *State) repair(ctx context.Context, g *route.Graph, removed []portRef, r
 		return nil, nil
 	}
 	rep.How = HowRepaired
-	rep.Diff = diffRoutes(g, s.routes, out)
+	rep.Diff = diffRoutes(g, s.routes, out, todo) // only those can differ
 	next := &State{g: g, ud: ud, tree: s.tree, routes: out, root: s.root, rootTree: T, lost: ls, prev: s.trimmed(maxHistory-1, false), lmc: s.lmc, cfg: s.cfg, opt: s.opt}
 	return next, nil
 }
@@ -1122,25 +1104,49 @@ func (d *Diff) add(g *route.Graph, e int32, n int64) {
 }
 
 // diffRoutes is the Diff from a to b, routes of fabrics with the same
-// nodes (sameNodes).
-func diffRoutes(g *route.Graph, a, b *plan.Routes) Diff {
+// nodes (sameNodes), over the destinations of only (ascending; nil: all).
+func diffRoutes(g *route.Graph, a, b *plan.Routes, only []int32) Diff {
 	var d Diff
-	for e := range a.Planes {
+	diff := func(e int32) {
 		pa, pb := a.Planes[e].Planes, b.Planes[e].Planes
 		n := int64(0)
 		for k := range min(len(pa), len(pb)) {
-			if len(pa[k]) == 0 || &pa[k][0] == &pb[k][0] || bytes.Equal(pa[k], pb[k]) {
-				continue // shared or equal
+			if len(pa[k]) == 0 || &pa[k][0] == &pb[k][0] {
+				continue // shared
 			}
-			for x := range pa[k] {
-				if pa[k][x] != pb[k][x] {
+			n += differing(pa[k], pb[k])
+		}
+		if n > 0 {
+			d.add(g, e, n)
+		}
+	}
+	if only != nil {
+		for _, e := range only {
+			diff(e)
+		}
+		return d
+	}
+	for e := range a.Planes {
+		diff(int32(e))
+	}
+	return d
+}
+
+// differing counts the entries in which planes a and b (of one length)
+// differ, comparing 64 at a time first: a repair changes few of a
+// plane's entries.
+func differing(a, b plan.Plane) int64 {
+	n := int64(0)
+	for len(a) > 0 {
+		k := min(len(a), 64)
+		if !bytes.Equal(a[:k], b[:k]) {
+			for x := range k {
+				if a[x] != b[x] {
 					n++
 				}
 			}
 		}
-		if n > 0 {
-			d.add(g, int32(e), n)
-		}
+		a, b = a[k:], b[k:]
 	}
-	return d
+	return n
 }

@@ -87,7 +87,7 @@ func benchReroute(b *testing.B, k int) {
 			}
 			blocks, total := lftBlocks(down, res.Routes, next.routes, 0)
 			fblocks, _ := lftBlocks(down, res.Routes, full.Routes, 0)
-			fd := diffRoutes(g, res.Routes, full.Routes)
+			fd := diffRoutes(g, res.Routes, full.Routes, nil)
 			fc, fs, fe := fd.CADests, fd.SwitchDests, fd.Entries
 			b.ReportMetric(float64(rep.CADests+rep.SwitchDests), "dests")
 			b.ReportMetric(float64(rep.Entries), "entries")

@@ -242,7 +242,7 @@ func TestReroute(t *testing.T) {
 				}
 				verify(t, "full route", down, full.Routes, tc.lmc)
 				verify(t, "reroute ("+rep.How+")", down, next.routes, tc.lmc)
-				fd := diffRoutes(g, st.routes, full.Routes)
+				fd := diffRoutes(g, st.routes, full.Routes, nil)
 				fc, fs, fe := fd.CADests, fd.SwitchDests, fd.Entries
 				t.Logf("cable %d: %s %s; changed %d CA + %d switch destinations, %d entries; a full route changes %d + %d, %d entries",
 					i, rep.How, rep.Fallback, rep.CADests, rep.SwitchDests, rep.Entries, fc, fs, fe)
@@ -654,5 +654,35 @@ func TestRerouteAfterLost(t *testing.T) {
 				t.Errorf("the cable to the lost switch's child was not repaired in place: %v", hows)
 			}
 		})
+	}
+}
+
+// TestDiffering counts the differing entries of two planes, across and
+// within the 64-entry chunks differing compares first.
+func TestDiffering(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		at   []int // entries of b changed
+		want int64
+	}{
+		{0, nil, 0},
+		{5, nil, 0},
+		{5, []int{0, 4}, 2},
+		{64, []int{63}, 1},
+		{65, []int{63, 64}, 2},
+		{200, []int{0, 1, 2, 127, 128, 199}, 6},
+		{3920, []int{7, 3000, 3919}, 3},
+	} {
+		a := make(plan.Plane, tc.n)
+		for i := range a {
+			a[i] = uint8(i % 7)
+		}
+		b := slices.Clone(a)
+		for _, i := range tc.at {
+			b[i]++
+		}
+		if got := differing(a, b); got != tc.want {
+			t.Errorf("%d entries, %v changed: counted %d, want %d", tc.n, tc.at, got, tc.want)
+		}
 	}
 }
