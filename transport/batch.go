@@ -38,6 +38,11 @@ func (d *Dispatcher) DoEach(ctx context.Context, first int, n func() int, build 
 	b := &batch{d: d, ctx: ctx, lim: lim, done: done, ev: make(chan batchEvent, 2*most)}
 	b.recycle, _ = d.conn.(Recycler)
 	b.bs, _ = d.conn.(BatchSender)
+	defer func() {
+		for _, c := range b.spare {
+			d.pool.Put(c)
+		}
+	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	next := first
@@ -146,6 +151,11 @@ type batch struct {
 	// earlier, or it fired). Not per MAD: earliest scans the window.
 	armed time.Time
 	rearm bool
+	// spare holds the calls of ended requests for the next ones: the
+	// Dispatcher's pool, a Get and a Put per request, cost 0.3 of the
+	// 6.5 CPU-s an ft3-56 Apply spent (pprof). They go back to the pool
+	// when DoEach returns.
+	spare []*call
 }
 
 // never is a deadline that does not come: the call's answer is on its way.
@@ -174,7 +184,13 @@ func (b *batch) build(st *batchState, i int, build func(int, []byte) (Packet, er
 
 // start sends st's first attempt, which holds a window slot for to.
 func (b *batch) start(st *batchState, to destKey, down bool) {
-	c := b.d.begin(b.lim, st.req, to, down)
+	var c *call
+	if k := len(b.spare); k > 0 {
+		c, b.spare = b.spare[k-1], b.spare[:k-1]
+		c = b.d.beginCall(c, b.lim, st.req, to, down)
+	} else {
+		c = b.d.begin(b.lim, st.req, to, down)
+	}
 	c.bs = *st
 	c.bs.slot = len(b.live)
 	c.batch = b.ev
@@ -360,7 +376,8 @@ func (b *batch) finish(c *call, resp Packet, err error) {
 		c.bs.zombie = true
 		return
 	}
-	b.d.release(c)
+	b.d.reset(c)
+	b.spare = append(b.spare, c)
 }
 
 // abort ends what is in flight with err (an answer already in ev wins),

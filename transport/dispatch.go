@@ -290,8 +290,12 @@ func checkRequest(req Packet) error {
 // begin counts req and takes a call for it, which holds a slot of lim's
 // window for to (down: see window.acquire).
 func (d *Dispatcher) begin(lim *limits, req Packet, to destKey, down bool) *call {
+	return d.beginCall(d.pool.Get().(*call), lim, req, to, down)
+}
+
+// beginCall is begin with a call from the pool (or reset).
+func (d *Dispatcher) beginCall(c *call, lim *limits, req Packet, to destKey, down bool) *call {
 	d.countMethod(req)
-	c := d.pool.Get().(*call)
 	c.class = req.MAD[1]
 	c.attr = binary.BigEndian.Uint16(req.MAD[16:])
 	c.timeout, c.retries = lim.timeout, lim.retries
@@ -492,6 +496,12 @@ func (d *Dispatcher) lastChance(c *call, err error) (Packet, error) {
 
 // release unregisters c (if still pending), drains it and returns it to the pool.
 func (d *Dispatcher) release(c *call) {
+	d.reset(c)
+	d.pool.Put(c)
+}
+
+// reset unregisters c (if still pending) and drains it, for beginCall.
+func (d *Dispatcher) reset(c *call) {
 	if c.answered {
 		// dispatch unregistered it when it handed over the answer (and
 		// set answered before that send, which Do received: no race).
@@ -507,7 +517,6 @@ func (d *Dispatcher) release(c *call) {
 	}
 	c.timer.Stop()
 	c.batch, c.bouncing, c.bs = nil, false, batchState{}
-	d.pool.Put(c)
 }
 
 func (d *Dispatcher) receive(ctx context.Context) {
