@@ -369,8 +369,12 @@ func TestRerouteSequence(t *testing.T) {
 	for _, tc := range []struct {
 		k, steps int
 		seed     uint64
-	}{{8, 12, 1}, {8, 12, 2}, {12, 10, 3}, {8, 30, 4}, {12, 40, 7}, {16, 30, 9}} {
-		t.Run(fmt.Sprintf("ft3-k%d-seed%d", tc.k, tc.seed), func(t *testing.T) {
+		// rootFirst takes the root's own uplink down first: the later
+		// cables are repaired with switches lost, tied to a child.
+		rootFirst bool
+	}{{8, 12, 1, false}, {8, 12, 2, false}, {12, 10, 3, false}, {8, 30, 4, false}, {12, 40, 7, false}, {16, 30, 9, false},
+		{8, 15, 105, true}, {8, 15, 103, true}, {12, 15, 201, true}} {
+		t.Run(fmt.Sprintf("ft3-k%d-seed%d-rootfirst=%v", tc.k, tc.seed, tc.rootFirst), func(t *testing.T) {
 			if testing.Short() && tc.k > 12 {
 				t.Skip("1,024 CAs, 30 full routes: skipped in -short")
 			}
@@ -387,6 +391,13 @@ func TestRerouteSequence(t *testing.T) {
 			}
 			rng := rand.New(rand.NewPCG(tc.seed, 0x12e))
 			rng.Shuffle(len(links), func(i, j int) { links[i], links[j] = links[j], links[i] })
+			if tc.rootFirst {
+				up := portRef{res.State.root, res.Tree.Up[res.State.root][0].Ports[0]}
+				links = slices.DeleteFunc(links, func(l portRef) bool {
+					return l == up || g.PeerSwitch(l.s, l.port) == up.s && g.PeerSwitch(up.s, up.port) == l.s
+				})
+				links = append([]portRef{up}, links...)
+			}
 			st := res.State
 			hows := map[string]int{}
 			for i, l := range links[:tc.steps] {
@@ -408,11 +419,17 @@ func TestRerouteSequence(t *testing.T) {
 				}
 				verifyLike(t, fmt.Sprintf("cable %d (%s %s)", i, rep.How, rep.Fallback), down, next.routes, full.Routes, 0)
 				hows[rep.How]++
+				if rep.How == HowRepaired && next.lost != nil {
+					hows["repaired with switches lost"]++
+				}
 				st = next
 			}
 			t.Logf("%v", hows)
 			if hows[HowRepaired] == 0 {
 				t.Errorf("no cable was repaired in place: %v", hows)
+			}
+			if tc.rootFirst && hows["repaired with switches lost"] < 2 {
+				t.Errorf("the root's uplink and a later cable were not repaired with switches lost: %v", hows)
 			}
 		})
 	}
