@@ -253,10 +253,7 @@ func BenchmarkRealizeChanged(b *testing.B) {
 		}
 		old.Planes[e].Planes = []plan.Plane{pl}
 	}
-	lids := &plan.LIDPlan{Ports: make([]plan.PortLID, len(eps))}
-	for e := range lids.Ports {
-		lids.Ports[e] = plan.PortLID{Base: uint16(e + 1)}
-	}
+	lids := testfab.SequentialLIDs(topo, 0)
 	base, err := plan.Realize(topo, old, lids)
 	if err != nil {
 		b.Fatal(err)
@@ -288,10 +285,7 @@ func TestChangedBetween(t *testing.T) {
 	}
 	eps, sw := topo.Endpoints(), topo.Switches()
 	rng := rand.New(rand.NewPCG(7, 8))
-	lids := &plan.LIDPlan{Ports: make([]plan.PortLID, len(eps))}
-	for e := range lids.Ports {
-		lids.Ports[e] = plan.PortLID{Base: uint16(e + 1)}
-	}
+	lids := testfab.SequentialLIDs(topo, 0)
 	random := func() plan.DestPlanes {
 		pl := make(plan.Plane, len(sw))
 		for s := range pl {
