@@ -256,7 +256,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	var lidsBeside *earlyLIDs
 	if r.LID.EndpointsOnly && r.LID.RoutesUnread {
 		lidsBeside = r.startLIDs(ctx, fresh, in, topoHash)
-		defer lidsBeside.wait(nil)
+		defer lidsBeside.wait(res) // counts its calls whatever the attempt does
 	}
 	calls := res.Calls
 	routes, err := stage(r, res, fresh, "routing", rk, ask(basis))
@@ -538,13 +538,12 @@ func (r *Runner) startLIDs(ctx context.Context, fresh bool, in Input, topoHash u
 }
 
 // wait returns the stage's answer once it ended, adding its calls and
-// cache hits to res (nil: only wait).
+// cache hits to res the first time.
 func (e *earlyLIDs) wait(res *Result) (*plan.LIDPlan, error) {
 	<-e.done
-	if res != nil {
-		res.Calls += e.res.Calls
-		res.cached += e.res.cached
-	}
+	res.Calls += e.res.Calls
+	res.cached += e.res.cached
+	e.res = Result{}
 	return e.lids, e.err
 }
 
