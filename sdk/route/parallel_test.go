@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestEach(t *testing.T) {
@@ -37,6 +38,12 @@ func TestEach(t *testing.T) {
 				ran.Add(1)
 				if i == tc.failAt {
 					return boom
+				}
+				if tc.failAt >= 0 {
+					// Items that take a while: the failing worker, even
+					// descheduled on a loaded machine, stops the rest
+					// long before the other workers could run them all.
+					time.Sleep(time.Millisecond)
 				}
 				return nil
 			})
