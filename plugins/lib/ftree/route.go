@@ -70,6 +70,23 @@ type Router struct {
 	// each plane scans once per set, not once per switch.
 	upSet  []int32
 	upSets int
+	// dmk is set when every CA plane of a qualifying leaf is plain D-mod-k
+	// (see dmkLeaf): runs then cover the switches in index order, and
+	// slotPorts holds each switch's up port by slot from slotOff[s].
+	dmk       bool
+	runs      []run
+	slotPorts []uint8
+	lines     *valueLines
+	// general turns the D-mod-k path off (tests compare the two).
+	general bool
+}
+
+// run is a stretch lo..hi-1 of switch indices that take the same port in a
+// D-mod-k plane: one level (level, or 0 for NoPort: roots, which are all
+// ancestors then, and switches outside the tree) and the same up port at
+// every slot (slotPorts[at+slot]).
+type run struct {
+	lo, hi, level, at int32
 }
 
 // centry is one switch below another.
@@ -174,12 +191,16 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 	}
 	n := t.N
 	r.below = make([][]centry, n)
+	// mixed[v]: the switches of some level below v climb toward v through
+	// different slots, or some through several (multiUp).
+	mixed := make([]bool, n)
 	err := route.ForEach(ctx, n, func() func(int32) error {
 		queue := make([]int32, 0, n)
 		val := make([]uint8, n)
 		for i := range val {
 			val[i] = noUp
 		}
+		at := make([]uint8, t.Levels) // the group climbed through, per level
 		return func(v int32) error {
 			if len(t.Down[v]) == 0 {
 				return nil
@@ -199,8 +220,15 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 				}
 			}
 			list := make([]centry, len(queue)-1)
+			for l := range at {
+				at[l] = noUp
+			}
 			for i, c := range queue[1:] {
 				list[i] = centry{node: c, g: val[c]}
+				if g := at[t.Level[c]]; val[c] == multiUp || (g != noUp && g != val[c]) {
+					mixed[v] = true
+				}
+				at[t.Level[c]] = val[c]
 				val[c] = noUp
 			}
 			r.below[v] = list
@@ -210,7 +238,65 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.dmk = r.regular(mixed)
+	if r.dmk {
+		r.buildRuns()
+	}
 	return r, nil
+}
+
+// regular reports the tree-wide conditions of the D-mod-k path: every
+// switch of the tree has all its level's up slots, every group is a single
+// cable, and every switch v is climbed to through one slot per level (the
+// slot does not depend on who climbs, mixed[v] false).
+func (r *Router) regular(mixed []bool) bool {
+	t := r.t
+	if len(r.par) > 1 || t.Levels == 0 {
+		return false
+	}
+	for s := range int32(t.N) {
+		if mixed[s] {
+			return false
+		}
+		if t.Level[s] < 0 {
+			continue
+		}
+		for _, g := range r.slot[r.slotOff[s]:r.slotOff[s+1]] {
+			if g < 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// buildRuns fills slotPorts and runs for the D-mod-k path.
+func (r *Router) buildRuns() {
+	t := r.t
+	r.lines = newValueLines()
+	r.slotPorts = make([]uint8, len(r.slot))
+	for i, g := range r.slot {
+		r.slotPorts[i] = r.up[g].port
+	}
+	same := func(a, b int32) bool {
+		la, lb := t.Level[a], t.Level[b]
+		if max(la, 0) != max(lb, 0) {
+			return false
+		}
+		if la <= 0 {
+			return true
+		}
+		pa := r.slotPorts[r.slotOff[a]:r.slotOff[a+1]]
+		pb := r.slotPorts[r.slotOff[b]:r.slotOff[b+1]]
+		return string(pa) == string(pb)
+	}
+	for s := range int32(t.N) {
+		if n := len(r.runs); n > 0 && same(r.runs[n-1].lo, s) {
+			r.runs[n-1].hi = s + 1
+			continue
+		}
+		r.runs = append(r.runs, run{lo: s, hi: s + 1, level: max(t.Level[s], 0), at: r.slotOff[s]})
+	}
 }
 
 // digit is CA index i's D-mod-k digit at level l, shifted by plane k.
@@ -230,7 +316,10 @@ func (r *Router) spread(i int64, l int32, k int) int64 {
 }
 
 // NewRoutes allocates planes-form routes for the tree's topology: planes
-// planes per CA/router endpoint and one per switch port 0, all NoPort.
+// planes per CA/router endpoint and one per switch port 0. The planes of
+// the CAs on the tree's leaves are left for RouteCAs, which writes every
+// entry of them (so the pages are first touched by its workers, in
+// parallel, not here); every other plane is NoPort.
 func NewRoutes(t *Tree, planes int) *plan.Routes {
 	eps := t.Topo.Endpoints()
 	n := t.N
@@ -243,9 +332,6 @@ func NewRoutes(t *Tree, planes int) *plan.Routes {
 		}
 	}
 	back := make([]uint8, count*n)
-	for i := range back {
-		back[i] = plan.NoPort
-	}
 	all := make([]plan.Plane, count)
 	rs := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps))}
 	at := 0
@@ -256,6 +342,11 @@ func NewRoutes(t *Tree, planes int) *plan.Routes {
 		}
 		for k := 0; k < np; k++ {
 			all[at+k] = back[(at+k)*n : (at+k+1)*n : (at+k+1)*n]
+			if t.CAIndex[e] < 0 {
+				for i := range all[at+k] {
+					all[at+k][i] = plan.NoPort
+				}
+			}
 		}
 		rs.Planes[e].Planes = all[at : at+np : at+np]
 		at += np
@@ -297,6 +388,9 @@ type worker struct {
 	// upAt[set] is the parent position up chose for the switches of an
 	// up set in the plane upStamp[set] (-1: none has a route).
 	upAt, upStamp []int32
+	// ancRuns are the current target's ancestors as runs of switch
+	// indices with the same port (level unused), for fillDmk.
+	ancRuns []run
 }
 
 // leafChoices picks the first hop of the main path of every CA of leaf for
@@ -408,6 +502,18 @@ func (r *Router) RouteCAs(ctx context.Context, routes *plan.Routes) (*Report, er
 				return nil
 			}
 			np := len(routes.Planes[cas[0]].Planes)
+			if w.dmkLeaf(leaf) {
+				for k := 0; k < np; k++ {
+					for _, e := range cas {
+						pl := routes.Planes[e].Planes[k]
+						w.fillDmk(pl, leaf, int64(t.CAIndex[e]), k, t.Graph.Attachment(e).Port)
+						if k == 0 && len(t.outside) > 0 {
+							w.count(pl, e, true) // only those outside are NoPort
+						}
+					}
+				}
+				return nil
+			}
 			for k := 0; k < np; k++ {
 				w.leafChoices(leaf, cas, k)
 				for ci, e := range cas {
@@ -595,6 +701,99 @@ func (w *worker) fill(pl plan.Plane, e, target int32, i int64, k int, out uint8)
 			w.asg[s] = stamp
 		}
 	}
+}
+
+// dmkLeaf reports whether fillDmk writes exactly what fill would for every
+// CA plane toward leaf (whose ancestors are stamped), and if so prepares
+// ancRuns. On a regular tree (see regular) that is the case when the leaf
+// is on the lowest level, every top switch is its ancestor, and every
+// ancestor has one way down toward it, a single cable (w.simple holds them
+// all). Then, for CA index i and plane k with digits d[l]:
+//
+//   - the main path climbs from the leaf through the slot d[l] of each
+//     level l, and an ancestor's main-path port is its only way down, so
+//     every ancestor takes its simple port, the leaf the CA's port;
+//   - a switch s of level l below some main-path switch v climbs toward
+//     the deepest such v through the slot every switch of level l takes
+//     toward v (regular), which is the main path's own slot d[l];
+//   - any other switch of level l ≥ 1 climbs through the slot d[l] if that
+//     parent has a route, and it has one: by induction from the top level,
+//     whose switches are all ancestors, every switch gets one.
+//
+// So every switch outside the tree is NoPort and every other switch that
+// is not an ancestor takes its up port at slot d[l]: D-mod-k.
+func (w *worker) dmkLeaf(leaf int32) bool {
+	r := w.r
+	t := r.t
+	if !r.dmk || r.general || t.Level[leaf] != t.LeafLevel() || len(w.simple) != len(w.queue)-1 {
+		return false
+	}
+	roots := 0
+	for _, a := range w.queue {
+		if t.Level[a] == 0 {
+			roots++
+		}
+	}
+	if roots != len(t.ByLevel[0]) {
+		return false
+	}
+	w.ancRuns = w.ancRuns[:0]
+	for _, a := range w.simple {
+		if n := len(w.ancRuns); n > 0 && w.ancRuns[n-1].hi == a.node && w.ancRuns[n-1].at == int32(a.g) {
+			w.ancRuns[n-1].hi++
+			continue
+		}
+		w.ancRuns = append(w.ancRuns, run{lo: a.node, hi: a.node + 1, at: int32(a.g)})
+	}
+	return true
+}
+
+// fillDmk writes the D-mod-k plane k toward the CA of index i on port out
+// of leaf (see dmkLeaf): every switch's up port at its level's digit, the
+// ancestors' ways down over it, the leaf's port to the CA.
+func (w *worker) fillDmk(pl plan.Plane, leaf int32, i int64, k int, out uint8) {
+	r := w.r
+	for l := range w.dig {
+		w.dig[l] = int32(r.digit(i, int32(l), k))
+	}
+	for _, rn := range r.runs {
+		v := plan.NoPort
+		if rn.level > 0 {
+			v = r.slotPorts[rn.at+w.dig[rn.level]]
+		}
+		r.lines.set(pl[rn.lo:rn.hi], v)
+	}
+	for _, rn := range w.ancRuns {
+		r.lines.set(pl[rn.lo:rn.hi], uint8(rn.at))
+	}
+	pl[leaf] = out
+}
+
+// valueLines holds lineLen copies of every byte value, so that a run of
+// up to lineLen equal bytes is one copy (a byte loop, or doubling copies,
+// cost several times more on the 28-byte runs of a radix-56 tree).
+type valueLines [256 * lineLen]uint8
+
+const lineLen = 256
+
+func newValueLines() *valueLines {
+	var l valueLines
+	for v := range 256 {
+		for i := range lineLen {
+			l[v*lineLen+i] = uint8(v)
+		}
+	}
+	return &l
+}
+
+// set sets every byte of b to v.
+func (l *valueLines) set(b []uint8, v uint8) {
+	line := l[int(v)*lineLen : (int(v)+1)*lineLen]
+	for len(b) > lineLen {
+		copy(b, line)
+		b = b[lineLen:]
+	}
+	copy(b, line)
 }
 
 // down picks the way down of an ancestor off the main path: a child on the

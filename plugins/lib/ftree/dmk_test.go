@@ -1,0 +1,198 @@
+package ftree
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/ibsm/ibsm/sdk/plan"
+	"github.com/ibsm/ibsm/sdk/sdktest"
+	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/testfab/gen"
+	"github.com/ibsm/ibsm/sdk/topology"
+)
+
+// TestDmkMatchesGeneral: the D-mod-k path writes byte for byte the planes
+// the general algorithm writes, and reports the same unrouted pairs, on
+// every tree where it applies (full 2-, 3- and 4-level trees, XGFTs,
+// partial and empty leaves, a detached CA, switches outside the tree, a CA
+// order, LMC), and it stays off where it does not (missing cables and
+// switches, parallel cables, port layouts that differ between switches).
+func TestDmkMatchesGeneral(t *testing.T) {
+	ft3 := func(k int) func() (*topology.Topology, error) {
+		return func() (*topology.Topology, error) { return sdktest.FatTree3(k) }
+	}
+	shape := func(s gen.Shape) func() (*topology.Topology, error) {
+		return func() (*topology.Topology, error) { return gen.Topology(s) }
+	}
+	// caDown takes the cables of the first n CAs of leaf leaf (by ftree's
+	// leaf order) down.
+	caDown := func(make func() (*topology.Topology, error), leaf, n int) func() (*topology.Topology, error) {
+		return func() (*topology.Topology, error) {
+			topo, err := make()
+			if err != nil {
+				return nil, err
+			}
+			tree, err := Build(topo, Config{})
+			if err != nil {
+				return nil, err
+			}
+			s := tree.Leaves[leaf]
+			for _, e := range tree.LeafCAs[leaf][:n] {
+				testfab.SetLinkState(topo, s, tree.Graph.Attachment(e).Port, topology.StateDown)
+			}
+			return topo, nil
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		make    func() (*topology.Topology, error)
+		frac    float64 // switch cables taken down
+		lmc     uint8
+		order   bool // CAs ranked in reverse
+		dmk     bool // the D-mod-k path applies to every leaf
+		missing bool // take a core and an aggregation switch out
+	}{
+		{name: "ft3-k8", make: ft3(8), dmk: true},
+		{name: "ft3-k12-lmc2", make: ft3(12), lmc: 2, dmk: true},
+		{name: "ft3-k16", make: ft3(16), dmk: true},
+		{name: "ft3-k8-ca-order-lmc1", make: ft3(8), lmc: 1, order: true, dmk: true},
+		{name: "ft2-6x3", make: func() (*topology.Topology, error) { return sdktest.FatTree2(6, 3, 4) }, dmk: true},
+		{name: "ft2-outside", make: withOutside, dmk: true},
+		{name: "4-level-radix8", make: shape(gen.FatTree{Radix: 8, Levels: 4}), lmc: 1, dmk: true},
+		{name: "3-ary-4-tree", make: shape(gen.FatTree{Arity: 3, Levels: 4}), dmk: true},
+		{name: "xgft", make: shape(gen.FatTree{Children: []int{3, 4, 2}, Parents: []int{1, 3, 2}}), lmc: 1, dmk: true},
+		{name: "partial-leaves", make: shape(gen.FatTree{Radix: 8, Levels: 3, CAsPerLeaf: 3}), dmk: true},
+		{name: "detached-ca", make: caDown(ft3(8), 5, 1), dmk: true},
+		{name: "empty-leaf", make: caDown(ft3(8), 6, 4), dmk: true},
+		{name: "ft3-k12-2pct", make: ft3(12), frac: 0.02},
+		{name: "ft2-one-cable", make: func() (*topology.Topology, error) { return sdktest.FatTree2(6, 3, 4) }, frac: 0.06, lmc: 1},
+		{name: "missing-switches", make: ft3(8), missing: true},
+		{name: "parallel", make: shape(gen.FatTree{Radix: 8, Levels: 3, Parallel: 2})},
+		{name: "rotated-ports", make: rotatedPorts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topo, err := tc.make()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := degrade(topo, tc.frac, 3); tc.frac > 0 && n == 0 {
+				t.Fatalf("no cable taken down")
+			}
+			var cfg Config
+			if tc.order {
+				tree, err := Build(topo, Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range slices.Backward(tree.CAOrder()) {
+					cfg.CAOrder = append(cfg.CAOrder, topo.Nodes[topo.Endpoints()[e].Node].GUID)
+				}
+			}
+			tree, err := Build(topo, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.missing {
+				takeOut(topo, tree, tree.ByLevel[0][2])
+				takeOut(topo, tree, tree.ByLevel[1][3])
+				if tree, err = Build(topo, cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			route := func(general bool) (*plan.Routes, *Report, *Router) {
+				r, err := NewRouter(context.Background(), tree)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.general = general
+				routes := NewRoutes(tree, 1<<tc.lmc)
+				rep, err := r.RouteCAs(context.Background(), routes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return routes, rep, r
+			}
+			fast, frep, r := route(false)
+			slow, srep, _ := route(true)
+			w := r.newWorker()
+			leaves := 0
+			for _, l := range tree.Leaves {
+				w.ancestors(l)
+				if w.dmkLeaf(l) {
+					leaves++
+				}
+			}
+			if want := map[bool]int{true: len(tree.Leaves)}[tc.dmk]; leaves != want {
+				t.Fatalf("the D-mod-k path applies to %d of %d leaves, want %d", leaves, len(tree.Leaves), want)
+			}
+			for e := range fast.Planes {
+				a, b := fast.Planes[e].Planes, slow.Planes[e].Planes
+				if len(a) != len(b) {
+					t.Fatalf("endpoint %d: %d planes vs %d", e, len(a), len(b))
+				}
+				for k := range a {
+					// NewRoutes leaves these planes to RouteCAs: no entry
+					// may stay at its zero value (no route to a CA is 0).
+					if tree.CAIndex[e] >= 0 && slices.Contains(b[k], 0) {
+						t.Fatalf("endpoint %d plane %d: an entry left unwritten: %v", e, k, b[k])
+					}
+					if !slices.Equal(a[k], b[k]) {
+						t.Fatalf("endpoint %d plane %d:\n%v\nvs the general algorithm's\n%v", e, k, a[k], b[k])
+					}
+				}
+			}
+			if frep.SwitchPairs != srep.SwitchPairs || frep.CAPairs != srep.CAPairs || frep.Detached != srep.Detached || len(frep.Examples) != len(srep.Examples) {
+				t.Fatalf("report %+v, the general algorithm's %+v", frep, srep)
+			}
+		})
+	}
+}
+
+// takeOut takes every cable of switch s down.
+func takeOut(topo *topology.Topology, tree *Tree, s int32) {
+	for _, gs := range [][]Group{tree.Up[s], tree.Down[s]} {
+		for _, g := range gs {
+			for _, p := range g.Ports {
+				testfab.SetLinkState(topo, s, p, topology.StateDown)
+			}
+		}
+	}
+}
+
+// withOutside is a 2-level tree (4 leaves of 3 CAs, 3 spines) next to two
+// switches cabled to each other and to no CA: a component outside the tree.
+func withOutside() (*topology.Topology, error) {
+	f := testfab.New()
+	spines := []uint64{f.Switch(8), f.Switch(8), f.Switch(8)}
+	a := f.Switch(4)
+	for l := 0; l < 4; l++ {
+		leaf := f.Switch(8)
+		for x, sp := range spines {
+			f.Link(leaf, 4+x, sp, l+1)
+		}
+		for c := 0; c < 3; c++ {
+			f.CAOn(leaf, c+1)
+		}
+	}
+	f.Link(a, 1, f.Switch(4), 1)
+	return f.Build()
+}
+
+// rotatedPorts is a 2-level tree whose leaves cable spine x on port
+// 4+(x+leaf)%3: the port layouts differ, so slots follow port order and
+// the leaves climb to one spine through different slots.
+func rotatedPorts() (*topology.Topology, error) {
+	f := testfab.New()
+	spines := []uint64{f.Switch(8), f.Switch(8), f.Switch(8)}
+	for l := 0; l < 5; l++ {
+		leaf := f.Switch(8)
+		for x, sp := range spines {
+			f.Link(leaf, 4+(x+l)%3, sp, l+1)
+		}
+		for c := 0; c < 3; c++ {
+			f.CAOn(leaf, c+1)
+		}
+	}
+	return f.Build()
+}
