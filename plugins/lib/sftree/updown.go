@@ -9,6 +9,7 @@ import (
 
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
+	"github.com/ibsm/ibsm/sdk/topology"
 )
 
 // upDown holds the switch graph split by rank: up links lead to a smaller
@@ -27,6 +28,10 @@ type upDown struct {
 	// in rank order: a climber's closest parents depend on its parents
 	// only, so they are found once per group and destination.
 	climb []climbGroup
+	// upFar[s][i] is the port at the far end of up[s][i], for descents to
+	// find a parent's way down without scanning its down links; nil in a
+	// repaired copy (without), whose rows scan.
+	upFar [][]uint8
 }
 
 // climbGroup is a set of switches of one rank with equal parent lists.
@@ -67,6 +72,14 @@ func newUpDown(g *route.Graph, tree Tree) (*upDown, error) {
 	}
 	sort.SliceStable(u.order, func(i, j int) bool { return u.rank[u.order[i]] < u.rank[u.order[j]] })
 	u.groupClimbers()
+	t := g.Topo
+	u.upFar = make([][]uint8, g.N)
+	for s := int32(0); s < int32(g.N); s++ {
+		node := t.Switches()[s]
+		for _, l := range u.up[s] {
+			u.upFar[s] = append(u.upFar[s], t.Port(topology.PortRef{Node: node, Port: l.Port}).Peer.Port)
+		}
+	}
 	return u, nil
 }
 
@@ -107,10 +120,13 @@ type scratch struct {
 	ancAt, affAt, dstAt []int32
 	aff                 []int32
 	kind                []uint8 // walkKind by position in aff, for the reverse walk
+	// descents' count of ways down per ancestor and the port of the last.
+	downs, downPort []uint8
 }
 
 func (u *upDown) newScratch() *scratch {
-	return &scratch{dist: make([]uint8, u.g.N), queue: make([]int32, 0, u.g.N)}
+	n := u.g.N
+	return &scratch{dist: make([]uint8, n), queue: make([]int32, 0, n), downs: make([]uint8, n), downPort: make([]uint8, n)}
 }
 
 // row fills pl with the up*/down* plane toward switch d: the destination
@@ -174,20 +190,34 @@ func (u *upDown) descents(d int32, pl plan.Plane, sc *scratch) (bool, error) {
 	pl[d] = 0
 	sc.dist[d] = 0
 	// Ancestors by BFS over up links; BFS order is also ascending distance.
+	// A parent found at distance D+1 from a child at D has that link as a
+	// way down on a shortest descent: counted (saturating), so that the
+	// many ancestors with a single way down need not scan their down links.
 	q := append(sc.queue[:0], d)
 	for h := 0; h < len(q); h++ {
 		x := q[h]
 		if sc.dist[x] >= route.MaxHops {
 			return false, fmt.Errorf("sftree: switch 0x%016x is more than %d levels above another: the ranking is not a tree", u.g.SwitchGUID(x), route.MaxHops)
 		}
-		for _, l := range u.up[x] {
-			if sc.dist[l.Peer] == route.Unreachable {
-				sc.dist[l.Peer] = sc.dist[x] + 1
-				q = append(q, l.Peer)
+		next := sc.dist[x] + 1
+		for i, l := range u.up[x] {
+			p := l.Peer
+			if sc.dist[p] == route.Unreachable {
+				sc.dist[p] = next
+				q = append(q, p)
+				sc.downs[p] = 0
+			}
+			if u.upFar != nil && sc.dist[p] == next {
+				sc.downs[p] = min(sc.downs[p]+1, 2)
+				sc.downPort[p] = u.upFar[x][i]
 			}
 		}
 	}
 	for _, a := range q[1:] {
+		if u.upFar != nil && sc.downs[a] == 1 {
+			pl[a] = sc.downPort[a] // c below would be just that port
+			continue
+		}
 		want := sc.dist[a] - 1
 		c := sc.cand[:0]
 		for _, l := range u.down[a] {
