@@ -137,6 +137,10 @@ func TestDmkMatchesGeneral(t *testing.T) {
 					if tree.CAIndex[e] >= 0 && slices.Contains(b[k], 0) {
 						t.Fatalf("endpoint %d plane %d: an entry left unwritten: %v", e, k, b[k])
 					}
+					// Switches' and detached endpoints' planes stay NoPort.
+					if tree.CAIndex[e] < 0 && slices.ContainsFunc(b[k], func(p uint8) bool { return p != plan.NoPort }) {
+						t.Fatalf("endpoint %d plane %d is not all NoPort: %v", e, k, b[k])
+					}
 					if !slices.Equal(a[k], b[k]) {
 						t.Fatalf("endpoint %d plane %d:\n%v\nvs the general algorithm's\n%v", e, k, a[k], b[k])
 					}
