@@ -3,6 +3,7 @@ package sftree
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -94,6 +95,8 @@ type combiner struct {
 	trees []plan.Plane
 	// sibs[i] are roots[i]'s horizontal links.
 	sibs [][]route.Link
+	// walks[i] is trees[i] as pass reads it.
+	walks []treeWalk
 	// pure marks rows withdrawn to up*/down* only.
 	pure []bool
 	// viaSib marks rows whose first root forwards to a sibling.
@@ -114,21 +117,70 @@ type rowStats struct {
 func newCombiner(g *route.Graph, ud *upDown, rows []plan.Plane, root int32) *combiner {
 	c := &combiner{g: g, ud: ud, rows: rows, pure: make([]bool, g.N), viaSib: make([]bool, g.N),
 		withdrawn: make([]int64, g.N), stats: make([]rowStats, g.N)}
-	c.roots = []int32{root}
-	c.trees = []plan.Plane{append(plan.Plane(nil), rows[root]...)}
-	c.sibs = [][]route.Link{ud.sib[root]}
+	c.addRoot(root, append(plan.Plane(nil), rows[root]...))
 	return c
+}
+
+// treeWalk is a subtree root's plane as pass follows it: next[x] is the
+// switch x forwards to (-1: x has no entry, or is the root), and order
+// lists the switches with a next after the one they forward to.
+type treeWalk struct {
+	next  []int32
+	order []int32
+}
+
+// addRoot appends root r, whose up*/down* plane is tree.
+func (c *combiner) addRoot(r int32, tree plan.Plane) {
+	n := len(tree)
+	w := treeWalk{next: make([]int32, n), order: make([]int32, 0, n)}
+	// children of x in the tree: kids[at[x]:at[x+1]], by counting.
+	at := make([]int32, n+1)
+	for x, p := range tree {
+		w.next[x] = -1
+		if p != plan.NoPort && p != 0 {
+			w.next[x] = c.g.PeerSwitch(int32(x), p)
+			at[w.next[x]+1]++
+		}
+	}
+	for x := range n {
+		at[x+1] += at[x]
+	}
+	kids := make([]int32, at[n])
+	fill := slices.Clone(at[:n])
+	for x, y := range w.next {
+		if y >= 0 {
+			kids[fill[y]] = int32(x)
+			fill[y]++
+		}
+	}
+	w.order = append(w.order, r)
+	for h := 0; h < len(w.order); h++ {
+		x := w.order[h]
+		w.order = append(w.order, kids[at[x]:at[x+1]]...)
+	}
+	w.order = w.order[1:]
+	c.roots = append(c.roots, r)
+	c.trees = append(c.trees, tree)
+	c.sibs = append(c.sibs, c.ud.sib[r])
+	c.walks = append(c.walks, w)
+}
+
+// dropRoot takes the last root back out.
+func (c *combiner) dropRoot() {
+	i := len(c.roots) - 1
+	c.roots, c.trees, c.sibs, c.walks = c.roots[:i], c.trees[:i], c.sibs[:i], c.walks[:i]
 }
 
 // passScratch is one worker's per-destination working space.
 type passScratch struct {
 	state []uint8
-	path  []int32
 	added []int32
+	// routed counts the switches the row routed before pass.
+	routed int64
 }
 
 func (c *combiner) newPassScratch() *passScratch {
-	return &passScratch{state: make([]uint8, c.g.N), path: make([]int32, 0, c.g.N)}
+	return &passScratch{state: make([]uint8, c.g.N)}
 }
 
 // pass routes, in row d, every ranked switch that has no route yet along
@@ -144,6 +196,11 @@ func (c *combiner) newPassScratch() *passScratch {
 // next switch of i's subtree, which is routed in pass i or earlier, and
 // within one pass every hop comes closer to the root. It returns the
 // sibling port the root uses, NoPort if none.
+//
+// A switch's fate is that of the next switch on the subtree unless it is
+// routed already (good), the root (good only by a sibling) or off the
+// subtree (dead), so the switches are decided in the walk's order, next
+// switch first, each by one look at its next.
 func (c *combiner) pass(d int32, i int, sc *passScratch) uint8 {
 	const (
 		unknown = iota
@@ -151,52 +208,51 @@ func (c *combiner) pass(d int32, i int, sc *passScratch) uint8 {
 		dead
 	)
 	row := c.rows[d]
-	r, tree := c.roots[i], c.trees[i]
+	r, tree, walk := c.roots[i], c.trees[i], &c.walks[i]
 	state := sc.state
-	for x := range state {
+	routed := int64(0)
+	for x, p := range row {
 		state[x] = unknown
-		if row[x] != plan.NoPort {
+		if p != plan.NoPort {
 			state[x] = good
+			routed++
 		}
 	}
+	sc.routed = routed
 	sc.added = sc.added[:0]
 	sib := plan.NoPort
 	if state[r] != good {
 		state[r] = dead
-		for _, l := range c.sibs[i] {
-			if row[l.Peer] != plan.NoPort {
-				sib, state[r] = l.Port, good
-				row[r] = l.Port
-				sc.added = append(sc.added, r)
-				break
-			}
+		if sib = c.sibling(row, i); sib != plan.NoPort {
+			state[r] = good
+			row[r] = sib
+			sc.added = append(sc.added, r)
 		}
 	}
-	for _, s := range c.ud.order {
-		if row[s] != plan.NoPort {
+	for _, s := range walk.order {
+		if state[s] != unknown {
 			continue
 		}
-		path := sc.path[:0]
-		x := s
-		for state[x] == unknown {
-			path = append(path, x)
-			if tree[x] == plan.NoPort || tree[x] == 0 {
-				state[x] = dead
-				break
-			}
-			x = c.g.PeerSwitch(x, tree[x])
+		if state[walk.next[s]] != good {
+			state[s] = dead
+			continue
 		}
-		fate := state[x]
-		for _, y := range path {
-			state[y] = fate
-		}
-		sc.path = path
-		if fate == good {
-			row[s] = tree[s]
-			sc.added = append(sc.added, s)
-		}
+		state[s] = good
+		row[s] = tree[s]
+		sc.added = append(sc.added, s)
 	}
 	return sib
+}
+
+// sibling is the port of root i's first horizontal link to a switch that
+// row routes, NoPort if none.
+func (c *combiner) sibling(row plan.Plane, i int) uint8 {
+	for _, l := range c.sibs[i] {
+		if row[l.Peer] != plan.NoPort {
+			return l.Port
+		}
+	}
+	return plan.NoPort
 }
 
 // combine runs the first root's pass on the pristine up*/down* row d.
@@ -206,13 +262,8 @@ func (c *combiner) combine(d int32, sc *passScratch) {
 		c.stats[d] = st
 		return
 	}
-	row := c.rows[d]
-	for _, s := range c.ud.order {
-		if s != d && row[s] != plan.NoPort {
-			st.upDown++
-		}
-	}
 	c.viaSib[d] = c.pass(d, 0, sc) != plan.NoPort
+	st.upDown = sc.routed - 1 // d itself; only ranked switches have routes
 	st.subtree = int64(len(sc.added))
 	st.unreachable = c.ranked() - 1 - st.upDown - st.subtree
 	c.stats[d] = st

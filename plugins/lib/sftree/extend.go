@@ -170,9 +170,7 @@ func (c *combiner) try(ctx context.Context, l int32, dead []int32, rep *Report) 
 	if err := c.ud.row(l, tree, sc); err != nil {
 		return false, err
 	}
-	c.roots = append(c.roots, l)
-	c.trees = append(c.trees, tree)
-	c.sibs = append(c.sibs, c.ud.sib[l])
+	c.addRoot(l, tree)
 	i := len(c.roots) - 1
 	var ext extension
 	ps := c.newPassScratch()
@@ -187,7 +185,7 @@ func (c *combiner) try(ctx context.Context, l int32, dead []int32, rep *Report) 
 		for k, d := range ext.rows {
 			c.revert(d, ext.added[k])
 		}
-		c.roots, c.trees, c.sibs = c.roots[:i], c.trees[:i], c.sibs[:i]
+		c.dropRoot()
 	}
 	trial := c.dg.Clone()
 	for round := 0; len(ext.rows) > 0; round++ {
