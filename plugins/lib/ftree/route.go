@@ -343,7 +343,7 @@ func NewRoutes(t *Tree, planes int) *plan.Routes {
 		for k := 0; k < np; k++ {
 			all[at+k] = back[(at+k)*n : (at+k+1)*n : (at+k+1)*n]
 			if t.CAIndex[e] < 0 {
-				fillNoPort(all[at+k])
+				FillNoPort(all[at+k])
 			}
 		}
 		rs.Planes[e].Planes = all[at : at+np : at+np]
@@ -767,9 +767,9 @@ func (w *worker) fillDmk(pl plan.Plane, leaf int32, i int64, k int, out uint8) {
 	pl[leaf] = out
 }
 
-// fillNoPort sets pl to NoPort by doubling copies (a byte loop costs ten
+// FillNoPort sets pl to NoPort by doubling copies (a byte loop costs ten
 // times more on the 15 MB of switch planes at ft3-56).
-func fillNoPort(pl plan.Plane) {
+func FillNoPort(pl plan.Plane) {
 	if len(pl) == 0 {
 		return
 	}

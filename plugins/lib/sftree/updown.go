@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ibsm/ibsm/plugins/lib/ftree"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
 	"github.com/ibsm/ibsm/sdk/topology"
@@ -38,6 +39,8 @@ type upDown struct {
 type climbGroup struct {
 	rep     int32   // a member whose up links are read
 	members []int32 // in order
+	// ports[i*len(members)+m] is member m's port of its i-th up link.
+	ports []uint8
 }
 
 func newUpDown(g *route.Graph, tree Tree) (*upDown, error) {
@@ -106,6 +109,16 @@ func (u *upDown) groupClimbers() {
 		}
 		u.climb[i].members = append(u.climb[i].members, s)
 	}
+	for gi := range u.climb {
+		g := &u.climb[gi]
+		m := len(g.members)
+		g.ports = make([]uint8, len(u.up[g.rep])*m)
+		for mi, s := range g.members {
+			for i, l := range u.up[s] {
+				g.ports[i*m+mi] = l.Port
+			}
+		}
+	}
 }
 
 // scratch is one worker's per-destination working space.
@@ -160,15 +173,17 @@ func (u *upDown) row(d int32, pl plan.Plane, sc *scratch) error {
 		if best == route.Unreachable {
 			continue
 		}
-		pick := c[int(d)%len(c)]
-		for _, s := range g.members {
+		m := len(g.members)
+		pick := int(c[int(d)%len(c)])
+		ports := g.ports[pick*m : (pick+1)*m]
+		for mi, s := range g.members {
 			if pl[s] != plan.NoPort {
 				continue
 			}
 			if best >= route.MaxHops {
 				return fmt.Errorf("sftree: up*/down* path from switch 0x%016x longer than %d hops", u.g.SwitchGUID(s), route.MaxHops)
 			}
-			pl[s] = u.up[s][pick].Port
+			pl[s] = ports[mi]
 			sc.dist[s] = best + 1
 		}
 	}
@@ -180,10 +195,8 @@ func (u *upDown) row(d int32, pl plan.Plane, sc *scratch) error {
 // equal ones), leaving the ancestors' distances in sc.dist. It reports
 // false for an unranked d, whose row stays empty.
 func (u *upDown) descents(d int32, pl plan.Plane, sc *scratch) (bool, error) {
-	for i := range pl {
-		pl[i] = plan.NoPort
-		sc.dist[i] = route.Unreachable
-	}
+	ftree.FillNoPort(pl)
+	ftree.FillNoPort(sc.dist) // route.Unreachable is the same byte
 	if u.rank[d] < 0 {
 		return false, nil
 	}
