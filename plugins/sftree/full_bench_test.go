@@ -9,20 +9,40 @@ import (
 	"github.com/ibsm/ibsm/sdk"
 	"github.com/ibsm/ibsm/sdk/sdktest"
 	"github.com/ibsm/ibsm/sdk/testfab"
+	"github.com/ibsm/ibsm/sdk/topology"
 )
 
 // benchRouteFull times the bring-up route call on ft3-k: a fresh engine
 // (default configuration, nothing kept) answering the full topology over
-// gRPC in process, as the host's first call after discovery. It reports
+// gRPC in process, as the host's first call after discovery; and the same
+// with two cables down (the last leaf's first uplink, the last pod's
+// first aggregation uplink), as a fabric seldom comes up whole. It reports
 // the call's wall time and, inside it, the engine's own Route in wall and
 // process CPU time (the rest is the SDK's: receiving the topology, hashing
 // and sending the planes, decoding them).
 func benchRouteFull(b *testing.B, k int) {
-	ctx := context.Background()
-	topo, err := sdktest.FatTree3(k)
-	if err != nil {
-		b.Fatal(err)
+	for _, down := range []int{0, 2} {
+		b.Run(map[int]string{0: "full", 2: "two-cables-down"}[down], func(b *testing.B) {
+			topo, err := sdktest.FatTree3(k)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if down > 0 {
+				// Switch indices of sdktest.FatTree3: the last switch is
+				// the last pod's last leaf, k/2 before it its last
+				// aggregation switch; up ports are k/2+1..k on both.
+				last := int32(len(topo.Switches()) - 1)
+				testfab.SetLinkState(topo, last, uint8(k/2+1), topology.StateDown)
+				testfab.SetLinkState(topo, last-int32(k/2), uint8(k/2+1), topology.StateDown)
+			}
+			benchRouteCallFull(b, topo)
+		})
 	}
+}
+
+// benchRouteCallFull is benchRouteFull on one topology.
+func benchRouteCallFull(b *testing.B, topo *topology.Topology) {
+	ctx := context.Background()
 	var call, eng, engCPU time.Duration
 	testfab.Bench(b, func() error {
 		e := &timedEngine{engine: &engine{log: hclog.NewNullLogger()}}
