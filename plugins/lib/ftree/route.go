@@ -70,12 +70,16 @@ type Router struct {
 	// each plane scans once per set, not once per switch.
 	upSet  []int32
 	upSets int
-	// dmk is set when every CA plane of a qualifying leaf is plain D-mod-k
-	// (see dmkLeaf): runs then cover the switches in index order, and
-	// slotPorts holds each switch's up port by slot from slotOff[s].
-	dmk       bool
+	// For the D-mod-k path (see dmkLeaf, dmkPlane): runs cover the
+	// switches in index order, slotPorts holds each switch's up port by
+	// slot from slotOff[s] (NoPort where missing); complete[l][j] says
+	// every switch of level l has slot j, a single cable; mixed[v] says
+	// the switches of some level below v climb toward v through different
+	// slots, or some through several groups (multiUp).
 	runs      []run
 	slotPorts []uint8
+	complete  [][]bool
+	mixed     []bool
 	lines     *valueLines
 	// general turns the D-mod-k path off (tests compare the two).
 	general bool
@@ -191,16 +195,14 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 	}
 	n := t.N
 	r.below = make([][]centry, n)
-	// mixed[v]: the switches of some level below v climb toward v through
-	// different slots, or some through several (multiUp).
-	mixed := make([]bool, n)
+	r.mixed = make([]bool, n)
 	err := route.ForEach(ctx, n, func() func(int32) error {
 		queue := make([]int32, 0, n)
 		val := make([]uint8, n)
 		for i := range val {
 			val[i] = noUp
 		}
-		at := make([]uint8, t.Levels) // the group climbed through, per level
+		at := make([]int32, t.Levels) // the slot climbed through, per level
 		return func(v int32) error {
 			if len(t.Down[v]) == 0 {
 				return nil
@@ -221,14 +223,19 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 			}
 			list := make([]centry, len(queue)-1)
 			for l := range at {
-				at[l] = noUp
+				at[l] = -1
 			}
 			for i, c := range queue[1:] {
 				list[i] = centry{node: c, g: val[c]}
-				if g := at[t.Level[c]]; val[c] == multiUp || (g != noUp && g != val[c]) {
-					mixed[v] = true
+				if val[c] == multiUp {
+					r.mixed[v] = true
+				} else {
+					slot, l := t.Up[c][val[c]].Slot, t.Level[c]
+					if at[l] >= 0 && at[l] != slot {
+						r.mixed[v] = true
+					}
+					at[l] = slot
 				}
-				at[t.Level[c]] = val[c]
 				val[c] = noUp
 			}
 			r.below[v] = list
@@ -238,45 +245,33 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.dmk = r.regular(mixed)
-	if r.dmk {
-		r.buildRuns()
-	}
+	r.buildRuns()
 	return r, nil
 }
 
-// regular reports the tree-wide conditions of the D-mod-k path: every
-// switch of the tree has all its level's up slots, every group is a single
-// cable, and every switch v is climbed to through one slot per level (the
-// slot does not depend on who climbs, mixed[v] false).
-func (r *Router) regular(mixed []bool) bool {
-	t := r.t
-	if len(r.par) > 1 || t.Levels == 0 {
-		return false
-	}
-	for s := range int32(t.N) {
-		if mixed[s] {
-			return false
-		}
-		if t.Level[s] < 0 {
-			continue
-		}
-		for _, g := range r.slot[r.slotOff[s]:r.slotOff[s+1]] {
-			if g < 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// buildRuns fills slotPorts and runs for the D-mod-k path.
+// buildRuns fills slotPorts, complete and runs for the D-mod-k path.
 func (r *Router) buildRuns() {
 	t := r.t
 	r.lines = newValueLines()
 	r.slotPorts = make([]uint8, len(r.slot))
 	for i, g := range r.slot {
-		r.slotPorts[i] = r.up[g].port
+		r.slotPorts[i] = plan.NoPort
+		if g >= 0 {
+			r.slotPorts[i] = r.up[g].port
+		}
+	}
+	r.complete = make([][]bool, t.Levels)
+	for l, sws := range t.ByLevel {
+		r.complete[l] = make([]bool, t.SlotCount[l])
+		for j := range r.complete[l] {
+			r.complete[l][j] = true
+			for _, s := range sws {
+				if g := r.slot[r.slotOff[s]+int32(j)]; g < 0 || r.up[g].npar != 1 {
+					r.complete[l][j] = false
+					break
+				}
+			}
+		}
 	}
 	same := func(a, b int32) bool {
 		la, lb := t.Level[a], t.Level[b]
@@ -500,24 +495,25 @@ func (r *Router) RouteCAs(ctx context.Context, routes *plan.Routes) (*Report, er
 				return nil
 			}
 			np := len(routes.Planes[cas[0]].Planes)
-			if w.dmkLeaf(leaf) {
-				for k := 0; k < np; k++ {
-					for _, e := range cas {
-						pl := routes.Planes[e].Planes[k]
-						w.fillDmk(pl, leaf, int64(t.CAIndex[e]), k, t.Graph.Attachment(e).Port)
+			dmk := w.dmkLeaf(leaf)
+			for k := 0; k < np; k++ {
+				chosen := false
+				for ci, e := range cas {
+					pl := routes.Planes[e].Planes[k]
+					i, out := int64(t.CAIndex[e]), t.Graph.Attachment(e).Port
+					if dmk && w.dmkPlane(leaf, i, k) {
+						w.fillDmk(pl, leaf, out)
 						if k == 0 && len(t.outside) > 0 {
 							w.count(pl, e, true) // only those outside are NoPort
 						}
+						continue
 					}
-				}
-				return nil
-			}
-			for k := 0; k < np; k++ {
-				w.leafChoices(leaf, cas, k)
-				for ci, e := range cas {
+					if !chosen {
+						w.leafChoices(leaf, cas, k)
+						chosen = true
+					}
 					w.leafUp = w.choice[ci]
-					pl := routes.Planes[e].Planes[k]
-					w.fill(pl, e, leaf, int64(t.CAIndex[e]), k, t.Graph.Attachment(e).Port)
+					w.fill(pl, e, leaf, i, k, out)
 					if k == 0 {
 						w.count(pl, e, true)
 					}
@@ -701,29 +697,33 @@ func (w *worker) fill(pl plan.Plane, e, target int32, i int64, k int, out uint8)
 	}
 }
 
-// dmkLeaf reports whether fillDmk writes exactly what fill would for every
-// CA plane toward leaf (whose ancestors are stamped), and if so prepares
-// ancRuns. On a regular tree (see regular) that is the case when the leaf
+// dmkLeaf reports whether the CA planes toward leaf (whose ancestors are
+// stamped) may take the D-mod-k path, and if so prepares ancRuns: the leaf
 // is on the lowest level, every top switch is its ancestor, and every
 // ancestor has one way down toward it, a single cable (w.simple holds them
-// all). Then, for CA index i and plane k with digits d[l]:
+// all). dmkPlane then says which planes do. For such a plane, CA index i
+// and plane k with digits d[l], fill provably writes what fillDmk does:
 //
 //   - the main path climbs from the leaf through the slot d[l] of each
-//     level l, and an ancestor's main-path port is its only way down, so
-//     every ancestor takes its simple port, the leaf the CA's port;
+//     level l (present: complete), and an ancestor's main-path port is its
+//     only way down, so every ancestor takes its simple port, the leaf the
+//     CA's port;
 //   - a switch s of level l below some main-path switch v climbs toward
-//     the deepest such v through the slot every switch of level l takes
-//     toward v (regular), which is the main path's own slot d[l];
+//     the deepest such v through the one slot every switch of level l
+//     takes toward v (v is not mixed), which is the main path's own slot
+//     d[l];
 //   - any other switch of level l ≥ 1 climbs through the slot d[l] if that
 //     parent has a route, and it has one: by induction from the top level,
-//     whose switches are all ancestors, every switch gets one.
+//     whose switches are all ancestors, every switch gets one;
+//   - every switch of level l has the slot d[l], one cable (complete), so
+//     sp picks nothing.
 //
 // So every switch outside the tree is NoPort and every other switch that
 // is not an ancestor takes its up port at slot d[l]: D-mod-k.
 func (w *worker) dmkLeaf(leaf int32) bool {
 	r := w.r
 	t := r.t
-	if !r.dmk || r.general || t.Level[leaf] != t.LeafLevel() || len(w.simple) != len(w.queue)-1 {
+	if r.general || t.Level[leaf] != t.LeafLevel() || len(w.simple) != len(w.queue)-1 {
 		return false
 	}
 	roots := 0
@@ -746,14 +746,33 @@ func (w *worker) dmkLeaf(leaf int32) bool {
 	return true
 }
 
-// fillDmk writes the D-mod-k plane k toward the CA of index i on port out
-// of leaf (see dmkLeaf): every switch's up port at its level's digit, the
-// ancestors' ways down over it, the leaf's port to the CA.
-func (w *worker) fillDmk(pl plan.Plane, leaf int32, i int64, k int, out uint8) {
+// dmkPlane sets w.dig for CA index i, plane k, and reports whether that
+// plane toward leaf (dmkLeaf true) takes the D-mod-k path: every level's
+// digit slot is complete and no switch of the main path is mixed.
+func (w *worker) dmkPlane(leaf int32, i int64, k int) bool {
 	r := w.r
+	t := r.t
 	for l := range w.dig {
 		w.dig[l] = int32(r.digit(i, int32(l), k))
 	}
+	s := leaf
+	for l := t.LeafLevel(); l > 0; l-- {
+		if len(r.complete[l]) == 0 || !r.complete[l][w.dig[l]] {
+			return false
+		}
+		s = r.up[r.slot[r.slotOff[s]+w.dig[l]]].peer
+		if r.mixed[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// fillDmk writes the D-mod-k plane toward the CA on port out of leaf for
+// the digits dmkPlane set: every switch's up port at its level's digit,
+// the ancestors' ways down over it, the leaf's port to the CA.
+func (w *worker) fillDmk(pl plan.Plane, leaf int32, out uint8) {
+	r := w.r
 	for _, rn := range r.runs {
 		v := plan.NoPort
 		if rn.level > 0 {
