@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/ibsm/ibsm/plugins/lib/sftree"
@@ -136,11 +137,12 @@ func (e *engine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes,
 
 // routeFull routes req's fabric in full and logs what it did.
 func (e *engine) routeFull(ctx context.Context, req sdk.RouteRequest) (*sftree.Result, error) {
+	start := time.Now()
 	res, err := sftree.RouteFatTree(ctx, req.Topo, req.LMC, e.base.ftree, e.opt)
 	if err != nil {
 		return nil, err
 	}
-	e.logFull(res)
+	e.logFull(res, time.Since(start))
 	return res, nil
 }
 
@@ -155,7 +157,7 @@ func (e *engine) reroute(ctx context.Context, req sdk.RouteRequest) (*plan.Route
 	e.last = next
 	e.log.Info("incremental re-route", "how", rep.How, "routings_back", rep.Back, "cable_ports_down", rep.Removed, "cable_ports_up", rep.Added,
 		"ca_destinations", rep.CADests, "switch_destinations", rep.SwitchDests, "entries", rep.Entries,
-		"subtree_root", fmt.Sprintf("0x%016x", next.Root()), "time", rep.Time)
+		"subtree_root", fmt.Sprintf("0x%016x", next.Root()), "time", rep.Time.String())
 	if rep.Lost != 0 {
 		e.log.Info("the subtree root no longer reaches some switches on up*/down* paths; their routes go through a child of the one whose own way died",
 			"switches", rep.LostSwitches, "switch", fmt.Sprintf("0x%016x", rep.Lost), "via", fmt.Sprintf("0x%016x", rep.Via))
@@ -167,13 +169,14 @@ func (e *engine) reroute(ctx context.Context, req sdk.RouteRequest) (*plan.Route
 	return next.Routes(), nil
 }
 
-// logFull logs what a full routing did.
-func (e *engine) logFull(res *sftree.Result) {
+// logFull logs what a full routing did and how long the engine took (the
+// rest of a route call is the SDK's and the host's).
+func (e *engine) logFull(res *sftree.Result, took time.Duration) {
 	t := res.Tree
 	if len(t.Missing) > 0 {
 		e.log.Warn("configured GUIDs not found in the fabric", "guids", t.Missing)
 	}
-	e.log.Info("fat tree", "levels", t.Levels, "roots_by", t.How, "leaves", len(t.Leaves))
+	e.log.Info("fat tree", "levels", t.Levels, "roots_by", t.How, "leaves", len(t.Leaves), "engine_time", took.String())
 	if rep := res.CAs; rep.CAPairs > 0 || rep.SwitchPairs > 0 {
 		e.log.Warn("ftree left some CA destinations unrouted (kept as ftree has them)",
 			"ca_pairs", rep.CAPairs, "switch_to_ca_pairs", rep.SwitchPairs, "detached", rep.Detached, "examples", rep.Examples)
@@ -187,7 +190,7 @@ func (e *engine) logSwitches(rep *sftree.Report) {
 		"roots", len(rep.Roots), "pairs", rep.Pairs, "up_down", rep.UpDown, "via_subtree", rep.ViaSubtree, "via_sibling", rep.ViaSibling,
 		"via_extra_roots", rep.ViaExtraRoots, "backed_off", rep.BackedOff,
 		"reachable_pct", fmt.Sprintf("%.3f", rep.Reachability()), "cdg_checked", rep.CDGChecked, "cdg_edges", rep.CDGEdges,
-		"updown_time", rep.UpDownTime, "combine_time", rep.CombineTime, "verify_time", rep.VerifyTime, "extend_time", rep.ExtendTime)
+		"updown_time", rep.UpDownTime.String(), "combine_time", rep.CombineTime.String(), "verify_time", rep.VerifyTime.String(), "extend_time", rep.ExtendTime.String())
 	if rep.ConfiguredRootReplaced {
 		e.log.Warn("the configured subtree_root cannot route every switch pair on this fabric; Algorithm 1's root is used until it can (fix the cabling into its pod or change subtree_root)",
 			"why", rep.RootHow, "subtree_root", fmt.Sprintf("0x%016x", rep.Root))
