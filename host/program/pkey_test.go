@@ -155,6 +155,60 @@ func TestPKeysProgram(t *testing.T) {
 	}
 }
 
+// TestPKeysPrepared: Apply's decisions made ahead (Prepare, as the SM
+// does beside distribution) send what Apply would; if what is known of the
+// ports changed in between, they are made again rather than trusted.
+func TestPKeysPrepared(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		between func(pk *program.PKeys)
+		blocks  func(n int64) bool
+		want    string
+	}{
+		{"nothing in between", func(*program.PKeys) {}, func(n int64) bool { return n == 8 }, "8 (a, c, d, the SM's port and their switch ports)"},
+		// Nothing known: every block of every port is sent, far more
+		// than the 8 decided before.
+		{"forgotten in between", (*program.PKeys).Forget, func(n int64) bool { return n > 8 }, "every block of every port (> 8)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := topogen.FatTree{Radix: 4, Levels: 2}.Generate()
+			must(t, err)
+			r := newRig(t, f)
+			fab, _ := r.discover(t)
+			cas := caPorts(fab)
+			a, b, c, d := cas[0], cas[1], cas[2], cas[3]
+			guid := func(p discovery.PortRef) uint64 { return fab.Nodes[p.GUID].Ports[p.Port].GUID }
+			pk := &program.PKeys{C: r.c, Parallel: 8}
+			syncPKeys(t, pk, fab, []conf.Partition{
+				conf.DefaultPartition(),
+				{Name: "storage", PKey: 0x0002, Members: []conf.PartitionMember{
+					member(conf.MemberGUID, guid(a), true), member(conf.MemberGUID, guid(b), true), member(conf.MemberGUID, guid(c), false)}},
+			})
+			fab, _ = r.discover(t)
+			mem, _ := program.ResolvePartitions([]conf.Partition{
+				conf.DefaultPartition(),
+				{Name: "storage", PKey: 0x0002, Members: []conf.PartitionMember{
+					member(conf.MemberGUID, guid(b), true), member(conf.MemberGUID, guid(c), true)}},
+				{Name: "login", PKey: 0x0003, Members: []conf.PartitionMember{member(conf.MemberGUID, guid(d), false)}},
+			}, fab)
+			pl, _ := pk.Plan(context.Background(), fab, mem)
+			lid := func(r discovery.PortRef) uint16 { return fab.Nodes[r.GUID].Ports[r.Port].Info.LID }
+			prep := pk.Prepare(pl, lid)
+			tc.between(pk)
+			st, err := pk.ApplyPrepared(context.Background(), prep)
+			must(t, err)
+			if !tc.blocks(st.BlocksSent) {
+				t.Errorf("%d blocks sent, want %s", st.BlocksSent, tc.want)
+			}
+			for p, want := range map[discovery.PortRef][]uint16{a: {0xFFFF}, b: {0xFFFF, 0x8002}, c: {0xFFFF, 0x8002}, d: {0xFFFF, 0x0003}} {
+				if got, ok := r.fab.PKeys(p.GUID, p.Port); !ok || !equalNonZero(got, want) {
+					t.Errorf("port %#x/%d holds %#04x, want %#04x", p.GUID, p.Port, got, want)
+				}
+			}
+		})
+	}
+}
+
 func equalNonZero(t []uint16, want []uint16) bool {
 	var got []uint16
 	for _, k := range t {

@@ -410,11 +410,12 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	// without a read-back started reads back itself.
 	keepPKeys = keepPKeys && samePKeyLIDs(cur, topo, res)
 	rep.PKeysKept = keepPKeys
+	var prep *partsPrep // started beside distribution
 	partitions := func() error {
 		if keepPKeys {
 			return nil
 		}
-		return s.syncPartitions(ctx, fab, topo, res, rep, pkeys)
+		return s.syncPartitions(ctx, fab, topo, res, rep, pkeys, prep)
 	}
 	if s.crossCheck && lin != nil && cur != nil && cur.Result.Key == res.Key &&
 		(needsStateChange(fab, lin) != needsStateChange(fab, nil) || drift(fab, topo, res, lin) != drift(fab, topo, res, nil) ||
@@ -462,6 +463,9 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 		} else {
 			clear = append(clear, activating(fab)...)
 		}
+	}
+	if !keepPKeys {
+		prep = s.preparePartitions(topo, res, pkeys)
 	}
 	s.phase("programming")
 	var pst program.Stats
