@@ -583,10 +583,12 @@ type seenVL struct {
 	base
 	realized bool
 	planes   int
+	maxVLs   int
 }
 
 func (s *seenVL) AssignVLs(_ context.Context, req sdk.VLRequest) (*plan.VLPlan, error) {
 	s.realized = req.Realized != nil
+	s.maxVLs = req.MaxVLs
 	for _, d := range req.Routes.Planes {
 		s.planes += len(d.Planes)
 	}
@@ -617,6 +619,9 @@ func TestRemoteVLRealisesAfter(t *testing.T) {
 		}
 		if vls.realized == remote || vls.planes != 4 {
 			t.Errorf("remote %v: the VL assigner got tables %v and %d planes, want tables %v and 4 planes", remote, vls.realized, vls.planes, !remote)
+		}
+		if want := line(t).MinLinkVLs(); vls.maxVLs != want || want == 0 {
+			t.Errorf("remote %v: the VL assigner was told %d VLs, want the links' fewest (%d)", remote, vls.maxVLs, want)
 		}
 		if res.Realized == nil || checked == nil {
 			t.Fatalf("remote %v: no tables in the result or nothing verified", remote)
