@@ -57,6 +57,7 @@ func (p *Programmer) apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	}
 	p.mu.Lock()
 	rereg := p.reregister
+	a.enforce, p.enforce, p.enforcing = p.enforce, nil, nil
 	p.mu.Unlock()
 	if changed != nil && a.sameAddr && p.C.Keys() == nil && !rereg {
 		a.only = changed
@@ -122,6 +123,9 @@ type applyRun struct {
 	// may need Sets (ApplyChanged); looked counts the end ports looked at.
 	only   []uint64
 	looked int
+	// enforce, when set, names the switch ports whose Active Set turns
+	// partition enforcement on (EnforceOnActive).
+	enforce func() map[discovery.PortRef]bool
 }
 
 // piSet is one PortInfo Set to send.
@@ -526,13 +530,44 @@ func (a *applyRun) movePorts(ports []portMove, state uint8) error {
 		}
 	}
 	atomic.AddInt64(&a.st.StateSets, int64(len(ks)))
+	// Ports to turn enforcement on, and their answers (by index into ks).
+	var enf []*smp.PortInfo
+	if state == smp.PortStateActive && a.enforce != nil {
+		if want := a.enforce(); len(want) > 0 {
+			enf = make([]*smp.PortInfo, len(ks))
+			for i, k := range ks {
+				if want[discovery.PortRef{GUID: k.guid, Port: k.port}] {
+					enf[i] = new(smp.PortInfo)
+				}
+			}
+		}
+	}
 	a.setPorts(r, ks, func(i int) mad.Req {
-		return a.stateSet(nodes[i], ks[i].port, bases[i], state)
+		q := a.stateSet(nodes[i], ks[i].port, bases[i], state)
+		if enf != nil && enf[i] != nil {
+			out := enf[i]
+			pi := q.Val.(*smp.PortInfo)
+			pi.PartitionEnforcementInbound, pi.PartitionEnforcementOutbound = true, true
+			q.Out = out
+		}
+		return q
 	})
 	a.foreign.wait(fmt.Sprintf("moving ports to state %d", state))
 	if err := r.Wait(fmt.Sprintf("moving ports to state %d", state)); err != nil {
 		a.st.Failed = r.Failed()
 		return err
+	}
+	var on []discovery.PortRef
+	for i, out := range enf {
+		if out != nil && out.PartitionEnforcementInbound && out.PartitionEnforcementOutbound {
+			on = append(on, discovery.PortRef{GUID: ks[i].guid, Port: ks[i].port})
+		}
+	}
+	if on != nil {
+		a.st.Enforcing = int64(len(on))
+		a.p.mu.Lock()
+		a.p.enforcing = on
+		a.p.mu.Unlock()
 	}
 	return nil
 }

@@ -69,6 +69,9 @@ type PKeyStats struct {
 	BlocksRead  int64 // blocks read back (ports not known)
 	BlocksSent  int64 // P_KeyTable Sets
 	EnforceSets int64 // PortInfo Sets turning switch port enforcement on
+	// EnforcedActive counts switch ports whose Active Set turned enforcement
+	// on (Programmer.EnforceOnActive): no Set of its own here.
+	EnforcedActive int64
 }
 
 // PKeys programs P_Key tables and remembers what each port holds.
@@ -235,7 +238,7 @@ func (p *PKeys) Plan(ctx context.Context, fab *discovery.Fabric, mem Membership)
 // lid gives the LID each port will hold once the plan in force is
 // programmed (what tells a later reset). pl must come from this Plan.
 func (p *PKeys) Apply(ctx context.Context, pl *PKeyPlan, lid func(discovery.PortRef) uint16) (PKeyStats, error) {
-	return p.ApplyPrepared(ctx, p.Prepare(pl, lid))
+	return p.ApplyPrepared(ctx, p.Prepare(pl, lid), nil)
 }
 
 // PKeyApply is what Apply decides before it sends anything: the blocks
@@ -282,8 +285,10 @@ func (p *PKeys) Prepare(pl *PKeyPlan, lid func(discovery.PortRef) uint16) *PKeyA
 }
 
 // ApplyPrepared is Apply with its decisions made by Prepare (made again if
-// what is known changed since).
-func (p *PKeys) ApplyPrepared(ctx context.Context, a *PKeyApply) (PKeyStats, error) {
+// what is known changed since). enforcing lists switch ports whose
+// enforcement bits were turned on since (Programmer.EnforceOnActive), with
+// the answer showing them: they are not sent another Set.
+func (p *PKeys) ApplyPrepared(ctx context.Context, a *PKeyApply, enforcing []discovery.PortRef) (PKeyStats, error) {
 	p.mu.Lock()
 	stale := a.gen != p.gen
 	p.mu.Unlock()
@@ -291,6 +296,18 @@ func (p *PKeys) ApplyPrepared(ctx context.Context, a *PKeyApply) (PKeyStats, err
 		a = p.Prepare(a.pl, a.lid)
 	}
 	var st PKeyStats
+	if len(enforcing) > 0 {
+		on := make(map[discovery.PortRef]bool, len(enforcing))
+		for _, r := range enforcing {
+			on[r] = true
+		}
+		for i, m := range a.pl.ports {
+			if m.of != nil && on[m.ref] {
+				a.next[i].enforced = true
+				st.EnforcedActive++
+			}
+		}
+	}
 	ports := a.pl.ports
 	st.Ports = len(ports)
 	r := fanout.New(p.Parallel)

@@ -195,7 +195,7 @@ func TestPKeysPrepared(t *testing.T) {
 			lid := func(r discovery.PortRef) uint16 { return fab.Nodes[r.GUID].Ports[r.Port].Info.LID }
 			prep := pk.Prepare(pl, lid)
 			tc.between(pk)
-			st, err := pk.ApplyPrepared(context.Background(), prep)
+			st, err := pk.ApplyPrepared(context.Background(), prep, nil)
 			must(t, err)
 			if !tc.blocks(st.BlocksSent) {
 				t.Errorf("%d blocks sent, want %s", st.BlocksSent, tc.want)

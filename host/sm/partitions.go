@@ -152,6 +152,21 @@ func (p *partsPrep) run(topo *topology.Topology, res *pipeline.Result) {
 	}
 }
 
+// enforcing names the switch ports whose enforcement bits the Active Sets
+// of distribution turn on (Programmer.EnforceOnActive): those the P_Key
+// plan has enforce, once it passed its check (nil if it did not).
+func (p *partsPrep) enforcing() map[discovery.PortRef]bool {
+	<-p.done
+	if p.check != nil {
+		return nil
+	}
+	out := make(map[discovery.PortRef]bool, len(p.pre.pl.Enforce))
+	for r := range p.pre.pl.Enforce {
+		out[r] = true
+	}
+	return out
+}
+
 // syncPartitions checks the P_Key plan of the partitions resolved on fab
 // (as discovered) by pre, the read-back started with the sweep, and
 // programs what differs; without pre, or when SetPartitions came since,
@@ -203,7 +218,7 @@ func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *to
 		rep.Warnings = append(rep.Warnings, err.Error())
 		return nil
 	}
-	ast, err := pre.pk.ApplyPrepared(ctx, prep.apply)
+	ast, err := pre.pk.ApplyPrepared(ctx, prep.apply, s.prog.TakeEnforcing())
 	ast.BlocksRead = st.BlocksRead
 	rep.PKeys = ast
 	s.parts.mu.Lock()

@@ -51,9 +51,22 @@ func TestPartitionSweeps(t *testing.T) {
 	must(t, err)
 	st := s.PKeyStats()
 	// Block 0 of the two members, the SM's port and the three switch
-	// ports in front of them; every CA-facing switch port enforces.
-	if st.BlocksSent != 6 || st.EnforceSets == 0 || len(rep.Warnings) != 0 {
-		t.Fatalf("first sweep: %+v, warnings %q", st, rep.Warnings)
+	// ports in front of them; every CA-facing switch port enforces, turned
+	// on by its Active Set (no Get and Set of its own).
+	if st.BlocksSent != 6 || st.EnforceSets != 0 || st.EnforcedActive != int64(len(cas)+1) || rep.Program.Enforcing != st.EnforcedActive || len(rep.Warnings) != 0 {
+		t.Fatalf("first sweep: %+v (%d turned on by Active Sets), warnings %q; want %d CA-facing switch ports enforcing, no Set of their own", st, rep.Program.Enforcing, rep.Warnings, len(cas)+1)
+	}
+	var smNode *netfile.Node
+	for _, n := range f.Nodes {
+		if n.GUID == smGUID {
+			smNode = n
+		}
+	}
+	for _, n := range append(cas, smNode) {
+		pt := n.Ports[1]
+		if in, out := fab.PartitionEnforcement(pt.Peer.GUID, uint8(pt.PeerPort)); !in || !out {
+			t.Errorf("switch port %#x/%d in front of %s: enforcement in=%v out=%v", pt.Peer.GUID, pt.PeerPort, n.Name, in, out)
+		}
 	}
 	holds := func(n *netfile.Node, key uint16) bool {
 		keys, ok := fab.PKeys(n.GUID, 1)

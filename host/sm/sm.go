@@ -477,6 +477,9 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 		model <- m
 	}()
 	s.phase("programming")
+	if prep != nil {
+		s.prog.EnforceOnActive(prep.enforcing)
+	}
 	var pst program.Stats
 	if lin != nil && lin.samePlan(topo, res) {
 		// Only the changed nodes' end ports and port states can want Sets.

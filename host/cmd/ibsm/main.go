@@ -321,8 +321,8 @@ func printSummary(w io.Writer, r *sm.Report) {
 		r.Distribution.Time.Round(time.Microsecond), r.Distribution.Gets, r.Distribution.Sets,
 		r.Program.LFTBlocksSent, r.Program.LFTBlocksTotal, r.Program.PortInfoSets, r.Program.StateSets, r.Program.SwitchInfoSets, r.Program.SL2VLSets, vlExtra)
 	if pt := r.Partitions; pt.Time > 0 {
-		fmt.Fprintf(w, "  partitions    %10s  %7d Get  %7d Set (P_Key blocks read %d, sent %d, enforcement %d)\n",
-			pt.Time.Round(time.Microsecond), pt.Gets, pt.Sets, r.PKeys.BlocksRead, r.PKeys.BlocksSent, r.PKeys.EnforceSets)
+		fmt.Fprintf(w, "  partitions    %10s  %7d Get  %7d Set (P_Key blocks read %d, sent %d, enforcement %d, %d more with the Active Sets)\n",
+			pt.Time.Round(time.Microsecond), pt.Gets, pt.Sets, r.PKeys.BlocksRead, r.PKeys.BlocksSent, r.PKeys.EnforceSets, r.PKeys.EnforcedActive)
 	}
 	fmt.Fprintf(w, "  MAD retries %d, timeouts %d; peak RSS %s\n", r.Retries, r.Timeouts, peakRSS())
 	for _, a := range r.Attempts {
