@@ -467,15 +467,6 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	if !keepPKeys {
 		prep = s.preparePartitions(topo, res, pkeys)
 	}
-	// What the fabric holds once programmed depends on the fabric as
-	// discovered and the plan only: it is made beside distribution, which
-	// keeps one core busy (0.1-0.2 s at ft3-56 that followed it).
-	model := make(chan programmedModel, 1)
-	go func() {
-		var m programmedModel
-		m.done, m.activated = programmed(fab, topo, res, lin)
-		model <- m
-	}()
 	s.phase("programming")
 	if prep != nil {
 		s.prog.EnforceOnActive(prep.enforcing)
@@ -502,21 +493,13 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	if err != nil {
 		return rep, fmt.Errorf("programming the fabric: %w (the next sweep retries)", err)
 	}
-	// The LIDs file is written beside what follows; the sweep waits for
-	// it before it returns.
-	saved := make(chan struct{})
-	go func() {
-		defer close(saved)
-		if err := s.saveLIDs(topo, res); err != nil {
-			s.Log.Error("could not persist LIDs", "file", s.Opts.LIDFile, "error", err)
-		}
-	}()
-	defer func() { <-saved }()
+	if err := s.saveLIDs(topo, res); err != nil {
+		s.Log.Error("could not persist LIDs", "file", s.Opts.LIDFile, "error", err)
+	}
 	s.record(planOf(res), res.Engine, res.Key.String(), "")
 	// The model now holds what was written, so the next incremental sweep
 	// diffs against the fabric as programmed.
-	m := <-model
-	done, activated := m.done, m.activated
+	done, activated := programmed(fab, topo, res, lin)
 	if s.crossCheck && lin != nil {
 		all, act := programmed(fab, topo, res, nil)
 		if err := sameModel(done, all); err != nil || !sameSet(activated, act) {
@@ -549,12 +532,6 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 		go pipe.Prepare()
 	}
 	return rep, err
-}
-
-// programmedModel is what programmed returns.
-type programmedModel struct {
-	done      *discovery.Fabric
-	activated []uint64
 }
 
 func (s *SM) finishStats(rep *Report, st0 transport.Stats) {
