@@ -52,7 +52,8 @@ func TestDmkMatchesGeneral(t *testing.T) {
 		lmc     uint8
 		order   bool // CAs ranked in reverse
 		missing bool // take a core and an aggregation switch out
-		fast    string
+		// fast says which planes take the D-mod-k path: all, some, none.
+		fast string
 	}{
 		{name: "ft3-k8", make: ft3(8), fast: "all"},
 		{name: "ft3-k12-lmc2", make: ft3(12), lmc: 2, fast: "all"},
@@ -72,7 +73,8 @@ func TestDmkMatchesGeneral(t *testing.T) {
 		{name: "4-level-one-cable", make: shape(gen.FatTree{Radix: 8, Levels: 4}), frac: 0.0008, fast: "some"},
 		{name: "ft2-one-cable", make: func() (*topology.Topology, error) { return sdktest.FatTree2(6, 3, 4) }, frac: 0.06, lmc: 1, fast: "some"},
 		{name: "missing-switches", make: ft3(8), missing: true, fast: "some"},
-		{name: "ft3-k12-5pct", make: ft3(12), frac: 0.05, fast: "none"},
+		{name: "ft3-k12-5pct", make: ft3(12), frac: 0.05, fast: "some"},
+		{name: "ft3-k12-20pct", make: ft3(12), frac: 0.2, fast: "none"},
 		{name: "parallel", make: shape(gen.FatTree{Radix: 8, Levels: 3, Parallel: 2}), fast: "none"},
 		{name: "rotated-ports", make: rotatedPorts, fast: "none"},
 	} {
@@ -121,7 +123,7 @@ func TestDmkMatchesGeneral(t *testing.T) {
 			fast, frep, r := route(false)
 			slow, srep, _ := route(true)
 			w := r.newWorker()
-			planes, fastPlanes := 0, 0
+			planes, fastPlanes, patched := 0, 0, 0
 			for li, l := range tree.Leaves {
 				w.ancestors(l)
 				leafOK := w.dmkLeaf(l)
@@ -130,6 +132,12 @@ func TestDmkMatchesGeneral(t *testing.T) {
 						planes++
 						if leafOK && w.dmkPlane(l, int64(tree.CAIndex[e]), k) {
 							fastPlanes++
+							for l := 1; l < tree.Levels; l++ {
+								if len(r.holes[l][w.dig[l]]) > 0 {
+									patched++ // a switch lacks the digit slot
+									break
+								}
+							}
 						}
 					}
 				}
@@ -142,6 +150,9 @@ func TestDmkMatchesGeneral(t *testing.T) {
 			}
 			if got != tc.fast {
 				t.Fatalf("the D-mod-k path takes %d of %d planes (%s), want %s", fastPlanes, planes, got, tc.fast)
+			}
+			if (tc.frac > 0 || tc.missing) && got != "none" && patched == 0 {
+				t.Fatalf("no D-mod-k plane has a switch without its digit slot: nothing patched")
 			}
 			for e := range fast.Planes {
 				a, b := fast.Planes[e].Planes, slow.Planes[e].Planes

@@ -72,13 +72,16 @@ type Router struct {
 	upSets int
 	// For the D-mod-k path (see dmkLeaf, dmkPlane): runs cover the
 	// switches in index order, slotPorts holds each switch's up port by
-	// slot from slotOff[s] (NoPort where missing); complete[l][j] says
-	// every switch of level l has slot j, a single cable; mixed[v] says
-	// the switches of some level below v climb toward v through different
-	// slots, or some through several groups (multiUp).
+	// slot from slotOff[s] (NoPort where missing); holes[l][j] lists the
+	// switches of level l without slot j, and slotOK[l][j] says every
+	// up group of level l at slot j, and every up group of those without
+	// it, is a single cable; mixed[v] says the switches of some level
+	// below v climb toward v through different slots, or some through
+	// several groups (multiUp).
 	runs      []run
 	slotPorts []uint8
-	complete  [][]bool
+	holes     [][][]int32
+	slotOK    [][]bool
 	mixed     []bool
 	lines     *valueLines
 	// general turns the D-mod-k path off (tests compare the two).
@@ -249,7 +252,7 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 	return r, nil
 }
 
-// buildRuns fills slotPorts, complete and runs for the D-mod-k path.
+// buildRuns fills slotPorts, holes, slotOK and runs for the D-mod-k path.
 func (r *Router) buildRuns() {
 	t := r.t
 	r.lines = newValueLines()
@@ -260,15 +263,22 @@ func (r *Router) buildRuns() {
 			r.slotPorts[i] = r.up[g].port
 		}
 	}
-	r.complete = make([][]bool, t.Levels)
+	r.holes = make([][][]int32, t.Levels)
+	r.slotOK = make([][]bool, t.Levels)
 	for l, sws := range t.ByLevel {
-		r.complete[l] = make([]bool, t.SlotCount[l])
-		for j := range r.complete[l] {
-			r.complete[l][j] = true
+		r.holes[l] = make([][]int32, t.SlotCount[l])
+		r.slotOK[l] = make([]bool, t.SlotCount[l])
+		for j := range r.slotOK[l] {
+			r.slotOK[l][j] = true
 			for _, s := range sws {
-				if g := r.slot[r.slotOff[s]+int32(j)]; g < 0 || r.up[g].npar != 1 {
-					r.complete[l][j] = false
-					break
+				g := r.slot[r.slotOff[s]+int32(j)]
+				if g >= 0 {
+					r.slotOK[l][j] = r.slotOK[l][j] && r.up[g].npar == 1
+					continue
+				}
+				r.holes[l][j] = append(r.holes[l][j], s)
+				for _, ug := range r.up[r.upOff[s]:r.upOff[s+1]] {
+					r.slotOK[l][j] = r.slotOK[l][j] && ug.npar == 1
 				}
 			}
 		}
@@ -705,21 +715,23 @@ func (w *worker) fill(pl plan.Plane, e, target int32, i int64, k int, out uint8)
 // and plane k with digits d[l], fill provably writes what fillDmk does:
 //
 //   - the main path climbs from the leaf through the slot d[l] of each
-//     level l (present: complete), and an ancestor's main-path port is its
+//     level l (checked present), and an ancestor's main-path port is its
 //     only way down, so every ancestor takes its simple port, the leaf the
 //     CA's port;
 //   - a switch s of level l below some main-path switch v climbs toward
 //     the deepest such v through the one slot every switch of level l
 //     takes toward v (v is not mixed), which is the main path's own slot
-//     d[l];
-//   - any other switch of level l ≥ 1 climbs through the slot d[l] if that
-//     parent has a route, and it has one: by induction from the top level,
-//     whose switches are all ancestors, every switch gets one;
-//   - every switch of level l has the slot d[l], one cable (complete), so
-//     sp picks nothing.
+//     d[l]; so a switch without slot d[l] is below no main-path switch;
+//   - any other switch of level l ≥ 1 climbs through the slot d[l] if it
+//     has it, else through its first parent from position alt[l] on that
+//     has a route, and every parent has one: by induction from the top
+//     level, whose switches are all ancestors, every switch gets one;
+//   - the groups at slot d[l], and all of those switches without it, are
+//     single cables (slotOK), so sp picks nothing.
 //
 // So every switch outside the tree is NoPort and every other switch that
-// is not an ancestor takes its up port at slot d[l]: D-mod-k.
+// is not an ancestor takes its up port at slot d[l], or, lacking it (a
+// hole), at position alt[l] mod its number of up groups: D-mod-k.
 func (w *worker) dmkLeaf(leaf int32) bool {
 	r := w.r
 	t := r.t
@@ -746,21 +758,28 @@ func (w *worker) dmkLeaf(leaf int32) bool {
 	return true
 }
 
-// dmkPlane sets w.dig for CA index i, plane k, and reports whether that
-// plane toward leaf (dmkLeaf true) takes the D-mod-k path: every level's
-// digit slot is complete and no switch of the main path is mixed.
+// dmkPlane sets w.dig and w.alt for CA index i, plane k, and reports
+// whether that plane toward leaf (dmkLeaf true) takes the D-mod-k path:
+// every level's digit slot is slotOK, the main path has the digit slots
+// and none of its switches is mixed.
 func (w *worker) dmkPlane(leaf int32, i int64, k int) bool {
 	r := w.r
 	t := r.t
 	for l := range w.dig {
 		w.dig[l] = int32(r.digit(i, int32(l), k))
+		// As fill computes them.
+		w.alt[l] = uint32(r.spread(i, int32(l), k)&0x7FFFFFFF) + uint32(i%r.div[l])
 	}
 	s := leaf
 	for l := t.LeafLevel(); l > 0; l-- {
-		if len(r.complete[l]) == 0 || !r.complete[l][w.dig[l]] {
+		if len(r.slotOK[l]) == 0 || !r.slotOK[l][w.dig[l]] {
 			return false
 		}
-		s = r.up[r.slot[r.slotOff[s]+w.dig[l]]].peer
+		g := r.slot[r.slotOff[s]+w.dig[l]]
+		if g < 0 {
+			return false
+		}
+		s = r.up[g].peer
 		if r.mixed[s] {
 			return false
 		}
@@ -769,8 +788,9 @@ func (w *worker) dmkPlane(leaf int32, i int64, k int) bool {
 }
 
 // fillDmk writes the D-mod-k plane toward the CA on port out of leaf for
-// the digits dmkPlane set: every switch's up port at its level's digit,
-// the ancestors' ways down over it, the leaf's port to the CA.
+// the digits dmkPlane set: every switch's up port at its level's digit
+// (the holes' at alt), the ancestors' ways down over it, the leaf's port
+// to the CA.
 func (w *worker) fillDmk(pl plan.Plane, leaf int32, out uint8) {
 	r := w.r
 	for _, rn := range r.runs {
@@ -779,6 +799,12 @@ func (w *worker) fillDmk(pl plan.Plane, leaf int32, out uint8) {
 			v = r.slotPorts[rn.at+w.dig[rn.level]]
 		}
 		r.lines.set(pl[rn.lo:rn.hi], v)
+	}
+	for l := 1; l < len(r.holes); l++ {
+		for _, x := range r.holes[l][w.dig[l]] {
+			lo, hi := r.upOff[x], r.upOff[x+1]
+			pl[x] = r.up[lo+int32(w.alt[l]%uint32(hi-lo))].port
+		}
 	}
 	for _, rn := range w.ancRuns {
 		r.lines.set(pl[rn.lo:rn.hi], uint8(rn.at))
