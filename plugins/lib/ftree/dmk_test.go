@@ -52,8 +52,10 @@ func TestDmkMatchesGeneral(t *testing.T) {
 		lmc     uint8
 		order   bool // CAs ranked in reverse
 		missing bool // take a core and an aggregation switch out
-		// fast says which planes take the D-mod-k path: all, some, none.
+		// fast says which planes take the D-mod-k path: all, some, none;
+		// lost that some of them go to leaves some top switch cannot reach.
 		fast string
+		lost bool
 	}{
 		{name: "ft3-k8", make: ft3(8), fast: "all"},
 		{name: "ft3-k12-lmc2", make: ft3(12), lmc: 2, fast: "all"},
@@ -71,10 +73,10 @@ func TestDmkMatchesGeneral(t *testing.T) {
 		{name: "ft3-k16-two-cables", make: ft3(16), frac: 0.0008, lmc: 1, fast: "some"},
 		{name: "ft3-k16-4-cables", make: ft3(16), frac: 0.0017, fast: "some"},
 		{name: "4-level-one-cable", make: shape(gen.FatTree{Radix: 8, Levels: 4}), frac: 0.0008, fast: "some"},
-		{name: "ft2-one-cable", make: func() (*topology.Topology, error) { return sdktest.FatTree2(6, 3, 4) }, frac: 0.06, lmc: 1, fast: "some"},
+		{name: "ft2-one-cable", make: func() (*topology.Topology, error) { return sdktest.FatTree2(6, 3, 4) }, frac: 0.06, lmc: 1, fast: "some", lost: true},
 		{name: "missing-switches", make: ft3(8), missing: true, fast: "some"},
-		{name: "ft3-k12-5pct", make: ft3(12), frac: 0.05, fast: "some"},
-		{name: "ft3-k12-20pct", make: ft3(12), frac: 0.2, fast: "none"},
+		{name: "ft3-k12-5pct", make: ft3(12), frac: 0.05, fast: "some", lost: true},
+		{name: "ft3-k12-20pct", make: ft3(12), frac: 0.2, fast: "some", lost: true},
 		{name: "parallel", make: shape(gen.FatTree{Radix: 8, Levels: 3, Parallel: 2}), fast: "none"},
 		{name: "rotated-ports", make: rotatedPorts, fast: "none"},
 	} {
@@ -123,7 +125,7 @@ func TestDmkMatchesGeneral(t *testing.T) {
 			fast, frep, r := route(false)
 			slow, srep, _ := route(true)
 			w := r.newWorker()
-			planes, fastPlanes, patched := 0, 0, 0
+			planes, fastPlanes, patched, lost := 0, 0, 0, 0
 			for li, l := range tree.Leaves {
 				w.ancestors(l)
 				leafOK := w.dmkLeaf(l)
@@ -132,11 +134,11 @@ func TestDmkMatchesGeneral(t *testing.T) {
 						planes++
 						if leafOK && w.dmkPlane(l, int64(tree.CAIndex[e]), k) {
 							fastPlanes++
-							for l := 1; l < tree.Levels; l++ {
-								if len(r.holes[l][w.dig[l]]) > 0 {
-									patched++ // a switch lacks the digit slot
-									break
-								}
+							if len(w.patch) > 0 {
+								patched++ // a switch lacks the digit slot or its parent there
+							}
+							if len(w.lost) > 0 {
+								lost++
 							}
 						}
 					}
@@ -152,7 +154,10 @@ func TestDmkMatchesGeneral(t *testing.T) {
 				t.Fatalf("the D-mod-k path takes %d of %d planes (%s), want %s", fastPlanes, planes, got, tc.fast)
 			}
 			if (tc.frac > 0 || tc.missing) && got != "none" && patched == 0 {
-				t.Fatalf("no D-mod-k plane has a switch without its digit slot: nothing patched")
+				t.Fatalf("no D-mod-k plane has a switch without its digit slot or parent: nothing patched")
+			}
+			if (lost > 0) != tc.lost {
+				t.Fatalf("%d D-mod-k planes go to leaves some top switch cannot reach, want some: %v", lost, tc.lost)
 			}
 			for e := range fast.Planes {
 				a, b := fast.Planes[e].Planes, slow.Planes[e].Planes

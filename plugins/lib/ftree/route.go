@@ -96,6 +96,9 @@ type run struct {
 	lo, hi, level, at int32
 }
 
+// centry32 is a switch and a slot.
+type centry32 struct{ node, slot int32 }
+
 // centry is one switch below another.
 type centry struct {
 	node int32
@@ -394,6 +397,13 @@ type worker struct {
 	// ancRuns are the current target's ancestors as runs of switch
 	// indices with the same port (level unused), for fillDmk.
 	ancRuns []run
+	// lost are the current target's top switches that do not reach it,
+	// lostKids the switches below them with the slot they climb through.
+	lost     []int32
+	lostKids []centry32
+	// patch lists the entries fillDmk writes over the runs: switches that
+	// lack their digit slot or whose digit parent is lost.
+	patch []centry
 }
 
 // leafChoices picks the first hop of the main path of every CA of leaf for
@@ -513,8 +523,8 @@ func (r *Router) RouteCAs(ctx context.Context, routes *plan.Routes) (*Report, er
 					i, out := int64(t.CAIndex[e]), t.Graph.Attachment(e).Port
 					if dmk && w.dmkPlane(leaf, i, k) {
 						w.fillDmk(pl, leaf, out)
-						if k == 0 && len(t.outside) > 0 {
-							w.count(pl, e, true) // only those outside are NoPort
+						if k == 0 && (len(t.outside) > 0 || len(w.lost) > 0) {
+							w.count(pl, e, true) // only those and lost top switches are NoPort
 						}
 						continue
 					}
@@ -708,11 +718,12 @@ func (w *worker) fill(pl plan.Plane, e, target int32, i int64, k int, out uint8)
 }
 
 // dmkLeaf reports whether the CA planes toward leaf (whose ancestors are
-// stamped) may take the D-mod-k path, and if so prepares ancRuns: the leaf
-// is on the lowest level, every top switch is its ancestor, and every
-// ancestor has one way down toward it, a single cable (w.simple holds them
-// all). dmkPlane then says which planes do. For such a plane, CA index i
-// and plane k with digits d[l], fill provably writes what fillDmk does:
+// stamped) may take the D-mod-k path, and if so prepares ancRuns and the
+// lost top switches (those that do not reach the leaf): the leaf is on the
+// lowest level, some top switch is its ancestor, and every ancestor has
+// one way down toward it, a single cable (w.simple holds them all).
+// dmkPlane then says which planes do. For such a plane, CA index i and
+// plane k with digits d[l], fill provably writes what fillDmk does:
 //
 //   - the main path climbs from the leaf through the slot d[l] of each
 //     level l (checked present), and an ancestor's main-path port is its
@@ -723,28 +734,36 @@ func (w *worker) fill(pl plan.Plane, e, target int32, i int64, k int, out uint8)
 //     takes toward v (v is not mixed), which is the main path's own slot
 //     d[l]; so a switch without slot d[l] is below no main-path switch;
 //   - any other switch of level l ≥ 1 climbs through the slot d[l] if it
-//     has it, else through its first parent from position alt[l] on that
-//     has a route, and every parent has one: by induction from the top
-//     level, whose switches are all ancestors, every switch gets one;
+//     has it, else through its first parent from position alt[l] on, that
+//     has a route, and from level 2 down every parent has one: a lost top
+//     switch has none (NoPort), so a level-1 switch whose parent there is
+//     lost takes the next one that is not (firstUp; none: the plane goes
+//     general), and then every level-1 switch, and by induction every
+//     switch below, has a route;
 //   - the groups at slot d[l], and all of those switches without it, are
-//     single cables (slotOK), so sp picks nothing.
+//     single cables (slotOK), and so is each group firstUp picks, so sp
+//     picks nothing.
 //
-// So every switch outside the tree is NoPort and every other switch that
-// is not an ancestor takes its up port at slot d[l], or, lacking it (a
-// hole), at position alt[l] mod its number of up groups: D-mod-k.
+// So every switch outside the tree and every lost top switch is NoPort,
+// and every other switch that is not an ancestor takes its up port at
+// slot d[l], or the patch dmkPlane computed: D-mod-k with holes.
 func (w *worker) dmkLeaf(leaf int32) bool {
 	r := w.r
 	t := r.t
 	if r.general || t.Level[leaf] != t.LeafLevel() || len(w.simple) != len(w.queue)-1 {
 		return false
 	}
-	roots := 0
-	for _, a := range w.queue {
-		if t.Level[a] == 0 {
-			roots++
+	w.lost, w.lostKids = w.lost[:0], w.lostKids[:0]
+	for _, root := range t.ByLevel[0] {
+		if w.anc[root] == w.run {
+			continue
+		}
+		w.lost = append(w.lost, root)
+		for _, dg := range t.Down[root] {
+			w.lostKids = append(w.lostKids, centry32{node: dg.Peer, slot: t.Up[dg.Peer][dg.Rev].Slot})
 		}
 	}
-	if roots != len(t.ByLevel[0]) {
+	if len(w.lost) == len(t.ByLevel[0]) {
 		return false
 	}
 	w.ancRuns = w.ancRuns[:0]
@@ -784,7 +803,49 @@ func (w *worker) dmkPlane(leaf int32, i int64, k int) bool {
 			return false
 		}
 	}
+	w.patch = w.patch[:0]
+	if len(r.holes) < 2 {
+		return true
+	}
+	d1 := w.dig[1]
+	for _, x := range r.holes[1][d1] {
+		if !w.firstUp(x, int32(w.alt[1]%uint32(r.upOff[x+1]-r.upOff[x]))) {
+			return false
+		}
+	}
+	for _, c := range w.lostKids {
+		if c.slot == d1 && !w.firstUp(c.node, r.slot[r.slotOff[c.node]+d1]-r.upOff[c.node]) {
+			return false
+		}
+	}
+	for l := 2; l < len(r.holes); l++ {
+		for _, x := range r.holes[l][w.dig[l]] {
+			lo, hi := r.upOff[x], r.upOff[x+1]
+			w.patch = append(w.patch, centry{node: x, g: r.up[lo+int32(w.alt[l]%uint32(hi-lo))].port})
+		}
+	}
 	return true
+}
+
+// firstUp patches level-1 switch x with its first parent, from position
+// start on, that is not a lost top switch, as up would choose; false if
+// there is none or it is cabled in parallel.
+func (w *worker) firstUp(x, start int32) bool {
+	r := w.r
+	lo, hi := r.upOff[x], r.upOff[x+1]
+	n := hi - lo
+	for j := range n {
+		g := &r.up[lo+(start+j)%n]
+		if w.anc[g.peer] != w.run && r.t.Level[g.peer] == 0 {
+			continue // lost: it has no route
+		}
+		if g.npar != 1 {
+			return false
+		}
+		w.patch = append(w.patch, centry{node: x, g: g.port})
+		return true
+	}
+	return false
 }
 
 // fillDmk writes the D-mod-k plane toward the CA on port out of leaf for
@@ -800,11 +861,8 @@ func (w *worker) fillDmk(pl plan.Plane, leaf int32, out uint8) {
 		}
 		r.lines.set(pl[rn.lo:rn.hi], v)
 	}
-	for l := 1; l < len(r.holes); l++ {
-		for _, x := range r.holes[l][w.dig[l]] {
-			lo, hi := r.upOff[x], r.upOff[x+1]
-			pl[x] = r.up[lo+int32(w.alt[l]%uint32(hi-lo))].port
-		}
+	for _, p := range w.patch {
+		pl[p.node] = p.g
 	}
 	for _, rn := range w.ancRuns {
 		r.lines.set(pl[rn.lo:rn.hi], uint8(rn.at))
