@@ -202,7 +202,7 @@ func NewRouter(ctx context.Context, t *Tree) (*Router, error) {
 	n := t.N
 	r.below = make([][]centry, n)
 	r.mixed = make([]bool, n)
-	err := route.ForEach(ctx, n, func() func(int32) error {
+	err := ForEach(ctx, n, func() func(int32) error {
 		queue := make([]int32, 0, n)
 		val := make([]uint8, n)
 		for i := range val {
@@ -584,12 +584,28 @@ func (r *Router) RouteSwitches(ctx context.Context, routes *plan.Routes) (*Repor
 	})
 }
 
+// ForEach is route.ForEach with the items handed out one at a time
+// (route.Each) instead of in fixed strides: when a core is busy elsewhere
+// (the host beside the call, other processes), the goroutine that runs
+// takes on the items the stalled one would have had, instead of waiting
+// for it. Each goroutine gets its own newWorker().
+func ForEach(ctx context.Context, n int, newWorker func() func(i int32) error) error {
+	dos := make([]func(int32) error, route.Workers(n))
+	_, err := route.Each(ctx, n, len(dos), func(w, i int) error {
+		if dos[w] == nil {
+			dos[w] = newWorker() // only goroutine w touches dos[w]
+		}
+		return dos[w](int32(i))
+	})
+	return err
+}
+
 // forEach runs body over 0..n-1 with one worker per goroutine and merges
 // the workers' reports.
 func (r *Router) forEach(ctx context.Context, n int, body func(w *worker) func(int32) error) (*Report, error) {
 	var reps []*Report
 	var mu sync.Mutex
-	err := route.ForEach(ctx, n, func() func(int32) error {
+	err := ForEach(ctx, n, func() func(int32) error {
 		w := r.newWorker()
 		mu.Lock()
 		reps = append(reps, &w.rep)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ibsm/ibsm/plugins/lib/ftree"
 	"github.com/ibsm/ibsm/sdk/cdg"
 	"github.com/ibsm/ibsm/sdk/plan"
 	"github.com/ibsm/ibsm/sdk/route"
@@ -283,7 +284,7 @@ func (c *combiner) unrouted() bool {
 func (c *combiner) ranked() int64 { return int64(len(c.ud.order)) }
 
 func (c *combiner) combineAll(ctx context.Context) error {
-	return route.ForEach(ctx, c.g.N, func() func(int32) error {
+	return ftree.ForEach(ctx, c.g.N, func() func(int32) error {
 		sc := c.newPassScratch()
 		return func(d int32) error {
 			c.combine(d, sc)

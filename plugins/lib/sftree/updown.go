@@ -254,7 +254,7 @@ func (u *upDown) planes(ctx context.Context) ([]plan.Plane, error) {
 	for d := range rows {
 		rows[d] = back[d*n : (d+1)*n : (d+1)*n]
 	}
-	err := route.ForEach(ctx, n, func() func(int32) error {
+	err := ftree.ForEach(ctx, n, func() func(int32) error {
 		sc := u.newScratch()
 		return func(d int32) error { return u.row(d, rows[d], sc) }
 	})
