@@ -57,7 +57,7 @@ func (p *Programmer) apply(ctx context.Context, fab *discovery.Fabric, topo *top
 	}
 	p.mu.Lock()
 	rereg := p.reregister
-	a.enforce, p.enforce, p.enforcing = p.enforce, nil, nil
+	a.enforce, p.enforce = p.enforce, nil
 	p.mu.Unlock()
 	if changed != nil && a.sameAddr && p.C.Keys() == nil && !rereg {
 		a.only = changed
@@ -125,7 +125,7 @@ type applyRun struct {
 	looked int
 	// enforce, when set, names the switch ports whose Active Set turns
 	// partition enforcement on (EnforceOnActive).
-	enforce func() map[discovery.PortRef]bool
+	enforce Enforcer
 }
 
 // piSet is one PortInfo Set to send.
@@ -533,10 +533,10 @@ func (a *applyRun) movePorts(ports []portMove, state uint8) error {
 	// Ports to turn enforcement on, and their answers (by index into ks).
 	var enf []*smp.PortInfo
 	if state == smp.PortStateActive && a.enforce != nil {
-		if want := a.enforce(); len(want) > 0 {
+		if want := a.enforce.Wanted(); want != nil {
 			enf = make([]*smp.PortInfo, len(ks))
 			for i, k := range ks {
-				if want[discovery.PortRef{GUID: k.guid, Port: k.port}] {
+				if want(discovery.PortRef{GUID: k.guid, Port: k.port}) {
 					enf[i] = new(smp.PortInfo)
 				}
 			}
@@ -565,9 +565,7 @@ func (a *applyRun) movePorts(ports []portMove, state uint8) error {
 	}
 	if on != nil {
 		a.st.Enforcing = int64(len(on))
-		a.p.mu.Lock()
-		a.p.enforcing = on
-		a.p.mu.Unlock()
+		a.enforce.Enforced(on)
 	}
 	return nil
 }

@@ -68,8 +68,8 @@ type Stats struct {
 	Keyed int64
 	// Enforcing counts the switch ports whose Active Set (counted in
 	// StateSets) turned partition enforcement on, as EnforceOnActive
-	// asked, and whose answer shows both bits kept (TakeEnforcing names
-	// them).
+	// asked, and whose answer shows both bits kept (Enforcer.Enforced
+	// hears them).
 	Enforcing int64
 }
 
@@ -105,10 +105,8 @@ type Programmer struct {
 	// subscriptions and multicast joins with it); with strangersOnly, only
 	// on those whose MasterSMLID is not this SM's.
 	reregister, strangersOnly bool
-	// enforce: EnforceOnActive's, for the next Apply; enforcing: where the
-	// last Apply turned enforcement on (TakeEnforcing).
-	enforce   func() map[discovery.PortRef]bool
-	enforcing []discovery.PortRef
+	// enforce: EnforceOnActive's, for the next Apply.
+	enforce Enforcer
 	// forgot: Forget was called; the next Apply writes every block blind.
 	forgot bool
 	// recordRead: Record is consulted no more (the first Apply did, or
@@ -165,29 +163,27 @@ func (p *Programmer) sameAddressing(topo *topology.Topology, lids *plan.LIDPlan)
 	return true
 }
 
-// Reregister makes the next Apply ask every CA port's clients to
-// re-register (PortInfo ClientReregister, IBA 14.4.11).
+// Enforcer is what EnforceOnActive asks about partition enforcement.
+type Enforcer interface {
+	// Wanted tells which switch ports' Active Sets turn the enforcement
+	// bits on (nil: none). It is called once, when those Sets are built,
+	// and may wait for the P_Key plan.
+	Wanted() func(discovery.PortRef) bool
+	// Enforced hears the ports whose answer showed both bits.
+	Enforced(ports []discovery.PortRef)
+}
+
 // EnforceOnActive has the next Apply set PartitionEnforcementInbound and
-// Outbound in the Active Set of the switch ports want names (want is
-// called when that Set is built and may wait for the P_Key plan): a
-// separate Get and Set per port after programming (88 k SMPs on ft3-56)
-// otherwise. Stats.Enforcing says where the bits held.
-func (p *Programmer) EnforceOnActive(want func() map[discovery.PortRef]bool) {
+// Outbound in the Active Set of the switch ports e wants: a separate Get
+// and Set per port after programming (88 k SMPs on ft3-56) otherwise.
+func (p *Programmer) EnforceOnActive(e Enforcer) {
 	p.mu.Lock()
-	p.enforce = want
+	p.enforce = e
 	p.mu.Unlock()
 }
 
-// TakeEnforcing returns the switch ports the last Apply turned partition
-// enforcement on for EnforceOnActive (Stats.Enforcing) and forgets them.
-func (p *Programmer) TakeEnforcing() []discovery.PortRef {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := p.enforcing
-	p.enforcing = nil
-	return out
-}
-
+// Reregister makes the next Apply ask every CA port's clients to
+// re-register (PortInfo ClientReregister, IBA 14.4.11).
 func (p *Programmer) Reregister() {
 	p.mu.Lock()
 	p.reregister, p.strangersOnly = true, false

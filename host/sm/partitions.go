@@ -127,6 +127,9 @@ type partsPrep struct {
 	pre   *pkeyRead
 	check error
 	apply *program.PKeyApply
+	// enforced: switch ports distribution's Active Sets turned
+	// enforcement on (Enforced).
+	enforced []discovery.PortRef
 }
 
 // preparePartitions starts syncPartitions' work for pre (nil when pre is).
@@ -152,20 +155,23 @@ func (p *partsPrep) run(topo *topology.Topology, res *pipeline.Result) {
 	}
 }
 
-// enforcing names the switch ports whose enforcement bits the Active Sets
-// of distribution turn on (Programmer.EnforceOnActive): those the P_Key
-// plan has enforce, once it passed its check (nil if it did not).
-func (p *partsPrep) enforcing() map[discovery.PortRef]bool {
+// Wanted names the switch ports whose enforcement bits the Active Sets
+// of distribution turn on (program.Enforcer): those the P_Key plan has
+// enforce, once it passed its check (none if it did not).
+func (p *partsPrep) Wanted() func(discovery.PortRef) bool {
 	<-p.done
 	if p.check != nil {
 		return nil
 	}
-	out := make(map[discovery.PortRef]bool, len(p.pre.pl.Enforce))
-	for r := range p.pre.pl.Enforce {
-		out[r] = true
+	return func(r discovery.PortRef) bool {
+		_, ok := p.pre.pl.Enforce[r]
+		return ok
 	}
-	return out
 }
+
+// Enforced keeps the ports the Active Sets turned enforcement on, for
+// syncPartitions (on the sweep's goroutine, as Apply that calls it).
+func (p *partsPrep) Enforced(ports []discovery.PortRef) { p.enforced = ports }
 
 // syncPartitions checks the P_Key plan of the partitions resolved on fab
 // (as discovered) by pre, the read-back started with the sweep, and
@@ -185,7 +191,12 @@ func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *to
 	s.parts.mu.Lock()
 	stale := pre == nil || pre.gen != s.parts.gen
 	s.parts.mu.Unlock()
-	if stale || prep == nil || prep.pre != pre {
+	var enforced []discovery.PortRef // facts about the ports, whatever the plan
+	if prep != nil {
+		<-prep.done
+		enforced = prep.enforced
+	}
+	if stale || prep == nil {
 		if stale {
 			pre = s.readPartitions(ctx, fab)
 		}
@@ -194,8 +205,6 @@ func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *to
 			prep = &partsPrep{pre: pre}
 			prep.run(topo, res)
 		}
-	} else {
-		<-prep.done
 	}
 	if pre == nil {
 		return nil
@@ -218,7 +227,7 @@ func (s *SM) syncPartitions(ctx context.Context, fab *discovery.Fabric, topo *to
 		rep.Warnings = append(rep.Warnings, err.Error())
 		return nil
 	}
-	ast, err := pre.pk.ApplyPrepared(ctx, prep.apply, s.prog.TakeEnforcing())
+	ast, err := pre.pk.ApplyPrepared(ctx, prep.apply, enforced)
 	ast.BlocksRead = st.BlocksRead
 	rep.PKeys = ast
 	s.parts.mu.Lock()

@@ -469,7 +469,7 @@ func (s *SM) route(ctx context.Context, rep *Report, fab *discovery.Fabric, topo
 	}
 	s.phase("programming")
 	if prep != nil {
-		s.prog.EnforceOnActive(prep.enforcing)
+		s.prog.EnforceOnActive(prep)
 	}
 	var pst program.Stats
 	if lin != nil && lin.samePlan(topo, res) {
