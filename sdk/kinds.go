@@ -61,6 +61,11 @@ type RouteRequest struct {
 	// SDK then sends only the destinations whose planes changed since
 	// (plan.Routes.Base). Engines need not read it.
 	Since uint64
+	// Edits, with Since, says the caller takes an answer of changed
+	// entries (plan.Routes.Edits) instead of the changed destinations'
+	// whole planes; the SDK sends them when it can (it kept the planes
+	// of the answer named Since: an engine that declared CapStablePlanes).
+	Edits bool
 }
 
 // RoutingEngine decides paths; it knows nothing of LIDs.

@@ -64,6 +64,25 @@ type Routes struct {
 	// named Base. Only a caller that asked with Since gets such routes.
 	Base    uint64
 	Changed []int32
+	// Edits, when not nil in routes with a Base, replace the changed
+	// destinations' planes: each destination in Changed keeps the planes
+	// of the answer named Base, as many as it had, with the entries named
+	// here changed (Planes holds nothing for it). Sorted by destination,
+	// plane and switch, each entry once. After one cable of the largest
+	// fat tree in the LID space that is a few thousand entries where the
+	// changed planes are 18 MB, and the tables take them without reading
+	// a plane (RealizeChanged). Only a caller that asked for them
+	// (the SDK's RouteRequest.Edits) gets them.
+	Edits []Edit
+}
+
+// Edit is one changed entry of a plane: switch Switch's out-port toward
+// destination Dest in its plane Plane is now Port (NoPort: no route).
+type Edit struct {
+	Dest   int32
+	Switch int32
+	Plane  uint8
+	Port   uint8
 }
 
 // IsPlanes reports whether the routes are destination-based planes.
