@@ -60,13 +60,14 @@ func (d *digest) hashes(hs []uint64) {
 	}
 }
 
-// hashRoutes is the content hash of a routing engine's answer.
-func hashRoutes(r *plan.Routes) uint64 {
+// hashRoutes is the content hash of a routing engine's whole answer,
+// its planes hashed by planeHasher.
+func (r *Runner) hashRoutes(rt *plan.Routes) uint64 {
 	var hs []uint64
-	if r.Planes != nil {
-		hs = plan.DestHashes(r.Planes)
+	if rt.Planes != nil {
+		hs = r.destHashes(rt.Planes)
 	}
-	return hashRoutesFrom(r, hs)
+	return hashRoutesFrom(rt, hs)
 }
 
 // hashRoutesFrom is hashRoutes given the per-destination hashes of

@@ -102,9 +102,10 @@ type Runner struct {
 	Delta *check.Delta
 	Log   hclog.Logger
 
-	calls atomic.Int64
-	mu    sync.Mutex
-	basis *routeBasis // since.go
+	calls  atomic.Int64
+	mu     sync.Mutex
+	basis  *routeBasis  // since.go
+	hashes *planeHasher // planehash.go; grown (replaced) as planes need
 }
 
 // Input is what one pipeline run depends on besides the plugins.
@@ -245,7 +246,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	ask := func(basis *routeBasis) func() (*plan.Routes, error) {
 		req := sdk.RouteRequest{Topo: in.Topo, LMC: in.LMC}
 		if basis != nil {
-			req.Since = basis.token
+			req.Since, req.Edits = basis.token, basis.full
 		}
 		return func() (*plan.Routes, error) { return e.Impl.Route(ctx, req) }
 	}
@@ -273,12 +274,12 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	var hashes []uint64 // of each destination's planes
 	switch {
 	case routes.Base != 0:
-		if hashes, err = basis.changedHashes(routes); err != nil {
+		if hashes, err = basis.changedHashes(r.hasher(), routes); err != nil {
 			return res, fmt.Errorf("routing: %w", err)
 		}
 		r.log().Debug("route call answered the destinations changed since its last answer", "engine", e.Name, "changed", len(routes.Changed), "of", len(routes.Planes))
 	case routes.Planes != nil:
-		hashes = plan.DestHashes(routes.Planes)
+		hashes = r.destHashes(routes.Planes)
 	}
 	res.Timings.Routing = time.Since(t0)
 	hr := hashRoutesFrom(routes, hashes)
@@ -289,7 +290,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		if err != nil {
 			return fmt.Errorf("routing: %w", err)
 		}
-		if full.Base != 0 || hashRoutes(full) != hr {
+		if full.Base != 0 || r.hashRoutes(full) != hr {
 			return fmt.Errorf("routing: engine %s answered otherwise when asked for its whole answer again", e.Name)
 		}
 		putBehind(r.Cache, "routing", rk, full)
@@ -425,7 +426,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	}
 	// From here the tables are the forwarding: the planes go (the routing
 	// stage's cache file keeps them for the next sweep).
-	r.keep(e, in, token, routes, hashes, lids, rz)
+	r.keep(e, in, token, routes, hashes, basis, lids, rz)
 	partial := routes.Base != 0
 	routes, req.Routes = shapeOf(routes), nil
 	if early != nil && r.VL.Remote && !partial {

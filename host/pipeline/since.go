@@ -18,9 +18,13 @@ type routeBasis struct {
 	engine string
 	lmc    uint8
 	token  uint64   // the plugin's name for the answer
-	hashes []uint64 // plan.DestPlanes.Hash of each destination's planes
-	lids   uint64   // hashLIDs of the LID plan rz was realised with
-	rz     *plan.Realized
+	hashes []uint64 // planeHasher hashes of each destination's planes
+	// full: every destination has 2^lmc planes, so plane k is realised
+	// by LID base+k alone and the next answer may name changed entries
+	// (plan.Routes.Edits): their old ports are rz's.
+	full bool
+	lids uint64 // hashLIDs of the LID plan rz was realised with
+	rz   *plan.Realized
 }
 
 // since returns the basis to name in e's route call, nil to ask for the
@@ -40,29 +44,68 @@ func (r *Runner) since(e Engine, in Input) *routeBasis {
 }
 
 // keep makes e's answer routes (token: the plugin's name for it, 0 for
-// none; hashes: its destinations' hashes), as realised in rz with lids,
-// the basis of e's next route call.
-func (r *Runner) keep(e Engine, in Input, token uint64, routes *plan.Routes, hashes []uint64, lids *plan.LIDPlan, rz *plan.Realized) {
+// none; hashes: its destinations' hashes; from: the basis it changes, for
+// an answer of changes), as realised in rz with lids, the basis of e's
+// next route call.
+func (r *Runner) keep(e Engine, in Input, token uint64, routes *plan.Routes, hashes []uint64, from *routeBasis, lids *plan.LIDPlan, rz *plan.Realized) {
 	if token == 0 || !routes.IsPlanes() || lids.Planes != nil {
 		return
 	}
-	b := &routeBasis{engine: e.Name, lmc: in.LMC, token: token, hashes: hashes, lids: hashLIDs(lids), rz: rz}
+	full := routes.Base == 0 || from.full
+	for _, d := range routes.Planes {
+		// An answer of changes carries planes only for the destinations
+		// it changed whole; edited ones keep their count.
+		if n := len(d.Planes); (n != 0 || routes.Base == 0) && n != 1<<in.LMC {
+			full = false
+			break
+		}
+	}
+	b := &routeBasis{engine: e.Name, lmc: in.LMC, token: token, hashes: hashes, full: full, lids: hashLIDs(lids), rz: rz}
 	r.mu.Lock()
 	r.basis = b
 	r.mu.Unlock()
 }
 
-// changedHashes returns the per-destination hashes of routes that change
-// basis b's answer.
-func (b *routeBasis) changedHashes(routes *plan.Routes) ([]uint64, error) {
+// changedHashes returns the per-destination planeHasher hashes of
+// routes that change basis b's answer: the changed destinations' planes
+// hashed, or the hashes of b's answer moved by each edit, whose old port
+// is the one b's tables hold.
+func (b *routeBasis) changedHashes(h *planeHasher, routes *plan.Routes) ([]uint64, error) {
 	hs := slices.Clone(b.hashes)
+	if routes.Edits != nil {
+		if !b.full {
+			return nil, fmt.Errorf("the engine named changed entries of planes it had not answered one per LID")
+		}
+		for _, x := range routes.Edits {
+			lid, ok := b.lidOf(x)
+			if !ok {
+				return nil, fmt.Errorf("changed entry (destination %d, plane %d, switch %d) out of range", x.Dest, x.Plane, x.Switch)
+			}
+			hs[x.Dest] = h.edit(hs[x.Dest], int(x.Plane), int(x.Switch), b.rz.LFT[x.Switch][lid], x.Port)
+		}
+		return hs, nil
+	}
 	for _, d := range routes.Changed {
 		if d < 0 || int(d) >= len(hs) {
 			return nil, fmt.Errorf("changed destination %d out of range", d)
 		}
-		hs[d] = routes.Planes[d].Hash()
+		dp := routes.Planes[d]
+		for _, pl := range dp.Planes {
+			h = h.covering(len(dp.Planes), len(pl))
+		}
+		hs[d] = h.hash(dp)
 	}
 	return hs, nil
+}
+
+// lidOf returns the LID that realises edit x's plane in b's tables.
+func (b *routeBasis) lidOf(x plan.Edit) (int, bool) {
+	ports := b.rz.LIDs.Ports
+	if x.Dest < 0 || int(x.Dest) >= len(ports) || x.Switch < 0 || int(x.Switch) >= len(b.rz.LFT) || int(x.Plane) >= ports[x.Dest].Count() {
+		return 0, false
+	}
+	lid := int(ports[x.Dest].Base) + int(x.Plane)
+	return lid, lid <= int(b.rz.TopLID)
 }
 
 // tablesFor returns the basis whose tables a whole planes answer routes

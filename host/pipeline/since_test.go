@@ -65,8 +65,45 @@ func (updnEngine) Route(_ context.Context, req sdk.RouteRequest) (*plan.Routes, 
 // answers calls a remote engine and records what each call answered.
 type answers struct {
 	base
-	remote *sdk.RemoteClient
-	got    []*plan.Routes
+	remote interface {
+		Route(context.Context, sdk.RouteRequest) (*plan.Routes, error)
+	}
+	got []*plan.Routes
+}
+
+// editsEngine routes as updnEngine and answers as the SDK does for an
+// engine whose planes it keeps: a call that names its last answer and
+// takes edits gets only the entries that changed.
+type editsEngine struct {
+	base
+	last  *plan.Routes
+	token uint64
+}
+
+func (e *editsEngine) Route(_ context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	r, prev, since := analysistest.UpDown(req.Topo, 0), e.last, e.token
+	e.last, e.token = r, e.token+2|1
+	out := *r
+	out.Token = e.token
+	if req.Since == 0 || req.Since != since || !req.Edits {
+		return &out, nil
+	}
+	out.Base, out.Changed, out.Edits = req.Since, []int32{}, []plan.Edit{}
+	out.Planes = make([]plan.DestPlanes, len(r.Planes))
+	for d, dp := range r.Planes {
+		n := len(out.Edits)
+		for k, pl := range dp.Planes {
+			for s, port := range pl {
+				if port != prev.Planes[d].Planes[k][s] {
+					out.Edits = append(out.Edits, plan.Edit{Dest: int32(d), Switch: int32(s), Plane: uint8(k), Port: port})
+				}
+			}
+		}
+		if len(out.Edits) > n {
+			out.Changed = append(out.Changed, int32(d))
+		}
+	}
+	return &out, nil
 }
 
 func (a *answers) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
@@ -114,29 +151,34 @@ func TestRouteCallAnswersChanges(t *testing.T) {
 	steps := []struct {
 		topo  *topology.Topology
 		first uint16 // LIDs from
-		calls [4]string
+		calls [5]string
 	}{
-		{fatTree2(t), 1, [4]string{"w", "w", "w", "w"}},
-		{fatTree2(t, [2]int{0, 1}), 1, [4]string{"c", "w", "w", "cw"}},
-		{fatTree2(t, [2]int{0, 1}, [2]int{2, 0}), 1, [4]string{"c", "w", "w", "cw"}},
-		{fatTree2(t, [2]int{2, 0}), 5, [4]string{"cw", "w", "w", "cw"}}, // the changes were for tables with other LIDs
-		{fatTree2(t, [2]int{1, 1}), 5, [4]string{"c", "w", "w", "cw"}},
-		{fatTree2(t, [2]int{1, 1}), 5, [4]string{"c", "", "", ""}}, // an answer of changes is not filed
-		{fatTree2(t), 5, [4]string{"", "", "", ""}},
-		{fatTree2(t, [2]int{3, 1}), 5, [4]string{"c", "w", "w", "cw"}},
+		{fatTree2(t), 1, [5]string{"w", "w", "w", "w", "w"}},
+		{fatTree2(t, [2]int{0, 1}), 1, [5]string{"c", "c", "w", "w", "cw"}},
+		{fatTree2(t, [2]int{0, 1}, [2]int{2, 0}), 1, [5]string{"c", "c", "w", "w", "cw"}},
+		{fatTree2(t, [2]int{2, 0}), 5, [5]string{"cw", "cw", "w", "w", "cw"}}, // the changes were for tables with other LIDs
+		{fatTree2(t, [2]int{1, 1}), 5, [5]string{"c", "c", "w", "w", "cw"}},
+		{fatTree2(t, [2]int{1, 1}), 5, [5]string{"c", "c", "", "", ""}}, // an answer of changes is not filed
+		{fatTree2(t), 5, [5]string{"", "", "", "", ""}},
+		{fatTree2(t, [2]int{3, 1}), 5, [5]string{"c", "c", "w", "w", "cw"}},
 	}
 	for ci, c := range []struct {
 		name                string
 		routesUnread, oneVL bool
 		refuseOne           bool // the check refuses every one-VL plan after the first
+		edits               bool // the engine names changed entries
 	}{
-		{"changes", true, true, false},
-		{"the LID assigner reads routes", false, true, false},
-		{"the VL assigner reads routes", true, false, false},
-		{"the check refuses one VL: the VL assigner gets whole routes", true, true, true},
+		{"changes", true, true, false, false},
+		{"changed entries", true, true, false, true},
+		{"the LID assigner reads routes", false, true, false, false},
+		{"the VL assigner reads routes", true, false, false, false},
+		{"the check refuses one VL: the VL assigner gets whole routes", true, true, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			eng := &answers{base: base{"updn"}, remote: sdktest.InProcess(t, updnEngine{}, sdk.KindRouting)}
+			if c.edits {
+				eng.remote = &editsEngine{base: base{"updn"}}
+			}
 			lids := &shiftedLIDs{base: base{"shifted"}}
 			r := &Runner{
 				Engines: []Engine{{Identity{Name: "updn"}, eng}},
@@ -165,11 +207,18 @@ func TestRouteCallAnswersChanges(t *testing.T) {
 				var got strings.Builder
 				for _, a := range eng.got[before:] {
 					got.WriteString(map[bool]string{true: "c", false: "w"}[a.Base != 0])
+					if c.edits && a.Base != 0 && a.Edits == nil {
+						t.Fatalf("step %d: changes came as planes, not entries", i)
+					}
 				}
 				if got.String() != s.calls[ci] {
 					t.Fatalf("step %d: route calls %q, want %q", i, got.String(), s.calls[ci])
 				}
-				whole, err := plan.Realize(s.topo, analysistest.UpDown(s.topo, 0), res.LIDs)
+				want := analysistest.UpDown(s.topo, 0)
+				if b := r.basis; b != nil && len(eng.got) > before && !slices.Equal(b.hashes, r.destHashes(want.Planes)) {
+					t.Fatalf("step %d: the plane hashes kept are not those of the whole answer", i)
+				}
+				whole, err := plan.Realize(s.topo, want, res.LIDs)
 				if err != nil {
 					t.Fatal(err)
 				}

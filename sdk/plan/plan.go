@@ -107,6 +107,11 @@ func (d DestPlanes) Hash() uint64 {
 // DestHashes returns the Hash of every destination's planes, spread over
 // GOMAXPROCS goroutines (187 M entries at the edge of the LID space).
 func DestHashes(dests []DestPlanes) []uint64 {
+	return HashDests(dests, DestPlanes.Hash)
+}
+
+// HashDests is DestHashes with another hash of a destination's planes.
+func HashDests(dests []DestPlanes, hash func(DestPlanes) uint64) []uint64 {
 	out := make([]uint64, len(dests))
 	n := min(runtime.GOMAXPROCS(0), max(1, len(dests)/256))
 	var wg sync.WaitGroup
@@ -115,7 +120,7 @@ func DestHashes(dests []DestPlanes) []uint64 {
 		go func() {
 			defer wg.Done()
 			for e := w; e < len(dests); e += n {
-				out[e] = dests[e].Hash()
+				out[e] = hash(dests[e])
 			}
 		}()
 	}
@@ -433,7 +438,9 @@ func Realize(t *topology.Topology, r *Routes, l *LIDPlan) (*Realized, error) {
 // are rewritten and every other entry is base's. A switch's table that
 // changes is copied first; the others are shared with base, so neither
 // may be written to afterwards (nothing in the SDK or host writes a
-// realised table).
+// realised table). Routes whose changes are Edits change only the entries
+// they name; each edited destination must have had one plane per LID
+// (2^LMC) in the answer base realises, so that plane k is LID base+k's.
 func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan) (*Realized, error) {
 	sw := t.Switches()
 	eps := t.Endpoints()
@@ -442,6 +449,8 @@ func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan)
 		return nil, fmt.Errorf("routes are not a change to an earlier answer")
 	case len(base.LFT) != len(sw) || len(r.Planes) != len(eps) || len(l.Ports) != len(eps) || l.Planes != nil:
 		return nil, fmt.Errorf("the earlier tables are for %d switches, the routes for %d destinations: realise them in full", len(base.LFT), len(r.Planes))
+	case r.Edits != nil:
+		return realizeEdits(base, t, r.Edits, l)
 	}
 	// Every changed LID's plane, in LID order, checked before any table
 	// is written (so the first bad destination is the one reported).
@@ -472,11 +481,51 @@ func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan)
 	for k, c := range cols {
 		lids[k] = c.lid
 	}
+	return changedFrom(base, t, lft, l, lids), nil
+}
+
+// realizeEdits is RealizeChanged for changes named entry by entry: only
+// the tables of the switches they name are copied and written, and only
+// the LIDs whose entries they change are claimed as changed.
+func realizeEdits(base *Realized, t *topology.Topology, edits []Edit, l *LIDPlan) (*Realized, error) {
+	lft := slices.Clone(base.LFT)
+	copied := make([]bool, len(lft))
+	var lids []int32
+	for _, x := range edits {
+		if x.Dest < 0 || int(x.Dest) >= len(l.Ports) || x.Switch < 0 || int(x.Switch) >= len(lft) {
+			return nil, fmt.Errorf("changed entry (destination %d, switch %d) out of range (%d endpoints, %d switches)", x.Dest, x.Switch, len(l.Ports), len(lft))
+		}
+		p := l.Ports[x.Dest]
+		if int(x.Plane) >= p.Count() {
+			return nil, fmt.Errorf("destination endpoint %d: changed entry of plane %d, which no LID of its %d realises alone", x.Dest, x.Plane, p.Count())
+		}
+		lid := int(p.Base) + int(x.Plane)
+		if lid > int(base.TopLID) {
+			return nil, fmt.Errorf("destination endpoint %d: LID %d above the earlier tables' top %d", x.Dest, lid, base.TopLID)
+		}
+		row := lft[x.Switch]
+		if row[lid] == x.Port {
+			continue
+		}
+		if !copied[x.Switch] {
+			row, copied[x.Switch] = slices.Clone(row), true
+			lft[x.Switch] = row
+		}
+		row[lid] = x.Port
+		lids = append(lids, int32(lid))
+	}
+	slices.Sort(lids)
+	return changedFrom(base, t, lft, l, lids), nil
+}
+
+// changedFrom returns tables lft, made from base's by writing the LIDs
+// lids (ascending), as Realized that remember it (ChangedSince).
+func changedFrom(base *Realized, t *topology.Topology, lft [][]uint8, l *LIDPlan, lids []int32) *Realized {
 	rz := &Realized{Topo: t, LFT: lft, TopLID: base.TopLID, LIDOwner: base.LIDOwner, LIDs: l}
 	if len(lft) > 0 {
 		rz.changes = &realizedChanges{from: weak.Make(base), lft: &lft[0], lids: slices.Compact(lids)}
 	}
-	return rz, nil
+	return rz
 }
 
 // lidPlane is one LID's plane.

@@ -142,6 +142,44 @@ func TestRealizeChanged(t *testing.T) {
 	if _, err := plan.RealizeChanged(&plan.Realized{}, small, &plan.Routes{}, &plan.LIDPlan{}); err == nil {
 		t.Error("routes that change nothing earlier were realised as changes")
 	}
+	testRealizeEditsRefused(t, small)
+}
+
+// testRealizeEditsRefused: an edit RealizeChanged cannot index is an
+// error, not a write.
+func testRealizeEditsRefused(t *testing.T, topo *topology.Topology) {
+	eps, nsw := len(topo.Endpoints()), len(topo.Switches())
+	lids := &plan.LIDPlan{Ports: make([]plan.PortLID, eps)}
+	for e := range lids.Ports {
+		lids.Ports[e] = plan.PortLID{Base: uint16(e + 1)}
+	}
+	routes := &plan.Routes{Planes: make([]plan.DestPlanes, eps)}
+	for e := range routes.Planes {
+		routes.Planes[e].Planes = []plan.Plane{make(plan.Plane, nsw)}
+	}
+	base, err := plan.Realize(topo, routes, lids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	high := &plan.LIDPlan{Ports: slices.Clone(lids.Ports)}
+	high.Ports[1].Base = base.TopLID + 1
+	for _, c := range []struct {
+		name string
+		edit plan.Edit
+		lids *plan.LIDPlan
+		want string
+	}{
+		{"destination", plan.Edit{Dest: int32(eps), Port: 1}, lids, "out of range"},
+		{"negative destination", plan.Edit{Dest: -1, Port: 1}, lids, "out of range"},
+		{"switch", plan.Edit{Switch: int32(nsw), Port: 1}, lids, "out of range"},
+		{"plane beyond 2^LMC", plan.Edit{Plane: 1, Port: 1}, lids, "no LID"},
+		{"LID above the tables", plan.Edit{Dest: 1, Port: 1}, high, "above the earlier tables"},
+	} {
+		r := &plan.Routes{Planes: make([]plan.DestPlanes, eps), Base: 1, Changed: []int32{c.edit.Dest}, Edits: []plan.Edit{c.edit}}
+		if _, err := plan.RealizeChanged(base, topo, r, c.lids); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one saying %q", c.name, err, c.want)
+		}
+	}
 }
 
 func testRealizeChanged(t *testing.T, topo *topology.Topology) {
@@ -204,6 +242,22 @@ func testRealizeChanged(t *testing.T, topo *topology.Topology) {
 			for _, e := range changed {
 				delta.Planes[e] = next.Planes[e]
 			}
+			// The same changes entry by entry, and the LIDs they write.
+			edits := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps)), Base: 1, Changed: changed, Edits: []plan.Edit{}}
+			var differ []int32
+			for _, e := range changed {
+				for k, pl := range next.Planes[e].Planes {
+					n := len(edits.Edits)
+					for s, port := range pl {
+						if port != old.Planes[e].Planes[k][s] {
+							edits.Edits = append(edits.Edits, plan.Edit{Dest: e, Switch: int32(s), Plane: uint8(k), Port: port})
+						}
+					}
+					if len(edits.Edits) > n {
+						differ = append(differ, int32(lids.Ports[e].Base)+int32(k))
+					}
+				}
+			}
 			got, err := plan.RealizeChanged(base, topo, delta, lids)
 			if err != nil {
 				t.Fatal(err)
@@ -211,6 +265,13 @@ func testRealizeChanged(t *testing.T, topo *topology.Topology) {
 			written, ok := got.ChangedSince(base)
 			if !ok || len(written) != len(changed)<<c.lmc {
 				t.Fatalf("ChangedSince(base) = %d LIDs, %v; want the %d LIDs of the changed destinations", len(written), ok, len(changed)<<c.lmc)
+			}
+			byEntry, err := plan.RealizeChanged(base, topo, edits, lids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if written, ok := byEntry.ChangedSince(base); !ok || !slices.Equal(written, differ) {
+				t.Fatalf("changed entries: ChangedSince(base) = %v, %v; want the %d LIDs whose entries changed", written, ok, len(differ))
 			}
 			if _, ok := got.ChangedSince(want); ok {
 				t.Error("ChangedSince names tables the changes were not made from")
@@ -220,15 +281,17 @@ func testRealizeChanged(t *testing.T, topo *topology.Topology) {
 			if _, ok := copied.ChangedSince(base); ok {
 				t.Error("a copy given other tables inherits ChangedSince")
 			}
-			for s := range want.LFT {
-				if string(got.LFT[s]) != string(want.LFT[s]) {
-					t.Fatalf("switch %d: table differs from the whole routes' tables", s)
-				}
-				if string(base.LFT[s]) != string(before[s]) {
-					t.Fatalf("switch %d: the earlier table was written to", s)
-				}
-				if shared := &got.LFT[s][0] == &base.LFT[s][0]; shared != (string(got.LFT[s]) == string(before[s])) {
-					t.Errorf("switch %d: shared %v, unchanged %v", s, shared, !shared)
+			for _, got := range []*plan.Realized{got, byEntry} {
+				for s := range want.LFT {
+					if string(got.LFT[s]) != string(want.LFT[s]) {
+						t.Fatalf("switch %d: table differs from the whole routes' tables", s)
+					}
+					if string(base.LFT[s]) != string(before[s]) {
+						t.Fatalf("switch %d: the earlier table was written to", s)
+					}
+					if shared := &got.LFT[s][0] == &base.LFT[s][0]; shared != (string(got.LFT[s]) == string(before[s])) {
+						t.Errorf("switch %d: shared %v, unchanged %v", s, shared, !shared)
+					}
 				}
 			}
 		})
