@@ -113,7 +113,7 @@ func (x LIDPlanHeader_Rule) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LIDPlanHeader_Rule.Descriptor instead.
 func (LIDPlanHeader_Rule) EnumDescriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{9, 0}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{10, 0}
 }
 
 // Chunk is one message of a kind stream (see kinds.proto for the order).
@@ -136,6 +136,7 @@ type Chunk struct {
 	//	*Chunk_Sl2Vl
 	//	*Chunk_McastGroups
 	//	*Chunk_McastTrees
+	//	*Chunk_Edits
 	Part          isChunk_Part `protobuf_oneof:"part"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -313,6 +314,15 @@ func (x *Chunk) GetMcastTrees() *McastTreeBatch {
 	return nil
 }
 
+func (x *Chunk) GetEdits() *PlaneEdits {
+	if x != nil {
+		if x, ok := x.Part.(*Chunk_Edits); ok {
+			return x.Edits
+		}
+	}
+	return nil
+}
+
 type isChunk_Part interface {
 	isChunk_Part()
 }
@@ -377,6 +387,10 @@ type Chunk_McastTrees struct {
 	McastTrees *McastTreeBatch `protobuf:"bytes,15,opt,name=mcast_trees,json=mcastTrees,proto3,oneof"`
 }
 
+type Chunk_Edits struct {
+	Edits *PlaneEdits `protobuf:"bytes,16,opt,name=edits,proto3,oneof"`
+}
+
 func (*Chunk_Start) isChunk_Part() {}
 
 func (*Chunk_TopologyHeader) isChunk_Part() {}
@@ -407,6 +421,8 @@ func (*Chunk_McastGroups) isChunk_Part() {}
 
 func (*Chunk_McastTrees) isChunk_Part() {}
 
+func (*Chunk_Edits) isChunk_Part() {}
+
 // Start carries a kind request's scalar inputs.
 type Start struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -423,7 +439,12 @@ type Start struct {
 	// answer whose routes the host still holds; the plugin may then answer
 	// with only the destinations whose planes changed since (RoutesHeader.
 	// base). 0: the host holds none.
-	Since         uint64 `protobuf:"fixed64,5,opt,name=since,proto3" json:"since,omitempty"`
+	Since uint64 `protobuf:"fixed64,5,opt,name=since,proto3" json:"since,omitempty"`
+	// edits (Route, with since): the host takes an answer whose changed
+	// destinations come as PlaneEdits, the entries of their planes that
+	// differ from the answer named since (RoutesHeader.edits). A plugin
+	// may answer with whole planes all the same.
+	Edits         bool `protobuf:"varint,6,opt,name=edits,proto3" json:"edits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -491,6 +512,13 @@ func (x *Start) GetSince() uint64 {
 		return x.Since
 	}
 	return 0
+}
+
+func (x *Start) GetEdits() bool {
+	if x != nil {
+		return x.Edits
+	}
+	return false
 }
 
 // TopologyHeader opens a topology; num_nodes nodes follow in NodeBatch
@@ -750,8 +778,16 @@ type RoutesHeader struct {
 	// num_changed destinations whose planes differ from that answer's; the
 	// plane batches then name their destinations (PlaneBatch.changed), and
 	// every other destination keeps its planes.
-	Base          uint64 `protobuf:"fixed64,6,opt,name=base,proto3" json:"base,omitempty"`
-	NumChanged    uint32 `protobuf:"varint,7,opt,name=num_changed,json=numChanged,proto3" json:"num_changed,omitempty"`
+	Base       uint64 `protobuf:"fixed64,6,opt,name=base,proto3" json:"base,omitempty"`
+	NumChanged uint32 `protobuf:"varint,7,opt,name=num_changed,json=numChanged,proto3" json:"num_changed,omitempty"`
+	// edits (an answer with a base, to a request with Start.edits): the
+	// changed destinations come as PlaneEdits messages instead of plane
+	// batches, num_edits entries in all. Each changed destination keeps the
+	// planes it had in the answer named base, as many, with the entries
+	// named changed; num_changed is the number of distinct destinations the
+	// entries name.
+	Edits         bool   `protobuf:"varint,8,opt,name=edits,proto3" json:"edits,omitempty"`
+	NumEdits      uint32 `protobuf:"varint,9,opt,name=num_edits,json=numEdits,proto3" json:"num_edits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -831,6 +867,20 @@ func (x *RoutesHeader) GetBase() uint64 {
 func (x *RoutesHeader) GetNumChanged() uint32 {
 	if x != nil {
 		return x.NumChanged
+	}
+	return 0
+}
+
+func (x *RoutesHeader) GetEdits() bool {
+	if x != nil {
+		return x.Edits
+	}
+	return false
+}
+
+func (x *RoutesHeader) GetNumEdits() uint32 {
+	if x != nil {
+		return x.NumEdits
 	}
 	return 0
 }
@@ -923,6 +973,84 @@ func (x *PlaneBatch) GetChanged() []uint32 {
 	return nil
 }
 
+// PlaneEdits carries consecutive changed plane entries of an answer with
+// RoutesHeader.edits, one per index of its parallel columns (all four the
+// same length), ascending by destination, plane and switch across the
+// answer's messages, each entry once.
+type PlaneEdits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dest is the entry's destination (endpoint index).
+	Dest []uint32 `protobuf:"varint,1,rep,packed,name=dest,proto3" json:"dest,omitempty"`
+	// plane is the index of the destination's plane (0..2^lmc-1).
+	Plane []byte `protobuf:"bytes,2,opt,name=plane,proto3" json:"plane,omitempty"`
+	// switch is the switch's index in the topology's switch order: the
+	// entry's byte position in the plane.
+	Switch []uint32 `protobuf:"varint,3,rep,packed,name=switch,proto3" json:"switch,omitempty"`
+	// port is the switch's new out-port toward the destination, 0xFF for
+	// none.
+	Port          []byte `protobuf:"bytes,4,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlaneEdits) Reset() {
+	*x = PlaneEdits{}
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlaneEdits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlaneEdits) ProtoMessage() {}
+
+func (x *PlaneEdits) ProtoReflect() protoreflect.Message {
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlaneEdits.ProtoReflect.Descriptor instead.
+func (*PlaneEdits) Descriptor() ([]byte, []int) {
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PlaneEdits) GetDest() []uint32 {
+	if x != nil {
+		return x.Dest
+	}
+	return nil
+}
+
+func (x *PlaneEdits) GetPlane() []byte {
+	if x != nil {
+		return x.Plane
+	}
+	return nil
+}
+
+func (x *PlaneEdits) GetSwitch() []uint32 {
+	if x != nil {
+		return x.Switch
+	}
+	return nil
+}
+
+func (x *PlaneEdits) GetPort() []byte {
+	if x != nil {
+		return x.Port
+	}
+	return nil
+}
+
 type PathBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Paths         []*Path                `protobuf:"bytes,1,rep,name=paths,proto3" json:"paths,omitempty"`
@@ -932,7 +1060,7 @@ type PathBatch struct {
 
 func (x *PathBatch) Reset() {
 	*x = PathBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[6]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +1072,7 @@ func (x *PathBatch) String() string {
 func (*PathBatch) ProtoMessage() {}
 
 func (x *PathBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[6]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +1085,7 @@ func (x *PathBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PathBatch.ProtoReflect.Descriptor instead.
 func (*PathBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{6}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PathBatch) GetPaths() []*Path {
@@ -982,7 +1110,7 @@ type Path struct {
 
 func (x *Path) Reset() {
 	*x = Path{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[7]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1122,7 @@ func (x *Path) String() string {
 func (*Path) ProtoMessage() {}
 
 func (x *Path) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[7]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1135,7 @@ func (x *Path) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Path.ProtoReflect.Descriptor instead.
 func (*Path) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{7}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Path) GetSrc() int32 {
@@ -1056,7 +1184,7 @@ type PreviousLIDBatch struct {
 
 func (x *PreviousLIDBatch) Reset() {
 	*x = PreviousLIDBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[8]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1196,7 @@ func (x *PreviousLIDBatch) String() string {
 func (*PreviousLIDBatch) ProtoMessage() {}
 
 func (x *PreviousLIDBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[8]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1209,7 @@ func (x *PreviousLIDBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviousLIDBatch.ProtoReflect.Descriptor instead.
 func (*PreviousLIDBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{8}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PreviousLIDBatch) GetPortGuid() []uint64 {
@@ -1112,7 +1240,7 @@ type LIDPlanHeader struct {
 
 func (x *LIDPlanHeader) Reset() {
 	*x = LIDPlanHeader{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[9]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1252,7 @@ func (x *LIDPlanHeader) String() string {
 func (*LIDPlanHeader) ProtoMessage() {}
 
 func (x *LIDPlanHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[9]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1265,7 @@ func (x *LIDPlanHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LIDPlanHeader.ProtoReflect.Descriptor instead.
 func (*LIDPlanHeader) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{9}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LIDPlanHeader) GetNumPorts() uint32 {
@@ -1178,7 +1306,7 @@ type PortLIDBatch struct {
 
 func (x *PortLIDBatch) Reset() {
 	*x = PortLIDBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[10]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1318,7 @@ func (x *PortLIDBatch) String() string {
 func (*PortLIDBatch) ProtoMessage() {}
 
 func (x *PortLIDBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[10]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1331,7 @@ func (x *PortLIDBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortLIDBatch.ProtoReflect.Descriptor instead.
 func (*PortLIDBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{10}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PortLIDBatch) GetBase() []uint32 {
@@ -1231,7 +1359,7 @@ type DLIDOverrideBatch struct {
 
 func (x *DLIDOverrideBatch) Reset() {
 	*x = DLIDOverrideBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[11]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1371,7 @@ func (x *DLIDOverrideBatch) String() string {
 func (*DLIDOverrideBatch) ProtoMessage() {}
 
 func (x *DLIDOverrideBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[11]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1384,7 @@ func (x *DLIDOverrideBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DLIDOverrideBatch.ProtoReflect.Descriptor instead.
 func (*DLIDOverrideBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{11}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DLIDOverrideBatch) GetSrc() []int32 {
@@ -1295,7 +1423,7 @@ type VLPlanHeader struct {
 
 func (x *VLPlanHeader) Reset() {
 	*x = VLPlanHeader{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[12]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1435,7 @@ func (x *VLPlanHeader) String() string {
 func (*VLPlanHeader) ProtoMessage() {}
 
 func (x *VLPlanHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[12]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1448,7 @@ func (x *VLPlanHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VLPlanHeader.ProtoReflect.Descriptor instead.
 func (*VLPlanHeader) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{12}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *VLPlanHeader) GetSlByDlid() []byte {
@@ -1369,7 +1497,7 @@ type SLOverrideBatch struct {
 
 func (x *SLOverrideBatch) Reset() {
 	*x = SLOverrideBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[13]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1509,7 @@ func (x *SLOverrideBatch) String() string {
 func (*SLOverrideBatch) ProtoMessage() {}
 
 func (x *SLOverrideBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[13]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1522,7 @@ func (x *SLOverrideBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SLOverrideBatch.ProtoReflect.Descriptor instead.
 func (*SLOverrideBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{13}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SLOverrideBatch) GetSrc() []int32 {
@@ -1431,7 +1559,7 @@ type SL2VLBatch struct {
 
 func (x *SL2VLBatch) Reset() {
 	*x = SL2VLBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[14]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1571,7 @@ func (x *SL2VLBatch) String() string {
 func (*SL2VLBatch) ProtoMessage() {}
 
 func (x *SL2VLBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[14]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1584,7 @@ func (x *SL2VLBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SL2VLBatch.ProtoReflect.Descriptor instead.
 func (*SL2VLBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{14}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SL2VLBatch) GetNode() []int32 {
@@ -1505,7 +1633,7 @@ type McastGroupBatch struct {
 
 func (x *McastGroupBatch) Reset() {
 	*x = McastGroupBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[15]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1645,7 @@ func (x *McastGroupBatch) String() string {
 func (*McastGroupBatch) ProtoMessage() {}
 
 func (x *McastGroupBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[15]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1658,7 @@ func (x *McastGroupBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McastGroupBatch.ProtoReflect.Descriptor instead.
 func (*McastGroupBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{15}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *McastGroupBatch) GetMlid() []uint32 {
@@ -1587,7 +1715,7 @@ type McastTreeBatch struct {
 
 func (x *McastTreeBatch) Reset() {
 	*x = McastTreeBatch{}
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[16]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1727,7 @@ func (x *McastTreeBatch) String() string {
 func (*McastTreeBatch) ProtoMessage() {}
 
 func (x *McastTreeBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[16]
+	mi := &file_ibsm_plugin_v1_data_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1740,7 @@ func (x *McastTreeBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McastTreeBatch.ProtoReflect.Descriptor instead.
 func (*McastTreeBatch) Descriptor() ([]byte, []int) {
-	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{16}
+	return file_ibsm_plugin_v1_data_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *McastTreeBatch) GetMlid() []uint32 {
@@ -1654,7 +1782,7 @@ var File_ibsm_plugin_v1_data_proto protoreflect.FileDescriptor
 
 const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\n" +
-	"\x19ibsm/plugin/v1/data.proto\x12\x0eibsm.plugin.v1\"\xb3\a\n" +
+	"\x19ibsm/plugin/v1/data.proto\x12\x0eibsm.plugin.v1\"\xe7\a\n" +
 	"\x05Chunk\x12-\n" +
 	"\x05start\x18\x01 \x01(\v2\x15.ibsm.plugin.v1.StartH\x00R\x05start\x12I\n" +
 	"\x0ftopology_header\x18\x02 \x01(\v2\x1e.ibsm.plugin.v1.TopologyHeaderH\x00R\x0etopologyHeader\x121\n" +
@@ -1673,15 +1801,17 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\x05sl2vl\x18\r \x01(\v2\x1a.ibsm.plugin.v1.SL2VLBatchH\x00R\x05sl2vl\x12D\n" +
 	"\fmcast_groups\x18\x0e \x01(\v2\x1f.ibsm.plugin.v1.McastGroupBatchH\x00R\vmcastGroups\x12A\n" +
 	"\vmcast_trees\x18\x0f \x01(\v2\x1e.ibsm.plugin.v1.McastTreeBatchH\x00R\n" +
-	"mcastTreesB\x06\n" +
-	"\x04part\"\x8a\x01\n" +
+	"mcastTrees\x122\n" +
+	"\x05edits\x18\x10 \x01(\v2\x1a.ibsm.plugin.v1.PlaneEditsH\x00R\x05editsB\x06\n" +
+	"\x04part\"\xa0\x01\n" +
 	"\x05Start\x12\x10\n" +
 	"\x03lmc\x18\x01 \x01(\rR\x03lmc\x12\x17\n" +
 	"\amax_vls\x18\x02 \x01(\rR\x06maxVls\x12!\n" +
 	"\fnum_previous\x18\x03 \x01(\rR\vnumPrevious\x12\x1d\n" +
 	"\n" +
 	"num_groups\x18\x04 \x01(\rR\tnumGroups\x12\x14\n" +
-	"\x05since\x18\x05 \x01(\x06R\x05since\"\x9f\x01\n" +
+	"\x05since\x18\x05 \x01(\x06R\x05since\x12\x14\n" +
+	"\x05edits\x18\x06 \x01(\bR\x05edits\"\x9f\x01\n" +
 	"\x0eTopologyHeader\x12\x1b\n" +
 	"\tnum_nodes\x18\x01 \x01(\rR\bnumNodes\x12\x17\n" +
 	"\asm_node\x18\x02 \x01(\x11R\x06smNode\x12\x17\n" +
@@ -1703,7 +1833,7 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	" \x01(\fR\x05speed\x12\x15\n" +
 	"\x06vl_cap\x18\v \x01(\fR\x05vlCap\x12\x1b\n" +
 	"\tpeer_node\x18\f \x03(\x11R\bpeerNode\x12\x1b\n" +
-	"\tpeer_port\x18\r \x01(\fR\bpeerPortJ\x04\b\x01\x10\x02R\x05nodes\"\xb6\x02\n" +
+	"\tpeer_port\x18\r \x01(\fR\bpeerPortJ\x04\b\x01\x10\x02R\x05nodes\"\xe9\x02\n" +
 	"\fRoutesHeader\x125\n" +
 	"\x04form\x18\x01 \x01(\x0e2!.ibsm.plugin.v1.RoutesHeader.FormR\x04form\x12)\n" +
 	"\x10num_destinations\x18\x02 \x01(\rR\x0fnumDestinations\x12\x1b\n" +
@@ -1713,7 +1843,9 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\x05token\x18\x05 \x01(\x06R\x05token\x12\x12\n" +
 	"\x04base\x18\x06 \x01(\x06R\x04base\x12\x1f\n" +
 	"\vnum_changed\x18\a \x01(\rR\n" +
-	"numChanged\"=\n" +
+	"numChanged\x12\x14\n" +
+	"\x05edits\x18\b \x01(\bR\x05edits\x12\x1b\n" +
+	"\tnum_edits\x18\t \x01(\rR\bnumEdits\"=\n" +
 	"\x04Form\x12\x14\n" +
 	"\x10FORM_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vFORM_PLANES\x10\x01\x12\x0e\n" +
@@ -1725,7 +1857,13 @@ const file_ibsm_plugin_v1_data_proto_rawDesc = "" +
 	"\x05width\x18\x03 \x01(\rR\x05width\x12\x16\n" +
 	"\x06counts\x18\x04 \x01(\fR\x06counts\x12\x16\n" +
 	"\x06planes\x18\x05 \x01(\fR\x06planes\x12\x18\n" +
-	"\achanged\x18\x06 \x03(\rR\achangedJ\x04\b\x01\x10\x02R\x05dests\"7\n" +
+	"\achanged\x18\x06 \x03(\rR\achangedJ\x04\b\x01\x10\x02R\x05dests\"b\n" +
+	"\n" +
+	"PlaneEdits\x12\x12\n" +
+	"\x04dest\x18\x01 \x03(\rR\x04dest\x12\x14\n" +
+	"\x05plane\x18\x02 \x01(\fR\x05plane\x12\x16\n" +
+	"\x06switch\x18\x03 \x03(\rR\x06switch\x12\x12\n" +
+	"\x04port\x18\x04 \x01(\fR\x04port\"7\n" +
 	"\tPathBatch\x12*\n" +
 	"\x05paths\x18\x01 \x03(\v2\x14.ibsm.plugin.v1.PathR\x05paths\"y\n" +
 	"\x04Path\x12\x10\n" +
@@ -1801,7 +1939,7 @@ func file_ibsm_plugin_v1_data_proto_rawDescGZIP() []byte {
 }
 
 var file_ibsm_plugin_v1_data_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ibsm_plugin_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_ibsm_plugin_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_ibsm_plugin_v1_data_proto_goTypes = []any{
 	(RoutesHeader_Form)(0),    // 0: ibsm.plugin.v1.RoutesHeader.Form
 	(LIDPlanHeader_Rule)(0),   // 1: ibsm.plugin.v1.LIDPlanHeader.Rule
@@ -1811,17 +1949,18 @@ var file_ibsm_plugin_v1_data_proto_goTypes = []any{
 	(*NodeBatch)(nil),         // 5: ibsm.plugin.v1.NodeBatch
 	(*RoutesHeader)(nil),      // 6: ibsm.plugin.v1.RoutesHeader
 	(*PlaneBatch)(nil),        // 7: ibsm.plugin.v1.PlaneBatch
-	(*PathBatch)(nil),         // 8: ibsm.plugin.v1.PathBatch
-	(*Path)(nil),              // 9: ibsm.plugin.v1.Path
-	(*PreviousLIDBatch)(nil),  // 10: ibsm.plugin.v1.PreviousLIDBatch
-	(*LIDPlanHeader)(nil),     // 11: ibsm.plugin.v1.LIDPlanHeader
-	(*PortLIDBatch)(nil),      // 12: ibsm.plugin.v1.PortLIDBatch
-	(*DLIDOverrideBatch)(nil), // 13: ibsm.plugin.v1.DLIDOverrideBatch
-	(*VLPlanHeader)(nil),      // 14: ibsm.plugin.v1.VLPlanHeader
-	(*SLOverrideBatch)(nil),   // 15: ibsm.plugin.v1.SLOverrideBatch
-	(*SL2VLBatch)(nil),        // 16: ibsm.plugin.v1.SL2VLBatch
-	(*McastGroupBatch)(nil),   // 17: ibsm.plugin.v1.McastGroupBatch
-	(*McastTreeBatch)(nil),    // 18: ibsm.plugin.v1.McastTreeBatch
+	(*PlaneEdits)(nil),        // 8: ibsm.plugin.v1.PlaneEdits
+	(*PathBatch)(nil),         // 9: ibsm.plugin.v1.PathBatch
+	(*Path)(nil),              // 10: ibsm.plugin.v1.Path
+	(*PreviousLIDBatch)(nil),  // 11: ibsm.plugin.v1.PreviousLIDBatch
+	(*LIDPlanHeader)(nil),     // 12: ibsm.plugin.v1.LIDPlanHeader
+	(*PortLIDBatch)(nil),      // 13: ibsm.plugin.v1.PortLIDBatch
+	(*DLIDOverrideBatch)(nil), // 14: ibsm.plugin.v1.DLIDOverrideBatch
+	(*VLPlanHeader)(nil),      // 15: ibsm.plugin.v1.VLPlanHeader
+	(*SLOverrideBatch)(nil),   // 16: ibsm.plugin.v1.SLOverrideBatch
+	(*SL2VLBatch)(nil),        // 17: ibsm.plugin.v1.SL2VLBatch
+	(*McastGroupBatch)(nil),   // 18: ibsm.plugin.v1.McastGroupBatch
+	(*McastTreeBatch)(nil),    // 19: ibsm.plugin.v1.McastTreeBatch
 }
 var file_ibsm_plugin_v1_data_proto_depIdxs = []int32{
 	3,  // 0: ibsm.plugin.v1.Chunk.start:type_name -> ibsm.plugin.v1.Start
@@ -1829,24 +1968,25 @@ var file_ibsm_plugin_v1_data_proto_depIdxs = []int32{
 	5,  // 2: ibsm.plugin.v1.Chunk.nodes:type_name -> ibsm.plugin.v1.NodeBatch
 	6,  // 3: ibsm.plugin.v1.Chunk.routes_header:type_name -> ibsm.plugin.v1.RoutesHeader
 	7,  // 4: ibsm.plugin.v1.Chunk.planes:type_name -> ibsm.plugin.v1.PlaneBatch
-	8,  // 5: ibsm.plugin.v1.Chunk.paths:type_name -> ibsm.plugin.v1.PathBatch
-	10, // 6: ibsm.plugin.v1.Chunk.previous:type_name -> ibsm.plugin.v1.PreviousLIDBatch
-	11, // 7: ibsm.plugin.v1.Chunk.lid_header:type_name -> ibsm.plugin.v1.LIDPlanHeader
-	12, // 8: ibsm.plugin.v1.Chunk.port_lids:type_name -> ibsm.plugin.v1.PortLIDBatch
-	13, // 9: ibsm.plugin.v1.Chunk.dlid_overrides:type_name -> ibsm.plugin.v1.DLIDOverrideBatch
-	14, // 10: ibsm.plugin.v1.Chunk.vl_header:type_name -> ibsm.plugin.v1.VLPlanHeader
-	15, // 11: ibsm.plugin.v1.Chunk.sl_overrides:type_name -> ibsm.plugin.v1.SLOverrideBatch
-	16, // 12: ibsm.plugin.v1.Chunk.sl2vl:type_name -> ibsm.plugin.v1.SL2VLBatch
-	17, // 13: ibsm.plugin.v1.Chunk.mcast_groups:type_name -> ibsm.plugin.v1.McastGroupBatch
-	18, // 14: ibsm.plugin.v1.Chunk.mcast_trees:type_name -> ibsm.plugin.v1.McastTreeBatch
-	0,  // 15: ibsm.plugin.v1.RoutesHeader.form:type_name -> ibsm.plugin.v1.RoutesHeader.Form
-	9,  // 16: ibsm.plugin.v1.PathBatch.paths:type_name -> ibsm.plugin.v1.Path
-	1,  // 17: ibsm.plugin.v1.LIDPlanHeader.rule:type_name -> ibsm.plugin.v1.LIDPlanHeader.Rule
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	9,  // 5: ibsm.plugin.v1.Chunk.paths:type_name -> ibsm.plugin.v1.PathBatch
+	11, // 6: ibsm.plugin.v1.Chunk.previous:type_name -> ibsm.plugin.v1.PreviousLIDBatch
+	12, // 7: ibsm.plugin.v1.Chunk.lid_header:type_name -> ibsm.plugin.v1.LIDPlanHeader
+	13, // 8: ibsm.plugin.v1.Chunk.port_lids:type_name -> ibsm.plugin.v1.PortLIDBatch
+	14, // 9: ibsm.plugin.v1.Chunk.dlid_overrides:type_name -> ibsm.plugin.v1.DLIDOverrideBatch
+	15, // 10: ibsm.plugin.v1.Chunk.vl_header:type_name -> ibsm.plugin.v1.VLPlanHeader
+	16, // 11: ibsm.plugin.v1.Chunk.sl_overrides:type_name -> ibsm.plugin.v1.SLOverrideBatch
+	17, // 12: ibsm.plugin.v1.Chunk.sl2vl:type_name -> ibsm.plugin.v1.SL2VLBatch
+	18, // 13: ibsm.plugin.v1.Chunk.mcast_groups:type_name -> ibsm.plugin.v1.McastGroupBatch
+	19, // 14: ibsm.plugin.v1.Chunk.mcast_trees:type_name -> ibsm.plugin.v1.McastTreeBatch
+	8,  // 15: ibsm.plugin.v1.Chunk.edits:type_name -> ibsm.plugin.v1.PlaneEdits
+	0,  // 16: ibsm.plugin.v1.RoutesHeader.form:type_name -> ibsm.plugin.v1.RoutesHeader.Form
+	10, // 17: ibsm.plugin.v1.PathBatch.paths:type_name -> ibsm.plugin.v1.Path
+	1,  // 18: ibsm.plugin.v1.LIDPlanHeader.rule:type_name -> ibsm.plugin.v1.LIDPlanHeader.Rule
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_ibsm_plugin_v1_data_proto_init() }
@@ -1870,6 +2010,7 @@ func file_ibsm_plugin_v1_data_proto_init() {
 		(*Chunk_Sl2Vl)(nil),
 		(*Chunk_McastGroups)(nil),
 		(*Chunk_McastTrees)(nil),
+		(*Chunk_Edits)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1877,7 +2018,7 @@ func file_ibsm_plugin_v1_data_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ibsm_plugin_v1_data_proto_rawDesc), len(file_ibsm_plugin_v1_data_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

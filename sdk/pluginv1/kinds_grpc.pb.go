@@ -32,7 +32,7 @@ const (
 // headers, so a short or overlong stream is an error, not a guess:
 //
 //	Route      host:   start, topology_header, nodes*
-//	           plugin: routes_header, (planes* | paths*)
+//	           plugin: routes_header, (planes* | paths* | edits*)
 //	AssignLIDs host:   start, topology_header, nodes*, routes_header,
 //	                   (planes* | paths*), previous*
 //	           plugin: lid_header, port_lids*, planes*, dlid_overrides*
@@ -43,7 +43,8 @@ const (
 //	RouteMulticast host:   start, topology_header, nodes*, mcast_groups*
 //	               plugin: mcast_trees* (one tree per group, in order)
 //
-// Batches carry about 1 MiB (plane batches 2 MiB). The plugin realises forwarding tables
+// Batches carry about 1 MiB (plane batches 2 MiB, edits at most 256 Ki
+// entries). Edits answer only a Route with Start.edits. The plugin realises forwarding tables
 // itself (plan.Realize) from routes and LIDs, so they never cross the wire.
 type RoutingEngineClient interface {
 	Route(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Chunk, Chunk], error)
@@ -80,7 +81,7 @@ type RoutingEngine_RouteClient = grpc.BidiStreamingClient[Chunk, Chunk]
 // headers, so a short or overlong stream is an error, not a guess:
 //
 //	Route      host:   start, topology_header, nodes*
-//	           plugin: routes_header, (planes* | paths*)
+//	           plugin: routes_header, (planes* | paths* | edits*)
 //	AssignLIDs host:   start, topology_header, nodes*, routes_header,
 //	                   (planes* | paths*), previous*
 //	           plugin: lid_header, port_lids*, planes*, dlid_overrides*
@@ -91,7 +92,8 @@ type RoutingEngine_RouteClient = grpc.BidiStreamingClient[Chunk, Chunk]
 //	RouteMulticast host:   start, topology_header, nodes*, mcast_groups*
 //	               plugin: mcast_trees* (one tree per group, in order)
 //
-// Batches carry about 1 MiB (plane batches 2 MiB). The plugin realises forwarding tables
+// Batches carry about 1 MiB (plane batches 2 MiB, edits at most 256 Ki
+// entries). Edits answer only a Route with Start.edits. The plugin realises forwarding tables
 // itself (plan.Realize) from routes and LIDs, so they never cross the wire.
 type RoutingEngineServer interface {
 	Route(grpc.BidiStreamingServer[Chunk, Chunk]) error

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/ibsm/ibsm/sdk/plan"
@@ -212,8 +213,9 @@ func FuzzRecvRoutes(f *testing.F) {
 }
 
 // FuzzRecvRouteAnswer: a routing engine's answer may carry only the
-// destinations changed since an earlier one; whatever the decoder accepts
-// realises onto the earlier tables without a panic.
+// destinations changed since an earlier one, their planes whole or as
+// edits; whatever the decoder accepts realises onto the earlier tables
+// (applied to the earlier planes, for edits) without a panic.
 func FuzzRecvRouteAnswer(f *testing.F) {
 	topo := fuzzTopo(f)
 	planes, _, _, _ := fuzzPlans(f, topo)
@@ -237,9 +239,52 @@ func FuzzRecvRouteAnswer(f *testing.F) {
 		}
 		f.Add(uint8(1), seed)
 	}
+	// Answers of edits: none, three in one batch, and the same one entry a
+	// batch so that the fuzzer starts from a multi-batch stream too.
+	edits := []plan.Edit{{Dest: 0, Plane: 1, Switch: 2, Port: 4}, {Dest: 2, Plane: 0, Switch: 0, Port: plan.NoPort}, {Dest: 2, Plane: 0, Switch: 1, Port: 5}}
+	for _, tc := range []struct {
+		changed []int32
+		edits   []plan.Edit
+		per     int
+	}{{[]int32{}, []plan.Edit{}, EditBatchEntries}, {[]int32{0, 2}, edits, EditBatchEntries}, {[]int32{0, 2}, edits, 1}} {
+		r := &plan.Routes{Planes: make([]plan.DestPlanes, len(planes.Planes)), Token: 7, Base: 5, Changed: tc.changed, Edits: tc.edits}
+		seed := collect(f, func(s Send) error {
+			h := &pb.RoutesHeader{Form: pb.RoutesHeader_FORM_PLANES, NumDestinations: uint32(len(r.Planes)), Token: r.Token, Base: r.Base,
+				NumChanged: uint32(len(r.Changed)), Edits: true, NumEdits: uint32(len(r.Edits))}
+			if err := s(&pb.Chunk{Part: &pb.Chunk_RoutesHeader{RoutesHeader: h}}); err != nil {
+				return err
+			}
+			return sendEdits(s, r, tc.per)
+		})
+		if got, err := RecvRouteAnswer(unframe(seed), topo, 1); err != nil || !slices.Equal(got.Edits, r.Edits) {
+			f.Fatalf("edits seed does not round-trip: %v", err)
+		}
+		f.Add(uint8(1), seed)
+	}
+	lim := newPortCheck(topo).lim
 	f.Fuzz(func(t *testing.T, lmc uint8, data []byte) {
 		r, err := RecvRouteAnswer(unframe(data), topo, lmc%8)
 		if err != nil || !r.IsPlanes() {
+			return
+		}
+		if r.Edits != nil {
+			checkEdits(t, r, len(topo.Endpoints()), 1<<(lmc%8), lim)
+			// Applied to the earlier planes (the host checks each plane
+			// index against them), they give planes that realise.
+			got := &plan.Routes{Planes: make([]plan.DestPlanes, len(planes.Planes))}
+			for e, d := range planes.Planes {
+				for _, pl := range d.Planes {
+					got.Planes[e].Planes = append(got.Planes[e].Planes, slices.Clone(pl))
+				}
+			}
+			for _, e := range r.Edits {
+				if d := got.Planes[e.Dest].Planes; int(e.Plane) < len(d) {
+					d[e.Plane][e.Switch] = e.Port
+				}
+			}
+			if _, err := plan.Realize(topo, got, l); err != nil {
+				t.Fatalf("accepted edits do not realise: %v", err)
+			}
 			return
 		}
 		if r.Base == 0 {
@@ -257,6 +302,34 @@ func FuzzRecvRouteAnswer(f *testing.F) {
 			t.Fatalf("accepted changes do not realise: %v", err)
 		}
 	})
+}
+
+// checkEdits fails t unless r's edits are what the decoder promises:
+// strictly ascending, in range, each port one of its switch or NoPort,
+// and r.Changed the destinations they name, in order, each once.
+func checkEdits(t *testing.T, r *plan.Routes, neps, maxPlanes int, lim []uint8) {
+	t.Helper()
+	var changed []int32
+	for i, e := range r.Edits {
+		if e.Dest < 0 || int(e.Dest) >= neps || int(e.Plane) >= maxPlanes || e.Switch < 0 || int(e.Switch) >= len(lim) ||
+			(e.Port != plan.NoPort && e.Port > lim[e.Switch]) {
+			t.Fatalf("accepted edit %d out of range: %+v", i, e)
+		}
+		if i > 0 && !editBefore(r.Edits[i-1], e) {
+			t.Fatalf("accepted edit %d out of order: %+v after %+v", i, e, r.Edits[i-1])
+		}
+		if i == 0 || e.Dest != r.Edits[i-1].Dest {
+			changed = append(changed, e.Dest)
+		}
+	}
+	if len(changed) != len(r.Changed) || !slices.Equal(changed, r.Changed) {
+		t.Fatalf("accepted changed destinations %v, the edits name %v", r.Changed, changed)
+	}
+	for e, d := range r.Planes {
+		if d.Planes != nil {
+			t.Fatalf("accepted an answer of edits with planes for destination %d", e)
+		}
+	}
 }
 
 func FuzzRecvLIDPlan(f *testing.F) {

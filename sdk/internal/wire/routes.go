@@ -12,7 +12,8 @@ import (
 const maxPaths = 1 << 28
 
 // SendRoutes streams r, computed for topology t, as a routes header and
-// plane or path batches.
+// plane or path batches; routes with a Base and Edits (not nil) as a
+// header and their edits.
 func SendRoutes(send Send, t *topology.Topology, r *plan.Routes) error {
 	if r == nil {
 		return fmt.Errorf("routes are nil")
@@ -24,6 +25,9 @@ func SendRoutes(send Send, t *topology.Topology, r *plan.Routes) error {
 		h.Token = r.Token
 		if r.Base != 0 {
 			h.Base, h.NumChanged = r.Base, uint32(len(r.Changed))
+			if r.Edits != nil {
+				h.Edits, h.NumEdits = true, uint32(len(r.Edits))
+			}
 		}
 	} else {
 		h.Form = pb.RoutesHeader_FORM_PATHS
@@ -31,6 +35,9 @@ func SendRoutes(send Send, t *topology.Topology, r *plan.Routes) error {
 	}
 	if err := send(&pb.Chunk{Part: &pb.Chunk_RoutesHeader{RoutesHeader: h}}); err != nil {
 		return err
+	}
+	if h.Edits {
+		return sendEdits(send, r, EditBatchEntries)
 	}
 	if r.IsPlanes() {
 		var changed []int32
@@ -88,7 +95,10 @@ func RecvRoutes(recv Recv, t *topology.Topology, lmc uint8) (*plan.Routes, error
 
 // RecvRouteAnswer is RecvRoutes for a routing engine's answer, which may
 // carry only the destinations changed since the answer the request named
-// (plan.Routes.Base).
+// (plan.Routes.Base), their planes whole or as edits (plan.Routes.Edits:
+// the planes of those destinations are then left empty, and each edit's
+// plane is only known to be below 2^lmc; the caller checks it against
+// the answer named Base).
 func RecvRouteAnswer(recv Recv, t *topology.Topology, lmc uint8) (*plan.Routes, error) {
 	return recvRoutes(recv, t, lmc, false, true)
 }
@@ -110,6 +120,14 @@ func recvRoutes(recv Recv, t *topology.Topology, lmc uint8, shapeOK, changesOK b
 		return nil, unexpected(c, "routes_header")
 	}
 	neps := len(t.Endpoints())
+	switch {
+	case h.Edits && !changesOK:
+		return nil, fmt.Errorf("routes: only edits of an earlier answer were sent where whole routes are needed")
+	case h.Edits && (h.ShapeOnly || h.Form != pb.RoutesHeader_FORM_PLANES || h.Base == 0):
+		return nil, fmt.Errorf("routes: edits in an answer without a base (form %v, base %#x, shape only %t)", h.Form, h.Base, h.ShapeOnly)
+	case !h.Edits && h.NumEdits != 0:
+		return nil, fmt.Errorf("routes: %d edits declared in an answer that carries none", h.NumEdits)
+	}
 	if h.ShapeOnly {
 		switch {
 		case !shapeOK:
@@ -140,6 +158,13 @@ func recvRoutes(recv Recv, t *topology.Topology, lmc uint8, shapeOK, changesOK b
 			changes = int(h.NumChanged)
 		} else if h.NumChanged != 0 {
 			return nil, fmt.Errorf("routes: %d destinations changed in an answer that changes none", h.NumChanged)
+		}
+		if h.Edits {
+			edits, changed, err := recvEdits(recv, t, h, maxPlanes)
+			if err != nil {
+				return nil, err
+			}
+			return &plan.Routes{Planes: make([]plan.DestPlanes, neps), Token: h.Token, Base: h.Base, Changed: changed, Edits: edits}, nil
 		}
 		planes, changed, err := recvSomePlanes(recv, t, neps, changes, func(int) (int, int) { return 1, maxPlanes })
 		if err != nil {

@@ -62,6 +62,8 @@ func partName(c *pb.Chunk) string {
 		return "sl_overrides"
 	case *pb.Chunk_Sl2Vl:
 		return "sl2vl"
+	case *pb.Chunk_Edits:
+		return "edits"
 	}
 	return "empty chunk"
 }
