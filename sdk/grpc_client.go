@@ -169,25 +169,33 @@ func exchangeOnce[T any](ctx context.Context, open func(context.Context) (chunkS
 	return out, nil
 }
 
-// Route runs the plugin's routing engine.
+// Route runs the plugin's routing engine. With req.Since the answer may
+// be changes to the answer named (plan.Routes.Base), with req.Edits
+// too as edits of its planes (plan.Routes.Edits); each edit's plane is
+// then only known to be below 2^LMC, not to exist in that answer.
 func (c *RemoteClient) Route(ctx context.Context, req RouteRequest) (*plan.Routes, error) {
 	if req.Topo == nil || req.LMC > 7 {
 		return nil, fmt.Errorf("route request needs a topology and LMC <= 7")
 	}
 	return exchange(ctx, c, func(ctx context.Context) (chunkStream, error) { return c.routing.Route(ctx) },
-		&pb.Start{Lmc: uint32(req.LMC), Since: req.Since}, req.Topo,
+		&pb.Start{Lmc: uint32(req.LMC), Since: req.Since, Edits: req.Edits}, req.Topo,
 		func(wire.Send) error { return nil },
 		func(recv wire.Recv) (*plan.Routes, error) {
 			r, err := wire.RecvRouteAnswer(recv, req.Topo, req.LMC)
-			if err == nil && r.Base != 0 && r.Base != req.Since {
+			switch {
+			case err != nil:
+			case r.Base != 0 && r.Base != req.Since:
 				err = fmt.Errorf("routes: the plugin answered changes to answer %#x, the request named %#x", r.Base, req.Since)
+			case r.Edits != nil && !req.Edits:
+				err = fmt.Errorf("routes: the plugin answered edits to answer %#x, the request did not ask for edits", r.Base)
 			}
 			return r, err
 		})
 }
 
 // errPartialRoutes: routes that carry only an answer's changes
-// (plan.Routes.Base) were to be sent to a plugin that reads them.
+// (plan.Routes.Base: planes or edits) were to be sent to a plugin that
+// reads them.
 var errPartialRoutes = errors.New("routes carry only the destinations changed since an earlier answer; a plugin that reads routes needs them whole")
 
 // AssignLIDs runs the plugin's LID assigner. Previous entries with a LID

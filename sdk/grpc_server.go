@@ -282,7 +282,7 @@ func (s *server) Route(stream pb.RoutingEngine_RouteServer) error {
 		if routes == nil {
 			return implErr("sending routes", wire.SendRoutes(stream.Send, r.topo, routes))
 		}
-		routes = s.last.answer(r.start.Since, len(r.topo.Switches()), routes, s.impl.Info().HasCapability(CapStablePlanes))
+		routes = s.last.answer(r.start.Since, len(r.topo.Switches()), routes, s.impl.Info().HasCapability(CapStablePlanes), r.start.Edits)
 		return implErr("sending routes", wire.SendRoutes(stream.Send, r.topo, routes))
 	})
 }

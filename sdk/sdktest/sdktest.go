@@ -206,9 +206,11 @@ func checkRouting(t *testing.T, c *sdk.RemoteClient, opts Options) {
 
 // stablePlanes: for an engine that declares sdk.CapStablePlanes, the
 // answer of changes to a fat tree with one cable cut (RouteRequest.Since
-// naming the answer for the whole tree) applied to that answer gives the
-// engine's whole answer for the cut tree: the SDK, which then hashes only
-// the planes that are not the previous answer's own, missed no change.
+// naming the answer for the whole tree), as changed planes and as edits
+// of the earlier planes (RouteRequest.Edits), applied to that answer
+// gives the engine's whole answer for the cut tree: the SDK, which then
+// hashes only the planes that are not the previous answer's own and
+// diffs the changed ones against that answer's, missed no change.
 func stablePlanes(ctx context.Context, c *sdk.RemoteClient, lmc uint8) error {
 	whole, err := FatTree2(6, 3, 4)
 	if err != nil {
@@ -233,19 +235,73 @@ func stablePlanes(ctx context.Context, c *sdk.RemoteClient, lmc uint8) error {
 	if err != nil {
 		return fmt.Errorf("route call (a cable cut, whole): %w", err)
 	}
-	got := changes.Planes
-	if changes.Base != 0 {
-		got = slices.Clone(first.Planes)
-		for _, e := range changes.Changed {
-			got[e] = changes.Planes[e]
-		}
+	edits, err := c.Route(ctx, sdk.RouteRequest{Topo: cut, LMC: lmc, Since: first.Token, Edits: true})
+	if err != nil {
+		return fmt.Errorf("route call (a cable cut, edits since the first answer): %w", err)
 	}
-	for e := range again.Planes {
-		if !slices.EqualFunc(got[e].Planes, again.Planes[e].Planes, func(a, b plan.Plane) bool { return slices.Equal(a, b) }) {
-			return fmt.Errorf("the plugin declares %s but its answer of changes after a cable cut misses destination %d (it wrote to planes it had returned?): drop the capability or copy planes before changing them", sdk.CapStablePlanes, e)
+	for _, ans := range []struct {
+		how string
+		r   *plan.Routes
+	}{{"changes", changes}, {"edits", edits}} {
+		got, err := ApplyChanges(first.Planes, ans.r)
+		if err != nil {
+			return fmt.Errorf("the answer of %s after a cable cut: %w", ans.how, err)
+		}
+		for e := range again.Planes {
+			if !slices.EqualFunc(got[e].Planes, again.Planes[e].Planes, func(a, b plan.Plane) bool { return slices.Equal(a, b) }) {
+				return fmt.Errorf("the plugin declares %s but its answer of %s after a cable cut misses destination %d (it wrote to planes it had returned?): drop the capability or copy planes before changing them", sdk.CapStablePlanes, ans.how, e)
+			}
 		}
 	}
 	return nil
+}
+
+// ApplyChanges returns the whole planes a route answer stands for, given
+// the planes of the earlier answer it may name (prev): for an answer of
+// changes (r.Base set, the request's RouteRequest.Since) prev's planes
+// with the changed destinations' replaced, whole or by applying r.Edits;
+// for any other answer r.Planes. Neither prev nor r is modified (edited
+// destinations get copies of prev's planes).
+func ApplyChanges(prev []plan.DestPlanes, r *plan.Routes) ([]plan.DestPlanes, error) {
+	if r.Base == 0 {
+		return r.Planes, nil
+	}
+	if len(prev) != len(r.Planes) {
+		return nil, fmt.Errorf("changes to %d destinations' planes, the earlier answer has %d", len(r.Planes), len(prev))
+	}
+	out := slices.Clone(prev)
+	if r.Edits == nil {
+		for _, e := range r.Changed {
+			if e < 0 || int(e) >= len(out) {
+				return nil, fmt.Errorf("changed destination %d out of range (%d destinations)", e, len(out))
+			}
+			out[e] = r.Planes[e]
+		}
+		return out, nil
+	}
+	copied := make([]bool, len(out))
+	for i, ed := range r.Edits {
+		if ed.Dest < 0 || int(ed.Dest) >= len(out) {
+			return nil, fmt.Errorf("edit %d: destination %d out of range (%d destinations)", i, ed.Dest, len(out))
+		}
+		if !copied[ed.Dest] {
+			was := prev[ed.Dest].Planes
+			d := plan.DestPlanes{Planes: make([]plan.Plane, len(was))}
+			for k, pl := range was {
+				d.Planes[k] = slices.Clone(pl)
+			}
+			out[ed.Dest], copied[ed.Dest] = d, true
+		}
+		planes := out[ed.Dest].Planes
+		if int(ed.Plane) >= len(planes) {
+			return nil, fmt.Errorf("edit %d: destination %d plane %d, the earlier answer has %d planes", i, ed.Dest, ed.Plane, len(planes))
+		}
+		if ed.Switch < 0 || int(ed.Switch) >= len(planes[ed.Plane]) {
+			return nil, fmt.Errorf("edit %d: destination %d plane %d: switch %d out of range (%d switches)", i, ed.Dest, ed.Plane, ed.Switch, len(planes[ed.Plane]))
+		}
+		planes[ed.Plane][ed.Switch] = ed.Port
+	}
+	return out, nil
 }
 
 // RunLIDAssigner checks the LID assigner binary at path.
