@@ -285,6 +285,9 @@ func FuzzRecvRouteAnswer(f *testing.F) {
 			if _, err := plan.Realize(topo, got, l); err != nil {
 				t.Fatalf("accepted edits do not realise: %v", err)
 			}
+			// Onto the earlier tables they may be refused (a plane that
+			// no LID realises alone), never panic.
+			_, _ = plan.RealizeChanged(base, topo, r, l)
 			return
 		}
 		if r.Base == 0 {
