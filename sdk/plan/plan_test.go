@@ -322,19 +322,30 @@ func BenchmarkRealizeChanged(b *testing.B) {
 		b.Fatal(err)
 	}
 	delta := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps)), Base: 1}
+	edits := &plan.Routes{Planes: make([]plan.DestPlanes, len(eps)), Base: 1, Edits: []plan.Edit{}}
 	for e := 0; e < len(eps); e += len(eps) / 1736 {
 		pl := slices.Clone(old.Planes[e].Planes[0])
-		for range 2 {
-			pl[rng.IntN(len(pl))] = uint8(1 + rng.IntN(56))
+		at := rng.Perm(len(pl))[:2]
+		slices.Sort(at)
+		for _, s := range at {
+			pl[s] = uint8(1 + rng.IntN(56))
+			edits.Edits = append(edits.Edits, plan.Edit{Dest: int32(e), Switch: int32(s), Port: pl[s]})
 		}
 		delta.Planes[e].Planes = []plan.Plane{pl}
 		delta.Changed = append(delta.Changed, int32(e))
 	}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := plan.RealizeChanged(base, topo, delta, lids); err != nil {
-			b.Fatal(err)
-		}
+	edits.Changed = delta.Changed
+	for _, c := range []struct {
+		name string
+		r    *plan.Routes
+	}{{"planes", delta}, {"entries", edits}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := plan.RealizeChanged(base, topo, c.r, lids); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
