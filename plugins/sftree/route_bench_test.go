@@ -33,8 +33,8 @@ func (t *timedEngine) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Ro
 // makes it: the topology as a patch of the last one, the answer as the
 // destinations changed since the last) for one cable going down on
 // ft3-k with incremental = true, next to the engine's own part of it; the
-// rest is the SDK's, both ends (receiving the patch, hashing and sending
-// the answer, the host decoding it). Each iteration takes the cable down
+// rest is the SDK's, both ends (receiving the patch, hashing the answer
+// and sending its changed entries, the host decoding them). Each iteration takes the cable down
 // and brings it back; the up call's times are reported too.
 func benchRouteCall(b *testing.B, k int) {
 	ctx := context.Background()
@@ -87,10 +87,10 @@ func benchRouteCall(b *testing.B, k int) {
 			}
 			testfab.SetLinkState(down, tc.s, upPort(tc.s), topology.StateDown)
 			var callDown, engDown, callUp, engUp time.Duration
-			changed := 0
+			changed, edits := 0, 0
 			call := func(topo *topology.Topology, wall, eng *time.Duration) {
 				start := time.Now()
-				r, err := c.Route(ctx, sdk.RouteRequest{Topo: topo, Since: last.Token})
+				r, err := c.Route(ctx, sdk.RouteRequest{Topo: topo, Since: last.Token, Edits: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -100,7 +100,7 @@ func benchRouteCall(b *testing.B, k int) {
 					b.Fatalf("answer is not the changes since the last one")
 				}
 				if topo == down {
-					changed = len(r.Changed)
+					changed, edits = len(r.Changed), len(r.Edits)
 				}
 				last = r
 			}
@@ -115,6 +115,7 @@ func benchRouteCall(b *testing.B, k int) {
 			b.ReportMetric(float64(callUp.Microseconds())/n/1000, "up-call-ms")
 			b.ReportMetric(float64(engUp.Microseconds())/n/1000, "up-engine-ms")
 			b.ReportMetric(float64(changed), "changed-dests")
+			b.ReportMetric(float64(edits), "changed-entries")
 		})
 	}
 }
