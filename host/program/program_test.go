@@ -254,18 +254,19 @@ func reroute(t *testing.T, topo *topology.Topology, r *plan.Routes, e int, switc
 // TestOnlyChangedBlocks: a re-route sends the blocks that differ, and so
 // does the way back, whether the new tables are realised in full or from
 // the last plan's (plan.RealizeChanged: the unchanged rows shared, the
-// changes named by ChangedSince).
+// changes named by ChangedSince, and by ChangedRows when they came entry
+// by entry).
 func TestOnlyChangedBlocks(t *testing.T) {
 	for _, tc := range cases {
-		for _, changes := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/changes=%v", tc.name, changes), func(t *testing.T) {
+		for _, changes := range []string{"none", "planes", "entries"} {
+			t.Run(fmt.Sprintf("%s/changes=%s", tc.name, changes), func(t *testing.T) {
 				onlyChangedBlocks(t, tc, changes)
 			})
 		}
 	}
 }
 
-func onlyChangedBlocks(t *testing.T, tc fabricCase, changes bool) {
+func onlyChangedBlocks(t *testing.T, tc fabricCase, changes string) {
 	r := newRig(t, tc.file(t))
 	_, topo := r.discover(t)
 	routes := tc.route(topo)
@@ -285,12 +286,29 @@ func onlyChangedBlocks(t *testing.T, tc fabricCase, changes bool) {
 		e := len(topo.Endpoints()) - 1
 		moved := reroute(t, topo, routes, e, sub.switches)
 		rz2 := realize(t, topo, moved, tc.lmc)
-		if changes {
+		if changes != "none" {
+			delta := &plan.Routes{Base: 1, Changed: []int32{int32(e)}, Planes: moved.Planes}
+			if changes == "entries" {
+				if len(routes.Planes[e].Planes) != 1<<tc.lmc {
+					t.Skip("changed entries need one plane per LID")
+				}
+				delta = &plan.Routes{Base: 1, Changed: delta.Changed, Planes: make([]plan.DestPlanes, len(moved.Planes)), Edits: []plan.Edit{}}
+				for k, pl := range moved.Planes[e].Planes {
+					for s, port := range pl {
+						if port != routes.Planes[e].Planes[k][s] {
+							delta.Edits = append(delta.Edits, plan.Edit{Dest: int32(e), Switch: int32(s), Plane: uint8(k), Port: port})
+						}
+					}
+				}
+			}
 			var err error
-			rz2, err = plan.RealizeChanged(rz, topo, &plan.Routes{Base: 1, Changed: []int32{int32(e)}, Planes: moved.Planes}, rz.LIDs)
+			rz2, err = plan.RealizeChanged(rz, topo, delta, rz.LIDs)
 			must(t, err)
 			if _, ok := rz2.ChangedSince(rz); !ok {
 				t.Fatal("RealizeChanged's tables do not name their changes")
+			}
+			if _, ok := rz2.ChangedRows(rz); ok != (changes == "entries") {
+				t.Fatalf("ChangedRows known %v for changes as %s", ok, changes)
 			}
 		}
 		st := apply(t, p, r, rz2, nil)

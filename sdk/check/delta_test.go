@@ -235,7 +235,8 @@ func TestDeltaSequences(t *testing.T) {
 
 // TestDeltaRealizedChanges: tables RealizeChanged made from the basis's,
 // or from the tables the basis's were made from (which Delta then
-// compares in the changed LIDs only), get the same verdict as the same
+// compares in the changed LIDs only, or in the entries written where the
+// changes came entry by entry), get the same verdict as the same
 // forwarding realised in full, through random cables and now and then a
 // broken entry in a changed destination's plane.
 func TestDeltaRealizedChanges(t *testing.T) {
@@ -275,6 +276,17 @@ func TestDeltaRealizedChanges(t *testing.T) {
 			pl[rng.IntN(len(pl))] = uint8(rng.IntN(6))
 			routes.Planes[e].Planes = []plan.Plane{pl}
 			changes.Planes[e] = routes.Planes[e]
+		}
+		if rng.IntN(2) == 0 { // the same changes entry by entry
+			changes.Edits = []plan.Edit{}
+			for _, e := range changes.Changed {
+				for sw, port := range changes.Planes[e].Planes[0] {
+					if port != from.Routes.Planes[e].Planes[0][sw] {
+						changes.Edits = append(changes.Edits, plan.Edit{Dest: e, Switch: int32(sw), Port: port})
+					}
+				}
+				changes.Planes[e] = plan.DestPlanes{}
+			}
 		}
 		whole := planOf(t, topo, routes)
 		rz, err := plan.RealizeChanged(from.Realized, topo, changes, whole.LIDs)

@@ -6,6 +6,7 @@ package plan
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"runtime"
@@ -246,6 +247,30 @@ type realizedChanges struct {
 	from weak.Pointer[Realized]
 	lft  *[]uint8 // &LFT[0]: a copy given other tables does not inherit the claim
 	lids []int32
+	rows *RowChanges // the LIDs written per switch, for changes made from Edits
+}
+
+// RowChanges names, switch by switch, the LIDs whose entries
+// RealizeChanged wrote (from Edits: it knows each entry it wrote).
+type RowChanges struct {
+	at   []int32 // switch s's LIDs are lids[at[s]:at[s+1]]
+	lids []int32
+}
+
+// Of returns the LIDs written in switch s's table, ascending.
+func (c *RowChanges) Of(s int) []int32 { return c.lids[c.at[s]:c.at[s+1]] }
+
+// ChangedRows returns, for tables RealizeChanged made from base by Edits,
+// the LIDs it wrote in each switch's table (every other entry is base's),
+// and false for any other tables (see ChangedSince). Where ChangedSince
+// names every LID that changed anywhere, this says in which rows: after
+// one cable of ft3-56 ~7,000 entries, where the LIDs times the rows copied
+// are millions.
+func (r *Realized) ChangedRows(base *Realized) (*RowChanges, bool) {
+	if _, ok := r.ChangedSince(base); !ok || r.changes.rows == nil {
+		return nil, false
+	}
+	return r.changes.rows, true
 }
 
 // ChangedSince returns, for tables RealizeChanged made from base, the
@@ -490,7 +515,7 @@ func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan)
 func realizeEdits(base *Realized, t *topology.Topology, edits []Edit, l *LIDPlan) (*Realized, error) {
 	lft := slices.Clone(base.LFT)
 	copied := make([]bool, len(lft))
-	var lids []int32
+	var written []entry
 	for _, x := range edits {
 		if x.Dest < 0 || int(x.Dest) >= len(l.Ports) || x.Switch < 0 || int(x.Switch) >= len(lft) {
 			return nil, fmt.Errorf("changed entry (destination %d, switch %d) out of range (%d endpoints, %d switches)", x.Dest, x.Switch, len(l.Ports), len(lft))
@@ -512,11 +537,29 @@ func realizeEdits(base *Realized, t *topology.Topology, edits []Edit, l *LIDPlan
 			lft[x.Switch] = row
 		}
 		row[lid] = x.Port
-		lids = append(lids, int32(lid))
+		written = append(written, entry{x.Switch, int32(lid)})
+	}
+	slices.SortFunc(written, func(a, b entry) int { return cmp.Or(cmp.Compare(a.s, b.s), cmp.Compare(a.lid, b.lid)) })
+	written = slices.Compact(written)
+	rows := &RowChanges{at: make([]int32, len(lft)+1), lids: make([]int32, len(written))}
+	lids := make([]int32, len(written))
+	for i, w := range written {
+		rows.at[w.s+1]++
+		rows.lids[i], lids[i] = w.lid, w.lid
+	}
+	for s := range len(lft) {
+		rows.at[s+1] += rows.at[s]
 	}
 	slices.Sort(lids)
-	return changedFrom(base, t, lft, l, lids), nil
+	rz := changedFrom(base, t, lft, l, lids)
+	if rz.changes != nil {
+		rz.changes.rows = rows
+	}
+	return rz, nil
 }
+
+// entry is one switch's entry for one LID.
+type entry struct{ s, lid int32 }
 
 // changedFrom returns tables lft, made from base's by writing the LIDs
 // lids (ascending), as Realized that remember it (ChangedSince).

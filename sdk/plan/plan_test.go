@@ -273,6 +273,27 @@ func testRealizeChanged(t *testing.T, topo *topology.Topology) {
 			if written, ok := byEntry.ChangedSince(base); !ok || !slices.Equal(written, differ) {
 				t.Fatalf("changed entries: ChangedSince(base) = %v, %v; want the %d LIDs whose entries changed", written, ok, len(differ))
 			}
+			rows, ok := byEntry.ChangedRows(base)
+			if !ok {
+				t.Fatal("tables made from changed entries do not say which rows they wrote")
+			}
+			for s := range base.LFT {
+				var want []int32
+				for lid, port := range base.LFT[s] {
+					if byEntry.LFT[s][lid] != port {
+						want = append(want, int32(lid))
+					}
+				}
+				if got := rows.Of(s); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+					t.Fatalf("switch %d: ChangedRows names LIDs %v, the entries that changed are %v", s, got, want)
+				}
+			}
+			if _, ok := got.ChangedRows(base); ok {
+				t.Error("tables made from planes claim to know their rows' changes")
+			}
+			if _, ok := byEntry.ChangedRows(want); ok {
+				t.Error("ChangedRows names tables the changes were not made from")
+			}
 			if _, ok := got.ChangedSince(want); ok {
 				t.Error("ChangedSince names tables the changes were not made from")
 			}
