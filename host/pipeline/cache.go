@@ -79,7 +79,6 @@ type Cache struct {
 	// lastWrite is closed when the newest putBehind write is done; each
 	// write waits for the one before, so files land in Put order.
 	lastWrite chan struct{}
-	pending   sync.WaitGroup
 }
 
 type entry struct {
@@ -204,10 +203,8 @@ func putBehind[T any](c *Cache, stage string, k Key, v *T) {
 	c.mu.Lock()
 	prev, done := c.lastWrite, make(chan struct{})
 	c.lastWrite = done
-	c.pending.Add(1)
 	c.mu.Unlock()
 	go func() {
-		defer c.pending.Done()
 		defer close(done)
 		if prev != nil {
 			<-prev
@@ -218,7 +215,18 @@ func putBehind[T any](c *Cache, stage string, k Key, v *T) {
 
 // Flush waits until every write putBehind started is on disk (or has
 // failed and been recorded as a problem).
-func (c *Cache) Flush() { c.pending.Wait() }
+//
+// It waits for the newest write, which waits for the one before: a
+// WaitGroup here panicked when a background Flush (Runner.collect) was
+// still waiting as the next pipeline run's write began.
+func (c *Cache) Flush() {
+	c.mu.Lock()
+	last := c.lastWrite
+	c.mu.Unlock()
+	if last != nil {
+		<-last
+	}
+}
 
 // encode remembers v and returns its payload, or nil when nothing goes
 // to disk.
