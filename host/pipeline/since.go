@@ -17,6 +17,7 @@ import (
 type routeBasis struct {
 	engine string
 	lmc    uint8
+	topo   uint64   // the hash of the topology answered
 	token  uint64   // the plugin's name for the answer
 	hashes []uint64 // planeHasher hashes of each destination's planes
 	// full: every destination has 2^lmc planes, so plane k is realised
@@ -43,11 +44,11 @@ func (r *Runner) since(e Engine, in Input) *routeBasis {
 	return b
 }
 
-// keep makes e's answer routes (token: the plugin's name for it, 0 for
-// none; hashes: its destinations' hashes; from: the basis it changes, for
-// an answer of changes), as realised in rz with lids, the basis of e's
-// next route call.
-func (r *Runner) keep(e Engine, in Input, token uint64, routes *plan.Routes, hashes []uint64, from *routeBasis, lids *plan.LIDPlan, rz *plan.Realized) {
+// keep makes e's answer routes for in (whose topology hashes to topo;
+// token: the plugin's name for the answer, 0 for none; hashes: its
+// destinations' hashes; from: the basis it changes, for an answer of
+// changes), as realised in rz with lids, the basis of e's next route call.
+func (r *Runner) keep(e Engine, in Input, topo, token uint64, routes *plan.Routes, hashes []uint64, from *routeBasis, lids *plan.LIDPlan, rz *plan.Realized) {
 	if token == 0 || !routes.IsPlanes() || lids.Planes != nil {
 		return
 	}
@@ -60,7 +61,7 @@ func (r *Runner) keep(e Engine, in Input, token uint64, routes *plan.Routes, has
 			break
 		}
 	}
-	b := &routeBasis{engine: e.Name, lmc: in.LMC, token: token, hashes: hashes, full: full, lids: hashLIDs(lids), rz: rz}
+	b := &routeBasis{engine: e.Name, lmc: in.LMC, topo: topo, token: token, hashes: hashes, full: full, lids: hashLIDs(lids), rz: rz}
 	r.mu.Lock()
 	r.basis = b
 	r.mu.Unlock()

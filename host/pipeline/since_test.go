@@ -433,3 +433,66 @@ func TestLIDsBesideRoute(t *testing.T) {
 		}
 	}
 }
+
+// failing fails every route call while fail is set, as a crashed plugin.
+type failing struct {
+	answers
+	fail bool
+}
+
+func (f *failing) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	if f.fail {
+		return nil, errors.New("plugin exited")
+	}
+	return f.answers.Route(ctx, req)
+}
+
+// TestChangesBeforeTheFile: with a state directory, a fabric seen before
+// (the cable came back) is routed by asking the engine for its changes
+// since the answer the host holds, not by reading the whole answer filed
+// for it; when that call fails the file serves.
+func TestChangesBeforeTheFile(t *testing.T) {
+	eng := &failing{answers: answers{base: base{"updn"}, remote: &editsEngine{base: base{"updn"}}}}
+	r := &Runner{
+		Engines: []Engine{{Identity{Name: "updn"}, eng}},
+		LID:     LIDStage{Identity: Identity{Name: "shifted"}, Impl: &shiftedLIDs{base: base{"shifted"}, first: 1}, RoutesUnread: true},
+		VL:      VLStage{Identity: Identity{Name: "one"}, Impl: &wholeVL{base: base{"one"}}, Remote: true, OneVL: true},
+		Cache:   NewCache(t.TempDir()),
+		Delta:   &check.Delta{},
+		Verify:  loopCheck,
+	}
+	for i, s := range []struct {
+		topo  *topology.Topology
+		fail  bool
+		calls string
+	}{
+		{fatTree2(t), false, "w"},
+		{fatTree2(t, [2]int{0, 1}), false, "c"},
+		{fatTree2(t), true, ""},                 // the call fails: filed
+		{fatTree2(t, [2]int{0, 1}), false, "c"}, // (answers of changes are not filed)
+		{fatTree2(t), false, "c"},               // filed, but asked
+	} {
+		eng.fail = s.fail
+		before := len(eng.got)
+		res, err := r.Run(context.Background(), Input{Topo: s.topo})
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		var got strings.Builder
+		for _, a := range eng.got[before:] {
+			got.WriteString(map[bool]string{true: "c", false: "w"}[a.Base != 0])
+		}
+		if got.String() != s.calls {
+			t.Fatalf("step %d: route calls %q, want %q", i, got.String(), s.calls)
+		}
+		whole, err := plan.Realize(s.topo, analysistest.UpDown(s.topo, 0), res.LIDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sw := range whole.LFT {
+			if string(res.Realized.LFT[sw]) != string(whole.LFT[sw]) {
+				t.Fatalf("step %d: switch %d's table is not the whole answer's", i, sw)
+			}
+		}
+	}
+}
