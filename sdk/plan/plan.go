@@ -513,12 +513,15 @@ func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan)
 // the tables of the switches they name are copied and written, and only
 // the LIDs whose entries they change are claimed as changed.
 func realizeEdits(base *Realized, t *topology.Topology, edits []Edit, l *LIDPlan) (*Realized, error) {
-	lft := slices.Clone(base.LFT)
-	copied := make([]bool, len(lft))
+	// Checked, and the tables to copy marked, first; then copied on every
+	// core: a cable's changes touch hundreds to ~1,700 of ft3-56's 48 KB
+	// tables, and a table new to the heap costs a page fault every 4 KB
+	// (~11 µs each on the VM measured: 0.2 s for 1,700 tables).
 	var written []entry
+	copied := make([]bool, len(base.LFT))
 	for _, x := range edits {
-		if x.Dest < 0 || int(x.Dest) >= len(l.Ports) || x.Switch < 0 || int(x.Switch) >= len(lft) {
-			return nil, fmt.Errorf("changed entry (destination %d, switch %d) out of range (%d endpoints, %d switches)", x.Dest, x.Switch, len(l.Ports), len(lft))
+		if x.Dest < 0 || int(x.Dest) >= len(l.Ports) || x.Switch < 0 || int(x.Switch) >= len(base.LFT) {
+			return nil, fmt.Errorf("changed entry (destination %d, switch %d) out of range (%d endpoints, %d switches)", x.Dest, x.Switch, len(l.Ports), len(base.LFT))
 		}
 		p := l.Ports[x.Dest]
 		if int(x.Plane) >= p.Count() {
@@ -528,16 +531,25 @@ func realizeEdits(base *Realized, t *topology.Topology, edits []Edit, l *LIDPlan
 		if lid > int(base.TopLID) {
 			return nil, fmt.Errorf("destination endpoint %d: LID %d above the earlier tables' top %d", x.Dest, lid, base.TopLID)
 		}
-		row := lft[x.Switch]
-		if row[lid] == x.Port {
-			continue
+		if base.LFT[x.Switch][lid] != x.Port {
+			copied[x.Switch] = true
+			written = append(written, entry{x.Switch, int32(lid)})
 		}
-		if !copied[x.Switch] {
-			row, copied[x.Switch] = slices.Clone(row), true
-			lft[x.Switch] = row
+	}
+	lft := slices.Clone(base.LFT)
+	inBlocks((len(lft)+rewriteBlock-1)/rewriteBlock, func() func(int) {
+		return func(b int) {
+			for s := b * rewriteBlock; s < min((b+1)*rewriteBlock, len(lft)); s++ {
+				if copied[s] {
+					lft[s] = slices.Clone(lft[s])
+				}
+			}
 		}
-		row[lid] = x.Port
-		written = append(written, entry{x.Switch, int32(lid)})
+	})
+	for _, x := range edits {
+		if copied[x.Switch] {
+			lft[x.Switch][int(l.Ports[x.Dest].Base)+int(x.Plane)] = x.Port
+		}
 	}
 	slices.SortFunc(written, func(a, b entry) int { return cmp.Or(cmp.Compare(a.s, b.s), cmp.Compare(a.lid, b.lid)) })
 	written = slices.Compact(written)
