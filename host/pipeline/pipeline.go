@@ -627,12 +627,19 @@ func (r *Runner) startCheck(in Input, routes *plan.Routes, lids *plan.LIDPlan, r
 }
 
 // Prepare does now what the next plan's check by its changes would
-// otherwise start with (check.Delta.Prepare): call it when the fabric is
-// programmed and the host idle.
+// otherwise start with (check.Delta.Prepare), and collects the plan that
+// went out of force: call it when the fabric is programmed and the host
+// idle.
 func (r *Runner) Prepare() {
 	if r.Delta != nil {
 		r.Delta.Prepare()
 	}
+	// The tables a cable's changes copy (up to ~1,700 of 48 KB at
+	// ft3-56) then reuse the memory of the last plan's copies. Left to
+	// the pacer, the heap grows toward twice what it holds, each cable's
+	// copies land on pages new to the process, and their faults were
+	// 0.2 s of a cable's 0.35 s on the VM measured.
+	runtime.GC()
 }
 
 // deltaCheck reports whether Delta proves the plan sound by its changes
