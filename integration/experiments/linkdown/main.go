@@ -221,8 +221,8 @@ func fabric(o options, radix int) error {
 		}
 		var downs, ups []sample
 		for i := 0; i < o.runs; i++ {
-			// Another cable each run: the plan for a fabric seen before
-			// comes from the plan cache without a plugin call.
+			// Another cable each run: every "down" is a fabric not seen
+			// before (one seen before has its whole answer filed).
 			guid, port, err := cable(topo, kind, i, c.last)
 			if err != nil {
 				return err
