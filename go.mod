@@ -8,7 +8,7 @@ require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/hashicorp/hcl/v2 v2.25.0
-	github.com/ibsm/ibsm/sdk v0.7.0
+	github.com/ibsm/ibsm/sdk v0.8.0
 	github.com/zclconf/go-cty v1.19.0
 	google.golang.org/grpc v1.85.0
 )

@@ -31,4 +31,10 @@ package sdk
 // sdk_features on the wire); plugins need do nothing. CapStablePlanes (a
 // routing engine that never writes to planes it returned: the SDK hashes
 // only the destinations whose planes are new to find an answer's changes).
-const SDKVersion = "0.7.0"
+//
+// 0.8.0: a route call that asks for them (RouteRequest.Edits) gets a
+// CapStablePlanes engine's changes as the entries that changed
+// (plan.Routes.Edits, plan.Edit; set by the SDK, never by engines);
+// plan.RealizeChanged takes them and says which rows it wrote
+// (Realized.ChangedRows); plan.HashDests; sdktest.ApplyChanges.
+const SDKVersion = "0.8.0"

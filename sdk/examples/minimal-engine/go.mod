@@ -4,7 +4,7 @@ go 1.26.8
 
 require (
 	github.com/hashicorp/go-hclog v1.6.3
-	github.com/ibsm/ibsm/sdk v0.7.0
+	github.com/ibsm/ibsm/sdk v0.8.0
 	github.com/zclconf/go-cty v1.19.0
 )
 
