@@ -40,9 +40,8 @@ func (d *digest) bytes(b []byte) {
 func (d *digest) sum() uint64 { return d.h.Sum64() }
 
 // planes writes per-destination forwarding trees (nil and empty differ)
-// as each destination's plan.DestPlanes.Hash, so that routes changed in a
-// few destinations are hashed again from the hashes of the others
-// (hashRoutesFrom).
+// as each destination's plan.DestPlanes.Hash: a LID assigner's own planes
+// (routes are hashed by planeHasher, see hashRoutesFrom).
 func (d *digest) planes(dps []plan.DestPlanes) {
 	if dps == nil {
 		d.u64(0)

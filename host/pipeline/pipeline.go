@@ -264,10 +264,11 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	// filed: 187 MB to read back at ft3-56, ~1 s with its checksum. The
 	// engine names the changes since the answer the host holds in a tenth
 	// of that, so it is asked first; the file still serves when the call
-	// fails.
+	// fails. (For a fabric not seen before no file is found either way,
+	// and a failure remembered for it is asked again.)
 	callFirst := !fresh && basis != nil && basis.topo != topoHash && r.Cache.onDiskOnly("routing")
 	routes, err := stage(r, res, fresh || callFirst, "routing", rk, ask(basis))
-	if err != nil && callFirst {
+	if err != nil && callFirst && ctx.Err() == nil {
 		if filed, ok := Get[plan.Routes](r.Cache, "routing", rk); ok {
 			r.log().Warn("route call failed; using the answer filed for this fabric", "engine", e.Name, "error", err)
 			routes, err = filed, nil
@@ -289,7 +290,18 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	switch {
 	case routes.Base != 0:
 		if hashes, err = basis.changedHashes(r.hasher(), routes); err != nil {
-			return res, fmt.Errorf("routing: %w", err)
+			// Changes the host cannot apply to the answer it holds: the
+			// engine's whole answer decides.
+			r.log().Warn("route call answered changes the host cannot apply; asking for the whole answer", "engine", e.Name, "error", err)
+			if routes, err = call(r, res, ask(nil)); err != nil {
+				return res, fmt.Errorf("routing: %w", err)
+			}
+			if routes.Base != 0 {
+				return res, fmt.Errorf("routing: engine %s answered changes when asked for its whole answer", e.Name)
+			}
+			token, hashes = routes.Token, r.destHashes(routes.Planes)
+			putBehind(r.Cache, "routing", rk, routes)
+			break
 		}
 		r.log().Debug("route call answered the destinations changed since its last answer", "engine", e.Name, "changed", len(routes.Changed), "of", len(routes.Planes))
 	case routes.Planes != nil:

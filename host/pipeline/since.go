@@ -20,8 +20,10 @@ type routeBasis struct {
 	topo   uint64   // the hash of the topology answered
 	token  uint64   // the plugin's name for the answer
 	hashes []uint64 // planeHasher hashes of each destination's planes
-	// full: every destination has 2^lmc planes, so plane k is realised
-	// by LID base+k alone and the next answer may name changed entries
+	// full: every destination has one plane per LID of its port (its
+	// own LMC, which the LID assigner chose: a switch's port 0 often has
+	// LMC 0 where CAs have the configured one), so plane k is realised by
+	// LID base+k alone and the next answer may name changed entries
 	// (plan.Routes.Edits): their old ports are rz's.
 	full bool
 	lids uint64 // hashLIDs of the LID plan rz was realised with
@@ -53,10 +55,10 @@ func (r *Runner) keep(e Engine, in Input, topo, token uint64, routes *plan.Route
 		return
 	}
 	full := routes.Base == 0 || from.full
-	for _, d := range routes.Planes {
+	for e, d := range routes.Planes {
 		// An answer of changes carries planes only for the destinations
 		// it changed whole; edited ones keep their count.
-		if n := len(d.Planes); (n != 0 || routes.Base == 0) && n != 1<<in.LMC {
+		if n := len(d.Planes); (n != 0 || routes.Base == 0) && (e >= len(lids.Ports) || n != lids.Ports[e].Count()) {
 			full = false
 			break
 		}

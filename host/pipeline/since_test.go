@@ -496,3 +496,90 @@ func TestChangesBeforeTheFile(t *testing.T) {
 		}
 	}
 }
+
+// twoPlanes routes Up*/Down* twice per destination (LMC 1), a fresh
+// answer each call, and declares it never writes to planes it returned:
+// the SDK answers a call that asks for edits with the entries changed.
+type twoPlanes struct{ base }
+
+func (twoPlanes) Info() sdk.Info {
+	return sdk.Info{Name: "updn2", Kind: sdk.KindRouting, Capabilities: []string{sdk.CapPlanes, sdk.CapLMC, sdk.CapStablePlanes}}
+}
+func (twoPlanes) Route(_ context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	r := analysistest.UpDown(req.Topo, 0)
+	for e, dp := range r.Planes {
+		r.Planes[e].Planes = append(dp.Planes, slices.Clone(dp.Planes[0]))
+	}
+	return r, nil
+}
+
+// portLMC gives CAs LMC 1 and switches' port 0 LMC 0, as the sequential
+// assigner does by default.
+type portLMC struct{ base }
+
+func (portLMC) AssignLIDs(_ context.Context, req sdk.LIDRequest) (*plan.LIDPlan, error) {
+	l := &plan.LIDPlan{}
+	next := uint16(2)
+	for _, ep := range req.Topo.Endpoints() {
+		p := plan.PortLID{Base: next, LMC: 1}
+		if req.Topo.Nodes[ep.Node].Type == topology.Switch {
+			p.LMC = 0
+		}
+		l.Ports = append(l.Ports, p)
+		next += 2
+	}
+	return l, nil
+}
+
+// TestEditsOnlyWherePlanesAreLIDs: with LMC 1 where switches keep LMC 0,
+// an engine answering two planes per destination has a plane no LID
+// realises alone: the host asks for changed planes, not entries, and a
+// cable's tables equal those of the whole answer.
+func TestEditsOnlyWherePlanesAreLIDs(t *testing.T) {
+	eng := &answers{base: base{"updn2"}, remote: sdktest.InProcess(t, twoPlanes{}, sdk.KindRouting)}
+	var asked []bool
+	r := &Runner{
+		Engines: []Engine{{Identity{Name: "updn2"}, &askLog{answers: eng, edits: &asked}}},
+		LID:     LIDStage{Identity: Identity{Name: "portlmc"}, Impl: portLMC{base{"portlmc"}}, RoutesUnread: true},
+		VL:      VLStage{Identity: Identity{Name: "one"}, Impl: &wholeVL{base: base{"one"}}, Remote: true, OneVL: true},
+		Cache:   NewCache(""),
+		Delta:   &check.Delta{},
+		Verify: func(t *topology.Topology, rt *plan.Routes, l *plan.LIDPlan, v *plan.VLPlan, rz *plan.Realized) error {
+			_, err := check.Check(check.Plan{Topo: t, Routes: rt, LIDs: l, VLs: v, Realized: rz}, check.Options{})
+			return err
+		},
+	}
+	for i, topo := range []*topology.Topology{fatTree2(t), fatTree2(t, [2]int{0, 1}), fatTree2(t, [2]int{0, 1}, [2]int{2, 0})} {
+		res, err := r.Run(context.Background(), Input{Topo: topo, LMC: 1})
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		want, err := twoPlanes{}.Route(context.Background(), sdk.RouteRequest{Topo: topo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := plan.Realize(topo, want, res.LIDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sw := range whole.LFT {
+			if string(res.Realized.LFT[sw]) != string(whole.LFT[sw]) {
+				t.Fatalf("step %d: switch %d's table is not the whole answer's", i, sw)
+			}
+		}
+	}
+	if slices.Contains(asked, true) {
+		t.Errorf("edits asked for (%v) where a destination's planes are not one per LID", asked)
+	}
+}
+
+// askLog records whether each route call asked for edits.
+type askLog struct {
+	*answers
+	edits *[]bool
+}
+
+func (a *askLog) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
+	*a.edits = append(*a.edits, req.Edits)
+	return a.answers.Route(ctx, req)
+}

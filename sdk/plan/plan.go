@@ -464,8 +464,10 @@ func Realize(t *topology.Topology, r *Routes, l *LIDPlan) (*Realized, error) {
 // changes is copied first; the others are shared with base, so neither
 // may be written to afterwards (nothing in the SDK or host writes a
 // realised table). Routes whose changes are Edits change only the entries
-// they name; each edited destination must have had one plane per LID
-// (2^LMC) in the answer base realises, so that plane k is LID base+k's.
+// they name; each edited destination must have had one plane per LID of
+// its port (PortLID.Count) in the answer base realises, so that plane k
+// is LID base+k's alone (the caller checks: with fewer planes a plane
+// feeds several LIDs, and an edit would change only one of them).
 func RealizeChanged(base *Realized, t *topology.Topology, r *Routes, l *LIDPlan) (*Realized, error) {
 	sw := t.Switches()
 	eps := t.Endpoints()
