@@ -204,29 +204,19 @@ func TestRouteCallAnswersChanges(t *testing.T) {
 				if err != nil {
 					t.Fatalf("step %d: %v", i, err)
 				}
-				var got strings.Builder
 				for _, a := range eng.got[before:] {
-					got.WriteString(map[bool]string{true: "c", false: "w"}[a.Base != 0])
 					if c.edits && a.Base != 0 && a.Edits == nil {
 						t.Fatalf("step %d: changes came as planes, not entries", i)
 					}
 				}
-				if got.String() != s.calls[ci] {
-					t.Fatalf("step %d: route calls %q, want %q", i, got.String(), s.calls[ci])
+				if got := callKinds(eng.got[before:]); got != s.calls[ci] {
+					t.Fatalf("step %d: route calls %q, want %q", i, got, s.calls[ci])
 				}
 				want := analysistest.UpDown(s.topo, 0)
 				if b := r.basis; b != nil && len(eng.got) > before && !slices.Equal(b.hashes, r.destHashes(want.Planes)) {
 					t.Fatalf("step %d: the plane hashes kept are not those of the whole answer", i)
 				}
-				whole, err := plan.Realize(s.topo, want, res.LIDs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for sw := range whole.LFT {
-					if string(res.Realized.LFT[sw]) != string(whole.LFT[sw]) {
-						t.Fatalf("step %d: switch %d's table is not the whole answer's", i, sw)
-					}
-				}
+				sameTables(t, i, s.topo, want, res)
 			}
 		})
 	}
@@ -314,15 +304,7 @@ func TestFiledAnswerRealisedAsChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := plan.Realize(topo, whole, res.LIDs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for sw := range want.LFT {
-			if string(res.Realized.LFT[sw]) != string(want.LFT[sw]) {
-				t.Fatalf("step %d: switch %d's table is not the whole answer's", i, sw)
-			}
-		}
+		sameTables(t, i, topo, whole, res)
 		tables = append(tables, res.Realized)
 	}
 	if len(eng.got) != 2 {
@@ -478,22 +460,10 @@ func TestChangesBeforeTheFile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
-		var got strings.Builder
-		for _, a := range eng.got[before:] {
-			got.WriteString(map[bool]string{true: "c", false: "w"}[a.Base != 0])
+		if got := callKinds(eng.got[before:]); got != s.calls {
+			t.Fatalf("step %d: route calls %q, want %q", i, got, s.calls)
 		}
-		if got.String() != s.calls {
-			t.Fatalf("step %d: route calls %q, want %q", i, got.String(), s.calls)
-		}
-		whole, err := plan.Realize(s.topo, analysistest.UpDown(s.topo, 0), res.LIDs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for sw := range whole.LFT {
-			if string(res.Realized.LFT[sw]) != string(whole.LFT[sw]) {
-				t.Fatalf("step %d: switch %d's table is not the whole answer's", i, sw)
-			}
-		}
+		sameTables(t, i, s.topo, analysistest.UpDown(s.topo, 0), res)
 	}
 }
 
@@ -558,15 +528,7 @@ func TestEditsOnlyWherePlanesAreLIDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		whole, err := plan.Realize(topo, want, res.LIDs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for sw := range whole.LFT {
-			if string(res.Realized.LFT[sw]) != string(whole.LFT[sw]) {
-				t.Fatalf("step %d: switch %d's table is not the whole answer's", i, sw)
-			}
-		}
+		sameTables(t, i, topo, want, res)
 	}
 	if slices.Contains(asked, true) {
 		t.Errorf("edits asked for (%v) where a destination's planes are not one per LID", asked)
@@ -582,4 +544,28 @@ type askLog struct {
 func (a *askLog) Route(ctx context.Context, req sdk.RouteRequest) (*plan.Routes, error) {
 	*a.edits = append(*a.edits, req.Edits)
 	return a.answers.Route(ctx, req)
+}
+
+// sameTables fails step i unless res's tables are those of the whole
+// answer routes for topo.
+func sameTables(t *testing.T, i int, topo *topology.Topology, routes *plan.Routes, res *Result) {
+	t.Helper()
+	whole, err := plan.Realize(topo, routes, res.LIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sw := range whole.LFT {
+		if string(res.Realized.LFT[sw]) != string(whole.LFT[sw]) {
+			t.Fatalf("step %d: switch %d's table is not the whole answer's", i, sw)
+		}
+	}
+}
+
+// callKinds names each answer: c for changes, w for a whole answer.
+func callKinds(answers []*plan.Routes) string {
+	var b strings.Builder
+	for _, a := range answers {
+		b.WriteString(map[bool]string{true: "c", false: "w"}[a.Base != 0])
+	}
+	return b.String()
 }
