@@ -245,10 +245,16 @@ func cableChanges(a, b *topology.Topology) ([]topology.PortRef, string) {
 		}
 		for q := range na.Ports {
 			pa, pb := &na.Ports[q], &nb.Ports[q]
-			if *pa == *pb {
+			// Only a port whose link differs (its peer, or whether it
+			// is up: both ends' state) names candidates. A port that
+			// differs otherwise (Armed to Active, after a bring-up every
+			// CA port of a topology the patch does not share) named
+			// 311 k at ft3-56, 0.2 s of sorting in the first cable event.
+			r := topology.PortRef{Node: int32(i), Port: uint8(q)}
+			if *pa == *pb || pa.Peer == pb.Peer && a.IsLinkUp(r) == b.IsLinkUp(r) {
 				continue
 			}
-			cand = append(cand, topology.PortRef{Node: int32(i), Port: uint8(q)})
+			cand = append(cand, r)
 			for _, peer := range []topology.PortRef{pa.Peer, pb.Peer} {
 				if peer.Connected() {
 					cand = append(cand, peer)
