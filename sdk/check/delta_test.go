@@ -327,3 +327,39 @@ func TestDeltaRealizedChanges(t *testing.T) {
 		t.Errorf("Delta accepted %d of 100 plans realised from changes; want most", agreed)
 	}
 }
+
+// TestDeltaSettle: a basis accepted while the CA ports were Armed (a
+// bring-up) takes the topology where they are Active, as the next cable's
+// is patched from it, and still proves that cable's plan; a topology with
+// a link changed is not taken.
+func TestDeltaSettle(t *testing.T) {
+	armed := deltaFabric(t, false)
+	for i := range armed.Nodes {
+		if armed.Nodes[i].Type == topology.CA {
+			for p := 1; p < len(armed.Nodes[i].Ports); p++ {
+				armed.Nodes[i].Ports[p].State = topology.StateArmed
+			}
+		}
+	}
+	var d check.Delta
+	d.Accepted(planOf(t, armed, nil), 0)
+	d.Prepare()
+	cables := switchCables(armed)
+	d.Settle(deltaFabric(t, false, cables[0]))
+	if check.BasisTopology(&d) != armed {
+		t.Fatal("a topology with a cable down was taken as the basis's")
+	}
+	active := deltaFabric(t, false)
+	d.Settle(active)
+	if check.BasisTopology(&d) != active {
+		t.Fatal("the topology that differs only in port states was not taken")
+	}
+	next := planOf(t, deltaFabric(t, false, cables[0]), nil)
+	if ok, why := d.Check(next); !ok {
+		t.Fatalf("the cable's plan after Settle: %s", why)
+	}
+	d.Accepted(next, 0)
+	if !check.BasisCountsAfresh(&d) {
+		t.Error("the basis's counts are not its plan's")
+	}
+}

@@ -1,6 +1,10 @@
 package check
 
-import "reflect"
+import (
+	"reflect"
+
+	"github.com/ibsm/ibsm/sdk/topology"
+)
 
 // BasisCountsAfresh reports whether d's basis holds the dependency counts
 // that counting its plan afresh gives (true while it holds none): what a
@@ -24,4 +28,14 @@ func BasisCountsAfresh(d *Delta) bool {
 		}
 	}
 	return true
+}
+
+// BasisTopology is the topology of d's basis (nil for none).
+func BasisTopology(d *Delta) *topology.Topology {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.b == nil {
+		return nil
+	}
+	return d.b.p.Topo
 }
