@@ -654,6 +654,14 @@ func (r *Runner) Prepare() {
 	runtime.GC()
 }
 
+// Settle tells the check by changes the topology the next cable's is
+// patched from, once the ports a plan armed are Active (check.Delta.Settle).
+func (r *Runner) Settle(t *topology.Topology) {
+	if r.Delta != nil {
+		r.Delta.Settle(t)
+	}
+}
+
 // deltaCheck reports whether Delta proves the plan sound by its changes
 // since the last plan accepted (the caller then needs no full check).
 func (r *Runner) deltaCheck(t *topology.Topology, routes *plan.Routes, lids *plan.LIDPlan, vls *plan.VLPlan, rz *plan.Realized) bool {

@@ -126,8 +126,12 @@ func (s *SM) settleSnapshot(done *discovery.Fabric, topo *topology.Topology, dir
 		return
 	}
 	s.mu.Lock()
-	if s.snap.fab == done {
+	settled := s.snap.fab == done
+	if settled {
 		s.snap = snapshot{fab: done, topo: t}
 	}
 	s.mu.Unlock()
+	if pipe, _ := s.pipe(); settled && pipe != nil {
+		pipe.Settle(t) // the next cable's topology is patched from t
+	}
 }
