@@ -61,12 +61,12 @@ func (d *digest) hashes(hs []uint64) {
 
 // hashRoutes is the content hash of a routing engine's whole answer,
 // its planes hashed by planeHasher.
-func (r *Runner) hashRoutes(rt *plan.Routes) uint64 {
+func hashRoutes(r *plan.Routes) uint64 {
 	var hs []uint64
-	if rt.Planes != nil {
-		hs = r.destHashes(rt.Planes)
+	if r.Planes != nil {
+		hs = destHashes(r.Planes)
 	}
-	return hashRoutesFrom(rt, hs)
+	return hashRoutesFrom(r, hs)
 }
 
 // hashRoutesFrom is hashRoutes given the per-destination hashes of

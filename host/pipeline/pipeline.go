@@ -102,10 +102,9 @@ type Runner struct {
 	Delta *check.Delta
 	Log   hclog.Logger
 
-	calls  atomic.Int64
-	mu     sync.Mutex
-	basis  *routeBasis  // since.go
-	hashes *planeHasher // planehash.go; grown (replaced) as planes need
+	calls atomic.Int64
+	mu    sync.Mutex
+	basis *routeBasis // since.go
 }
 
 // Input is what one pipeline run depends on besides the plugins.
@@ -289,7 +288,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 	var hashes []uint64 // of each destination's planes
 	switch {
 	case routes.Base != 0:
-		if hashes, err = basis.changedHashes(r.hasher(), routes); err != nil {
+		if hashes, err = basis.changedHashes(routes); err != nil {
 			// Changes the host cannot apply to the answer it holds: the
 			// engine's whole answer decides.
 			r.log().Warn("route call answered changes the host cannot apply; asking for the whole answer", "engine", e.Name, "error", err)
@@ -299,13 +298,13 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 			if routes.Base != 0 {
 				return res, fmt.Errorf("routing: engine %s answered changes when asked for its whole answer", e.Name)
 			}
-			token, hashes = routes.Token, r.destHashes(routes.Planes)
+			token, hashes = routes.Token, destHashes(routes.Planes)
 			putBehind(r.Cache, "routing", rk, routes)
 			break
 		}
 		r.log().Debug("route call answered the destinations changed since its last answer", "engine", e.Name, "changed", len(routes.Changed), "of", len(routes.Planes))
 	case routes.Planes != nil:
-		hashes = r.destHashes(routes.Planes)
+		hashes = destHashes(routes.Planes)
 	}
 	res.Timings.Routing = time.Since(t0)
 	hr := hashRoutesFrom(routes, hashes)
@@ -316,7 +315,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 		if err != nil {
 			return fmt.Errorf("routing: %w", err)
 		}
-		if full.Base != 0 || r.hashRoutes(full) != hr {
+		if full.Base != 0 || hashRoutes(full) != hr {
 			return fmt.Errorf("routing: engine %s answered otherwise when asked for its whole answer again", e.Name)
 		}
 		putBehind(r.Cache, "routing", rk, full)

@@ -25,9 +25,8 @@ import (
 // plugin set on making two answers collide could do it here with less
 // work than against xxhash).
 type planeHasher struct {
-	key   uint64
-	words int        // multipliers per plane: enough for planes this long
-	r     [][]uint64 // r[plane][word]
+	key uint64
+	r   [][]uint64 // r[plane][word]: the multipliers of the planes hashed
 }
 
 // planeKey is the key the multipliers R are drawn from.
@@ -74,29 +73,33 @@ const (
 	lenWord    = 1 << 31 // R(plane, len): a plane's length (no plane has 2^31 words)
 )
 
-// covering returns h if it has multipliers for planes planes of width
-// entries, else a copy that has (h is read concurrently, never grown in
-// place).
-func (h *planeHasher) covering(planes, width int) *planeHasher {
-	if planes <= len(h.r) && (width+7)/8 <= h.words {
-		return h
-	}
-	out := &planeHasher{key: h.key, words: max(h.words, (width+7)/8)}
-	out.r = make([][]uint64, max(planes, len(h.r)))
-	for k := range out.r {
-		if k < len(h.r) && len(h.r[k]) == out.words {
-			out.r[k] = h.r[k]
-			continue
-		}
-		out.r[k] = make([]uint64, out.words)
-		for w := range out.r[k] {
-			out.r[k][w] = multiplier(h.key, k, w)
+// newPlaneHasher returns a hasher for up to planes planes of up to
+// width entries. Its multipliers are made afresh: 490 per plane at
+// ft3-56, microseconds against the hashing.
+func newPlaneHasher(key uint64, planes, width int) *planeHasher {
+	h := &planeHasher{key: key, r: make([][]uint64, planes)}
+	for k := range h.r {
+		h.r[k] = make([]uint64, (width+7)/8)
+		for w := range h.r[k] {
+			h.r[k][w] = multiplier(key, k, w)
 		}
 	}
-	return out
+	return h
 }
 
-// hash returns the hash of d's planes; h must cover them (covering).
+// hasherFor returns a hasher with key for the planes of dests.
+func hasherFor(key uint64, dests []plan.DestPlanes) *planeHasher {
+	planes, width := 0, 0
+	for _, d := range dests {
+		planes = max(planes, len(d.Planes))
+		for _, pl := range d.Planes {
+			width = max(width, len(pl))
+		}
+	}
+	return newPlaneHasher(key, planes, width)
+}
+
+// hash returns the hash of d's planes, which h must have multipliers for.
 func (h *planeHasher) hash(d plan.DestPlanes) uint64 {
 	acc := mulmod61(uint64(len(d.Planes)), multiplier(h.key, countPlane, 0))
 	for k, pl := range d.Planes {
@@ -115,21 +118,6 @@ func (h *planeHasher) hash(d plan.DestPlanes) uint64 {
 	return canon61(acc)
 }
 
-// all returns the hash of every destination's planes, spread over
-// GOMAXPROCS goroutines (187 M entries at the edge of the LID space), and
-// the hasher that covered them.
-func (h *planeHasher) all(dests []plan.DestPlanes) ([]uint64, *planeHasher) {
-	planes, width := 0, 0
-	for _, d := range dests {
-		planes = max(planes, len(d.Planes))
-		for _, pl := range d.Planes {
-			width = max(width, len(pl))
-		}
-	}
-	h = h.covering(planes, width)
-	return plan.HashDests(dests, h.hash), h
-}
-
 // edit returns hash x of a destination's planes after the entry of
 // switch s in plane k went from port old to port new.
 func (h *planeHasher) edit(x uint64, k, s int, old, new uint8) uint64 {
@@ -143,21 +131,9 @@ func (h *planeHasher) edit(x uint64, k, s int, old, new uint8) uint64 {
 	return canon61(x + mersenne61 - canon61(mulmod61(uint64(old-new), canon61(coef))))
 }
 
-// destHashes returns the planeHasher hash of every destination's planes.
-func (r *Runner) destHashes(dests []plan.DestPlanes) []uint64 {
-	hs, h := r.hasher().all(dests)
-	r.mu.Lock()
-	r.hashes = h
-	r.mu.Unlock()
-	return hs
-}
-
-// hasher returns r's plane hasher.
-func (r *Runner) hasher() *planeHasher {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.hashes == nil {
-		r.hashes = &planeHasher{key: planeKey} // multipliers made as planes need them (covering)
-	}
-	return r.hashes
+// destHashes returns the planeHasher hash (key planeKey) of every
+// destination's planes, spread over GOMAXPROCS goroutines (187 M entries
+// at the edge of the LID space).
+func destHashes(dests []plan.DestPlanes) []uint64 {
+	return plan.HashDests(dests, hasherFor(planeKey, dests).hash)
 }

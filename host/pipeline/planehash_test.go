@@ -13,7 +13,7 @@ import (
 func TestPlaneHashEdits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct{ planes, width int }{{1, 8}, {1, 13}, {2, 40}, {4, 3920}, {3, 1}} {
-		h := (&planeHasher{key: 0x1234567 | 1}).covering(c.planes, c.width)
+		h := newPlaneHasher(0x1234567|1, c.planes, c.width)
 		d := plan.DestPlanes{Planes: make([]plan.Plane, c.planes)}
 		for k := range d.Planes {
 			d.Planes[k] = make(plan.Plane, c.width)
@@ -41,8 +41,10 @@ func TestPlaneHashEdits(t *testing.T) {
 // TestPlaneHashShape: the hash tells the number and length of planes
 // apart, and depends on the key.
 func TestPlaneHashShape(t *testing.T) {
-	h := &planeHasher{key: 7}
-	hs, _ := h.all([]plan.DestPlanes{
+	hash := func(key uint64, dests []plan.DestPlanes) []uint64 {
+		return plan.HashDests(dests, hasherFor(key, dests).hash)
+	}
+	hs := hash(7, []plan.DestPlanes{
 		{},
 		{Planes: []plan.Plane{{}}},
 		{Planes: []plan.Plane{{0}}},
@@ -58,7 +60,7 @@ func TestPlaneHashShape(t *testing.T) {
 		}
 		seen[x] = i
 	}
-	other, _ := (&planeHasher{key: 9}).all([]plan.DestPlanes{{Planes: []plan.Plane{{1, 0}}}})
+	other := hash(9, []plan.DestPlanes{{Planes: []plan.Plane{{1, 0}}}})
 	if other[0] == hs[5] {
 		t.Error("two keys hash alike")
 	}
@@ -78,9 +80,8 @@ func BenchmarkDestHashes(b *testing.B) {
 		ds[d].Planes = []plan.Plane{back[d*width : (d+1)*width]}
 	}
 	b.Run("keyed", func(b *testing.B) {
-		h := &planeHasher{key: 3}
 		for b.Loop() {
-			_, h = h.all(ds)
+			destHashes(ds)
 		}
 	})
 	b.Run("xxhash", func(b *testing.B) {

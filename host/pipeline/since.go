@@ -73,8 +73,9 @@ func (r *Runner) keep(e Engine, in Input, topo, token uint64, routes *plan.Route
 // routes that change basis b's answer: the changed destinations' planes
 // hashed, or the hashes of b's answer moved by each edit, whose old port
 // is the one b's tables hold.
-func (b *routeBasis) changedHashes(h *planeHasher, routes *plan.Routes) ([]uint64, error) {
+func (b *routeBasis) changedHashes(routes *plan.Routes) ([]uint64, error) {
 	hs := slices.Clone(b.hashes)
+	h := hasherFor(planeKey, routes.Planes) // the changed destinations' (an answer of edits has none)
 	if routes.Edits != nil {
 		if !b.full {
 			return nil, fmt.Errorf("the engine named changed entries of planes it had not answered one per LID")
@@ -92,11 +93,7 @@ func (b *routeBasis) changedHashes(h *planeHasher, routes *plan.Routes) ([]uint6
 		if d < 0 || int(d) >= len(hs) {
 			return nil, fmt.Errorf("changed destination %d out of range", d)
 		}
-		dp := routes.Planes[d]
-		for _, pl := range dp.Planes {
-			h = h.covering(len(dp.Planes), len(pl))
-		}
-		hs[d] = h.hash(dp)
+		hs[d] = h.hash(routes.Planes[d])
 	}
 	return hs, nil
 }

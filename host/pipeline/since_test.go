@@ -213,7 +213,7 @@ func TestRouteCallAnswersChanges(t *testing.T) {
 					t.Fatalf("step %d: route calls %q, want %q", i, got, s.calls[ci])
 				}
 				want := analysistest.UpDown(s.topo, 0)
-				if b := r.basis; b != nil && len(eng.got) > before && !slices.Equal(b.hashes, r.destHashes(want.Planes)) {
+				if b := r.basis; b != nil && len(eng.got) > before && !slices.Equal(b.hashes, destHashes(want.Planes)) {
 					t.Fatalf("step %d: the plane hashes kept are not those of the whole answer", i)
 				}
 				sameTables(t, i, s.topo, want, res)
