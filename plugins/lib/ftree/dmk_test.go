@@ -137,7 +137,7 @@ func TestDmkMatchesGeneral(t *testing.T) {
 							if len(w.patch) > 0 {
 								patched++ // a switch lacks the digit slot or its parent there
 							}
-							if len(w.lost) > 0 {
+							if w.lost > 0 {
 								lost++
 							}
 						}

@@ -351,7 +351,7 @@ func NewRoutes(t *Tree, planes int) *plan.Routes {
 		for k := 0; k < np; k++ {
 			all[at+k] = back[(at+k)*n : (at+k+1)*n : (at+k+1)*n]
 			if t.CAIndex[e] < 0 {
-				FillNoPort(all[at+k])
+				Fill(all[at+k], plan.NoPort)
 			}
 		}
 		rs.Planes[e].Planes = all[at : at+np : at+np]
@@ -397,9 +397,10 @@ type worker struct {
 	// ancRuns are the current target's ancestors as runs of switch
 	// indices with the same port (level unused), for fillDmk.
 	ancRuns []run
-	// lost are the current target's top switches that do not reach it,
-	// lostKids the switches below them with the slot they climb through.
-	lost     []int32
+	// lost counts the current target's top switches that do not reach
+	// it, lostKids the switches below them with the slot they climb
+	// through.
+	lost     int
 	lostKids []centry32
 	// patch lists the entries fillDmk writes over the runs: switches that
 	// lack their digit slot or whose digit parent is lost.
@@ -523,7 +524,7 @@ func (r *Router) RouteCAs(ctx context.Context, routes *plan.Routes) (*Report, er
 					i, out := int64(t.CAIndex[e]), t.Graph.Attachment(e).Port
 					if dmk && w.dmkPlane(leaf, i, k) {
 						w.fillDmk(pl, leaf, out)
-						if k == 0 && (len(t.outside) > 0 || len(w.lost) > 0) {
+						if k == 0 && (len(t.outside) > 0 || w.lost > 0) {
 							w.count(pl, e, true) // only those and lost top switches are NoPort
 						}
 						continue
@@ -637,12 +638,8 @@ func (w *worker) fill(pl plan.Plane, e, target int32, i int64, k int, out uint8)
 	stamp := w.dst
 	for l := range w.mainAt {
 		w.mainAt[l] = -1
-		w.dig[l] = int32(r.digit(i, int32(l), k))
-		w.sp[l] = uint32(r.spread(i, int32(l), k) & 0x7FFFFFFF)
-		// Destinations displaced from one missing slot share their higher
-		// digits; their lower digits tell them apart.
-		w.alt[l] = w.sp[l] + uint32(i%r.div[l])
 	}
+	w.digits(i, k)
 	for _, a := range w.simple {
 		pl[a.node] = a.g
 		w.asg[a.node] = stamp
@@ -769,17 +766,17 @@ func (w *worker) dmkLeaf(leaf int32) bool {
 	if r.general || t.Level[leaf] != t.LeafLevel() || len(w.simple) != len(w.queue)-1 {
 		return false
 	}
-	w.lost, w.lostKids = w.lost[:0], w.lostKids[:0]
+	w.lost, w.lostKids = 0, w.lostKids[:0]
 	for _, root := range t.ByLevel[0] {
 		if w.anc[root] == w.run {
 			continue
 		}
-		w.lost = append(w.lost, root)
+		w.lost++
 		for _, dg := range t.Down[root] {
 			w.lostKids = append(w.lostKids, centry32{node: dg.Peer, slot: t.Up[dg.Peer][dg.Rev].Slot})
 		}
 	}
-	if len(w.lost) == len(t.ByLevel[0]) {
+	if w.lost == len(t.ByLevel[0]) {
 		return false
 	}
 	w.ancRuns = w.ancRuns[:0]
@@ -793,18 +790,26 @@ func (w *worker) dmkLeaf(leaf int32) bool {
 	return true
 }
 
-// dmkPlane sets w.dig and w.alt for CA index i, plane k, and reports
+// digits sets w.dig, w.sp and w.alt, per level, for CA index i, plane k.
+func (w *worker) digits(i int64, k int) {
+	r := w.r
+	for l := range w.dig {
+		w.dig[l] = int32(r.digit(i, int32(l), k))
+		w.sp[l] = uint32(r.spread(i, int32(l), k) & 0x7FFFFFFF)
+		// Destinations displaced from one missing slot share their higher
+		// digits; their lower digits tell them apart.
+		w.alt[l] = w.sp[l] + uint32(i%r.div[l])
+	}
+}
+
+// dmkPlane sets the digits (digits) for CA index i, plane k, and reports
 // whether that plane toward leaf (dmkLeaf true) takes the D-mod-k path:
 // every level's digit slot is slotOK, the main path has the digit slots
 // and none of its switches is mixed.
 func (w *worker) dmkPlane(leaf int32, i int64, k int) bool {
 	r := w.r
 	t := r.t
-	for l := range w.dig {
-		w.dig[l] = int32(r.digit(i, int32(l), k))
-		// As fill computes them.
-		w.alt[l] = uint32(r.spread(i, int32(l), k)&0x7FFFFFFF) + uint32(i%r.div[l])
-	}
+	w.digits(i, k)
 	s := leaf
 	for l := t.LeafLevel(); l > 0; l-- {
 		if len(r.slotOK[l]) == 0 || !r.slotOK[l][w.dig[l]] {
@@ -886,15 +891,15 @@ func (w *worker) fillDmk(pl plan.Plane, leaf int32, out uint8) {
 	pl[leaf] = out
 }
 
-// FillNoPort sets pl to NoPort by doubling copies (a byte loop costs ten
-// times more on the 15 MB of switch planes at ft3-56).
-func FillNoPort(pl plan.Plane) {
-	if len(pl) == 0 {
+// Fill sets every byte of b to v by doubling copies (a byte loop costs
+// ten times more on the 15 MB of switch planes at ft3-56).
+func Fill(b []uint8, v uint8) {
+	if len(b) == 0 {
 		return
 	}
-	pl[0] = plan.NoPort
-	for n := 1; n < len(pl); n *= 2 {
-		copy(pl[n:], pl[:n])
+	b[0] = v
+	for n := 1; n < len(b); n *= 2 {
+		copy(b[n:], b[:n])
 	}
 }
 

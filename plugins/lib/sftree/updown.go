@@ -195,8 +195,8 @@ func (u *upDown) row(d int32, pl plan.Plane, sc *scratch) error {
 // equal ones), leaving the ancestors' distances in sc.dist. It reports
 // false for an unranked d, whose row stays empty.
 func (u *upDown) descents(d int32, pl plan.Plane, sc *scratch) (bool, error) {
-	ftree.FillNoPort(pl)
-	ftree.FillNoPort(sc.dist) // route.Unreachable is the same byte
+	ftree.Fill(pl, plan.NoPort)
+	ftree.Fill(sc.dist, route.Unreachable)
 	if u.rank[d] < 0 {
 		return false, nil
 	}
