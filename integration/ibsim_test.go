@@ -198,9 +198,19 @@ func (d *daemon) waitUp(t *testing.T, n int, within time.Duration) int {
 	return 0
 }
 
+// engine is the routing engine a test config names, with the attribute
+// lines of its plugin block.
+type engine struct{ name, attrs string }
+
 // ibsimConfig writes an ibsm config driving the ibsim behind r, the SM
-// attached at smNode, into dir/name.
+// attached at smNode, into dir/name, routing with updn.
 func ibsimConfig(t *testing.T, dir, name, transport string, r *rig, smNode, stateDir string, retries int) string {
+	t.Helper()
+	return ibsimConfigWith(t, dir, name, transport, r, smNode, stateDir, retries, engine{name: "updn"})
+}
+
+// ibsimConfigWith is ibsimConfig routing with eng.
+func ibsimConfigWith(t *testing.T, dir, name, transport string, r *rig, smNode, stateDir string, retries int, eng engine) string {
 	t.Helper()
 	var b strings.Builder
 	switch transport {
@@ -217,10 +227,10 @@ func ibsimConfig(t *testing.T, dir, name, transport string, r *rig, smNode, stat
 		fmt.Fprintf(&b, "fabric {\n  transport = \"sim\"\n  topology = %q\n  sm_node = \"%#016x\"\n  sm_port = 1\n}\n", r.file, n.GUID)
 	}
 	fmt.Fprintf(&b, "sm {\n  state_dir = %q\n  mad_timeout = \"200ms\"\n  mad_retries = %d\n  sweep_interval = \"500ms\"\n  plugin_timeout = \"60s\"\n  priority = 14\n}\n", stateDir, retries)
-	for _, p := range []struct{ kind, name string }{{"routing_engine", "updn"}, {"lid_assigner", "sequential"}, {"vl_assigner", "single"}} {
-		fmt.Fprintf(&b, "plugin %q %q {\n  path = %q\n}\n", p.kind, p.name, filepath.Join(binDir, "ibsm-plugin-"+p.name))
+	for _, p := range []struct{ kind, name, attrs string }{{"routing_engine", eng.name, eng.attrs}, {"lid_assigner", "sequential", ""}, {"vl_assigner", "single", ""}} {
+		fmt.Fprintf(&b, "plugin %q %q {\n  path = %q\n%s}\n", p.kind, p.name, filepath.Join(binDir, "ibsm-plugin-"+p.name), p.attrs)
 	}
-	b.WriteString("routing {\n  engine = \"updn\"\n  lid_assigner = \"sequential\"\n  vl_assigner = \"single\"\n}\n")
+	fmt.Fprintf(&b, "routing {\n  engine = %q\n  lid_assigner = \"sequential\"\n  vl_assigner = \"single\"\n}\n", eng.name)
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -231,7 +241,7 @@ func ibsimConfig(t *testing.T, dir, name, transport string, r *rig, smNode, stat
 // ibsmPlan is ibsm's plan for the fabric the daemon brought up: `ibsm dump`
 // on the embedded fabric loaded from the same file, seeded with a copy of
 // the daemon's guid2lid, writes the OpenSM-format LFT dump.
-func ibsmPlan(t *testing.T, r *rig, smNode, stateDir string) *diags.Plan {
+func ibsmPlan(t *testing.T, r *rig, smNode, stateDir string, eng engine) *diags.Plan {
 	t.Helper()
 	g2l := filepath.Join(stateDir, "guid2lid")
 	src, err := os.ReadFile(g2l)
@@ -245,7 +255,7 @@ func ibsmPlan(t *testing.T, r *rig, smNode, stateDir string) *diags.Plan {
 	if err := os.WriteFile(filepath.Join(planDir, "state", "guid2lid"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := ibsimConfig(t, planDir, "dump.hcl", "sim", r, smNode, filepath.Join(planDir, "state"), 3)
+	cfg := ibsimConfigWith(t, planDir, "dump.hcl", "sim", r, smNode, filepath.Join(planDir, "state"), 3, eng)
 	cmd := exec.Command(filepath.Join(binDir, "ibsm"), "dump", "--config", cfg, "--out", planDir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -474,7 +484,15 @@ func TestIBSimOpenSMHarness(t *testing.T) {
 // uplink down with the console: ibsm must re-route and the traced paths
 // and every LFT must avoid the dead link.
 func TestIBSimFatTree(t *testing.T) {
-	testIBSimIBSM(t, ft2Net, true, 0)
+	testIBSimIBSM(t, ft2Net, true, 0, engine{name: "updn"})
+}
+
+// TestIBSimFatTreeEntries is TestIBSimFatTree with sftree repairing its
+// routes incrementally: its answer to the unlink names only the changed
+// entries (plan.Routes.Edits), which the host realises into the tables
+// dump_fts and ibtracert read back.
+func TestIBSimFatTreeEntries(t *testing.T) {
+	testIBSimIBSM(t, ft2Net, true, 0, engine{name: "sftree", attrs: "  config {\n    incremental = true\n  }\n"})
 }
 
 // TestIBSimRandomLossy brings up a seeded random irregular fabric with ibsm
@@ -484,7 +502,7 @@ func TestIBSimFatTree(t *testing.T) {
 // the fat tree.
 func TestIBSimRandomLossy(t *testing.T) {
 	net, _ := randomFabric(t)
-	testIBSimIBSM(t, net, true, 10)
+	testIBSimIBSM(t, net, true, 10, engine{name: "updn"})
 }
 
 // randomFabric writes the seeded random irregular fabric the ibsim tests
@@ -506,7 +524,7 @@ func randomFabric(t *testing.T) (string, *netfile.File) {
 	return net, nf
 }
 
-func testIBSimIBSM(t *testing.T, net string, unlink bool, lossPercent int) {
+func testIBSimIBSM(t *testing.T, net string, unlink bool, lossPercent int, eng engine) {
 	nf, err := netfile.ParseFile(net)
 	if err != nil {
 		t.Fatal(err)
@@ -531,8 +549,12 @@ func testIBSimIBSM(t *testing.T, net string, unlink bool, lossPercent int) {
 	}
 
 	stateDir := filepath.Join(r.dir, "state")
-	cfg := ibsimConfig(t, r.dir, "ibsm.hcl", "ibsim", r, smNode.Name, stateDir, 5)
-	sm := startIBSM(t, cfg)
+	cfg := ibsimConfigWith(t, r.dir, "ibsm.hcl", "ibsim", r, smNode.Name, stateDir, 5, eng)
+	var flags []string
+	if eng.name != "updn" {
+		flags = []string{"--log-level", "debug"} // the route calls' answers below
+	}
+	sm := startIBSM(t, cfg, flags...)
 	start := time.Now()
 	retries := sm.waitUp(t, 1, 60*time.Second)
 	t.Logf("ibsm SUBNET UP after %s, %d MAD retries", time.Since(start).Round(time.Millisecond), retries)
@@ -546,7 +568,7 @@ func testIBSimIBSM(t *testing.T, net string, unlink bool, lossPercent int) {
 		}
 	}
 
-	plan := ibsmPlan(t, r, smNode.Name, stateDir)
+	plan := ibsmPlan(t, r, smNode.Name, stateDir, eng)
 	d, fts := checkFabric(t, ctx, r, plan, smNode.Ports[1].GUID, 0)
 	if !unlink || t.Failed() {
 		return
@@ -588,6 +610,9 @@ func testIBSimIBSM(t *testing.T, net string, unlink bool, lossPercent int) {
 	// full: what dump_fts and ibtracert read back below is that plan.
 	if !strings.Contains(sm.log.String(), "plan verified by its changes") {
 		t.Errorf("the re-route after the unlink was not verified by its changes:\n%s", tail(sm.log.String(), 3000))
+	}
+	if eng.name == "sftree" && !regexp.MustCompile(`route call answered the destinations changed since its last answer.* entries=[1-9]`).MatchString(sm.log.String()) {
+		t.Errorf("sftree's answer to the unlink did not name changed entries:\n%s", tail(sm.log.String(), 3000))
 	}
 
 	tr, err := r.env.Trace(ctx, src, dst)

@@ -302,7 +302,7 @@ func (r *Runner) attempt(ctx context.Context, e Engine, in Input, topoHash uint6
 			putBehind(r.Cache, "routing", rk, routes)
 			break
 		}
-		r.log().Debug("route call answered the destinations changed since its last answer", "engine", e.Name, "changed", len(routes.Changed), "of", len(routes.Planes))
+		r.log().Debug("route call answered the destinations changed since its last answer", "engine", e.Name, "changed", len(routes.Changed), "of", len(routes.Planes), "entries", len(routes.Edits))
 	case routes.Planes != nil:
 		hashes = destHashes(routes.Planes)
 	}
