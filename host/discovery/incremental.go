@@ -491,20 +491,25 @@ func (f *Fabric) ready(pending map[*Node]bool) []*Node {
 	return out
 }
 
-// behind reports whether n's route crosses a pending switch other than n
-// (following the model's links hop by hop from the SM).
+// behind reports whether n's route crosses a pending switch other than n.
 func (f *Fabric) behind(n *Node, pending map[*Node]bool) bool {
+	return f.Crosses(n, pending) != nil
+}
+
+// Crosses returns the first node of set, other than n, that n's route
+// crosses (following the model's links hop by hop from the SM), or nil.
+func (f *Fabric) Crosses(n *Node, set map[*Node]bool) *Node {
 	cur := f.Nodes[f.SMGUID]
 	for _, hop := range n.Path {
-		if cur != n && pending[cur] {
-			return true
+		if cur != n && set[cur] {
+			return cur
 		}
 		if int(hop) >= len(cur.Ports) || f.Nodes[cur.Ports[hop].PeerGUID] == nil {
-			return false // the model has no such hop: read it and let it fail
+			return nil // the model has no such hop: read it and let it fail
 		}
 		cur = f.Nodes[cur.Ports[hop].PeerGUID]
 	}
-	return false
+	return nil
 }
 
 // routes is what a re-route found.
