@@ -105,6 +105,10 @@ func (c *Client) all(ctx context.Context, method uint8, n func() int, set func(i
 			ks, known = keys.Candidates(r.Path)
 			key, cands = ks[0], len(ks)
 		}
+		if dead, ok := c.dead.through(r.Path); ok {
+			inFlight.put(i, sent{r, key, 0, 1, known})
+			return transport.Packet{}, behindDead(r.Attr, r.Mod, r.Path, dead)
+		}
 		payloadKey, err := encodeDR(buf, method, r.Path, r.Attr, r.Mod, key, r.Val)
 		inFlight.put(i, sent{r, key, payloadKey, cands, known})
 		if err != nil {
@@ -115,6 +119,16 @@ func (c *Client) all(ctx context.Context, method uint8, n func() int, set func(i
 	answer := func(i int, resp transport.Packet, err error) {
 		s := inFlight.take(i)
 		r := s.r
+		switch {
+		case err == nil:
+			c.dead.answered(r.Path)
+		case unanswered(ctx, keys, err):
+			go c.probe(ctx, r.Path) // the batch need not wait out its timeout too
+		}
+		if errors.Is(err, ErrBehindDead) {
+			report(i, err) // behindDead named the SMP
+			return
+		}
 		if err != nil {
 			if s.cands > 1 && ctx.Err() == nil && errors.Is(err, transport.ErrTimeout) {
 				viaSet(i, r) // perhaps the wrong key: Set tries the others

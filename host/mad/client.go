@@ -28,6 +28,8 @@ type Client struct {
 	// K, when set, supplies each SMP's M_Key by destination; nil: the
 	// transport's (WithKeys), if any.
 	K Keys
+
+	dead deadRoutes
 }
 
 // Path is a directed route: the out-port at each hop, starting with the
@@ -81,6 +83,9 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 	if len(path) > smp.MaxHops {
 		return fmt.Errorf("DR path %s longer than %d hops", path, smp.MaxHops)
 	}
+	if dead, ok := c.dead.through(path); ok {
+		return behindDead(attrID, mod, path, dead)
+	}
 	var sentKey, setKey uint64 // the key the answered SMP carried; a PortInfo Set's new M_Key
 	send := func(method uint8, key uint64, a Attribute) (*smp.SMP, error) {
 		sentKey = key
@@ -103,6 +108,12 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 		return r, nil
 	}
 	r, err := c.keyAttempts(ctx, method, path, func(key uint64) (*smp.SMP, error) { return send(method, key, a) })
+	switch {
+	case err == nil:
+		c.dead.answered(path)
+	case unanswered(ctx, c.Keys(), err):
+		go c.probe(ctx, path) // the caller need not wait out its timeout too
+	}
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@ package mad_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,10 +206,14 @@ func TestTimeoutThroughDeadLink(t *testing.T) {
 		name string
 		path mad.Path
 		dead bool
+		// timeouts the transport counts: the SMP's and the probe's that
+		// finds its route dead; none for a route through one found dead
+		// just before (not sent).
+		timeouts uint64
 	}{
-		{"across the dead link", mad.Path{1, 2}, true},
-		{"beyond the dead link", mad.Path{1, 2, 1}, true},
-		{"before the dead link", mad.Path{1}, false},
+		{"across the dead link", mad.Path{1, 2}, true, 2},
+		{"beyond the dead link", mad.Path{1, 2, 1}, true, 0},
+		{"before the dead link", mad.Path{1}, false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,10 +233,95 @@ func TestTimeoutThroughDeadLink(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.path.String()) {
 				t.Fatalf("error %q does not name the path %s", err, tc.path)
 			}
-			if got := tr.Stats().Timeouts - before; got != 1 {
-				t.Fatalf("transport counted %d timeouts, want 1", got)
+			if tc.timeouts == 2 {
+				waitHeld(t, c, tc.path)
+			}
+			if got := tr.Stats().Timeouts - before; got != tc.timeouts {
+				t.Fatalf("transport counted %d timeouts, want %d", got, tc.timeouts)
+			}
+			if behind := errors.Is(err, mad.ErrBehindDead); behind != (tc.timeouts == 0) {
+				t.Fatalf("err = %v: not sent %v, want %v", err, behind, tc.timeouts == 0)
 			}
 		})
+	}
+	// The link back up and a sweep beginning: the routes through it are
+	// sent again.
+	must(t, fab.LinkUp(guidSW1, 2))
+	c.Forget()
+	must(t, c.Get(ctx, mad.Path{1, 2}, smp.AttrNodeInfo, 0, &ni))
+	must(t, c.Get(ctx, mad.Path{1, 2, 1}, smp.AttrNodeInfo, 0, &ni))
+}
+
+// TestSetAllBehindADeadLink: blocks for switches behind a cable that died
+// under the push fail at once once a route through it went unanswered,
+// instead of each waiting out its timeouts (the transport's window
+// shrinks on them, so they went one after another).
+func TestSetAllBehindADeadLink(t *testing.T) {
+	const leaves, blocks = 30, 20
+	f := netfile.New()
+	a, err := f.AddCA("A", guidA, 1)
+	must(t, err)
+	hub, err := f.AddSwitch("hub", 0x1000, 4)
+	must(t, err)
+	mid, err := f.AddSwitch("mid", 0x2000, leaves+1)
+	must(t, err)
+	must(t, f.Connect(a, 1, hub, 1, netfile.Width4x, netfile.EDR))
+	must(t, f.Connect(hub, 2, mid, 1, netfile.Width4x, netfile.EDR))
+	var paths []mad.Path
+	for i := 2; i <= leaves+1; i++ {
+		l, err := f.AddSwitch(fmt.Sprintf("leaf%d", i), uint64(0x2000+i), 4)
+		must(t, err)
+		must(t, f.Connect(mid, i, l, 1, netfile.Width4x, netfile.EDR))
+		paths = append(paths, mad.Path{1, 2, uint8(i)})
+	}
+	fab, err := sim.New(f, sim.Options{})
+	must(t, err)
+	conn, err := fab.Attach(guidA, 1)
+	must(t, err)
+	tr := transport.New(conn, transport.Options{Window: 16, Timeout: 20 * time.Millisecond, Retries: 1})
+	t.Cleanup(func() { tr.Close() })
+	c := &mad.Client{T: tr}
+	ctx := context.Background()
+	var blk smp.LFTBlock
+	push := func() (failed, behind int) {
+		c.SetAll(ctx, leaves*blocks, func(i int) mad.Req {
+			return mad.Req{Path: paths[i%leaves], Attr: smp.AttrLinearForwardingTable, Mod: uint32(i / leaves), Val: &blk}
+		}, func(_ int, err error) {
+			if err != nil {
+				failed++
+				if !errors.Is(err, transport.ErrTimeout) {
+					t.Errorf("err = %v, want a timeout", err)
+				}
+			}
+			if errors.Is(err, mad.ErrBehindDead) {
+				behind++
+			}
+		})
+		return failed, behind
+	}
+	must(t, fab.LinkDown(0x1000, 2))
+	before := tr.Stats().Timeouts
+	failed, behind := push()
+	waitHeld(t, c, mad.Path{1, 2})
+	timeouts := tr.Stats().Timeouts - before
+	// What was in flight when the first timeout came times out; the
+	// probe that follows finds the mid switch's route dead, and the rest
+	// is not sent.
+	if failed != leaves*blocks || behind < failed-4*16 || timeouts > 4*16 {
+		t.Fatalf("%d of %d Sets failed, %d not sent, %d timeouts; want all failed, at most a few windows' worth (16) sent", failed, leaves*blocks, behind, timeouts)
+	}
+	var ni smp.NodeInfo
+	if err := c.Get(ctx, mad.Path{1, 2}, smp.AttrNodeInfo, 0, &ni); !errors.Is(err, mad.ErrBehindDead) {
+		t.Fatalf("the dead link's far switch: err = %v, want one not sent", err)
+	}
+	if err := c.Get(ctx, mad.Path{1}, smp.AttrNodeInfo, 0, &ni); err != nil {
+		t.Fatalf("the switch before the dead link: %v", err)
+	}
+	must(t, fab.LinkUp(0x1000, 2))
+	c.Forget() // as a sweep begins
+	must(t, c.Get(ctx, mad.Path{1, 2}, smp.AttrNodeInfo, 0, &ni))
+	if failed, _ := push(); failed != 0 {
+		t.Fatalf("after the link came back: %d Sets failed", failed)
 	}
 }
 
@@ -260,5 +351,62 @@ func TestPath(t *testing.T) {
 	a, b := base.Extend(2), base.Extend(3)
 	if a[1] != 2 || b[1] != 3 {
 		t.Fatalf("sibling paths alias: %s %s", a, b)
+	}
+}
+
+// loseAttr loses every SMP of one attribute: the route answers the rest
+// (counted in others).
+type loseAttr struct {
+	transport.Transport
+	attr   uint16
+	others *atomic.Int64
+}
+
+func (l loseAttr) Do(ctx context.Context, req transport.Packet) (transport.Packet, error) {
+	var m smp.SMP
+	if m.Decode(req.MAD) == nil && m.AttrID == l.attr {
+		return transport.Packet{}, transport.ErrTimeout
+	}
+	resp, err := l.Transport.Do(ctx, req)
+	l.others.Add(1)
+	return resp, err
+}
+
+// TestLostSMPHoldsNothing: an SMP lost on every attempt over a route that
+// answers the probe's NodeInfo Gets holds nothing dead.
+func TestLostSMPHoldsNothing(t *testing.T) {
+	_, _, tr := lineFabric(t)
+	var probes atomic.Int64
+	c := &mad.Client{T: loseAttr{tr, smp.AttrSwitchInfo, &probes}}
+	ctx := context.Background()
+	var si smp.SwitchInfo
+	if err := c.Get(ctx, mad.Path{1, 2}, smp.AttrSwitchInfo, 0, &si); !errors.Is(err, transport.ErrTimeout) || errors.Is(err, mad.ErrBehindDead) {
+		t.Fatalf("err = %v, want a timeout of the SMP sent", err)
+	}
+	// The probe asks [1], then [1,2].
+	for deadline := time.Now().Add(5 * time.Second); probes.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d probe Gets in 5 s, want 2", probes.Load())
+		}
+	}
+	if c.Held(mad.Path{1, 2}) {
+		t.Fatal("a route that answered its probe is held dead")
+	}
+	var ni smp.NodeInfo
+	for _, p := range []mad.Path{{1, 2}, {1, 2, 1}} {
+		if err := c.Get(ctx, p, smp.AttrNodeInfo, 0, &ni); err != nil {
+			t.Fatalf("route %s after a lost SMP: %v", p, err)
+		}
+	}
+}
+
+// waitHeld waits for the probe that follows a timeout over p to hold it
+// dead.
+func waitHeld(t *testing.T, c *mad.Client, p mad.Path) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !c.Held(p); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("route %s not held dead 5 s after its timeout", p)
+		}
 	}
 }

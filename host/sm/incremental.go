@@ -26,6 +26,7 @@ func (s *SM) fullInstead(ctx context.Context, why string) (*Report, error) {
 // changed. When the update cannot be trusted it logs why and runs a heavy
 // sweep instead (Report.Fallback).
 func (s *SM) IncrementalSweep(ctx context.Context, ch discovery.Changes) (*Report, error) {
+	s.client.Forget() // routes found dead before may answer now
 	old := s.Fabric()
 	if old == nil || s.Applied() == nil {
 		return s.fullInstead(ctx, "no plan in force yet")

@@ -31,6 +31,7 @@ func (s *SM) LightSweepChanges(ctx context.Context) (discovery.Changes, string, 
 // audit finds reset is returned as a changed port 0). Run does the same in
 // periodic, auditing after the incremental sweep instead of skipping.
 func (s *SM) lightSweep(ctx context.Context) (discovery.Changes, string, error) {
+	s.client.Forget() // routes found dead before may answer now
 	ch, full, err := s.pollAndCheck(ctx)
 	if full != "" || !ch.Empty() {
 		return ch, full, err

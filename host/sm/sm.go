@@ -324,6 +324,7 @@ func (s *SM) plan(ctx context.Context, fab *discovery.Fabric, topo *topology.Top
 // computes, verifies and programs a new plan. On any planning error the
 // plan in force stays programmed and the error is returned.
 func (s *SM) HeavySweep(ctx context.Context) (*Report, error) {
+	s.client.Forget() // routes found dead before may answer now
 	rep := &Report{}
 	start := time.Now()
 	st0 := s.T.Stats()
