@@ -23,10 +23,8 @@ import (
 	"github.com/ibsm/ibsm/host/app"
 	"github.com/ibsm/ibsm/host/pipeline"
 	"github.com/ibsm/ibsm/host/sm"
-	"github.com/ibsm/ibsm/host/topogen"
 	"github.com/ibsm/ibsm/integration/benchutil"
 	"github.com/ibsm/ibsm/sdk/topology"
-	"github.com/ibsm/ibsm/transport/netfile"
 	"github.com/ibsm/ibsm/transport/sim"
 )
 
@@ -141,20 +139,8 @@ func run(o options) error {
 
 func fabric(o options, radix int) error {
 	name := fmt.Sprintf("ft3-%d", radix)
-	f, err := topogen.FatTree{Radix: radix, Levels: 3}.Generate()
+	net, err := benchutil.WriteFatTree(o.out, radix)
 	if err != nil {
-		return err
-	}
-	net := filepath.Join(o.out, name+".net")
-	w, err := os.Create(net)
-	if err != nil {
-		return err
-	}
-	if err := netfile.Write(w, f); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
 		return err
 	}
 	state := filepath.Join(o.out, "state-"+name)
