@@ -90,6 +90,7 @@ func (c *Client) all(ctx context.Context, method uint8, n func() int, set func(i
 		return
 	}
 	keys := c.Keys()
+	epoch := c.dead.epoch.Load() // a Forget under the batch: its probes hold nothing
 	// Each SMP in flight and the keys it carried (DoAll keeps at most a
 	// window's worth), so set is called once per SMP.
 	var inFlight slots[sent]
@@ -105,9 +106,9 @@ func (c *Client) all(ctx context.Context, method uint8, n func() int, set func(i
 			ks, known = keys.Candidates(r.Path)
 			key, cands = ks[0], len(ks)
 		}
-		if dead, ok := c.dead.through(r.Path); ok {
+		if dead, found, ok := c.dead.through(r.Path); ok {
 			inFlight.put(i, sent{r, key, 0, 1, known})
-			return transport.Packet{}, behindDead(r.Attr, r.Mod, r.Path, dead)
+			return transport.Packet{}, behindDead(r.Attr, r.Mod, r.Path, dead, found)
 		}
 		payloadKey, err := encodeDR(buf, method, r.Path, r.Attr, r.Mod, key, r.Val)
 		inFlight.put(i, sent{r, key, payloadKey, cands, known})
@@ -122,8 +123,8 @@ func (c *Client) all(ctx context.Context, method uint8, n func() int, set func(i
 		switch {
 		case err == nil:
 			c.dead.answered(r.Path)
-		case unanswered(ctx, keys, err):
-			go c.probe(ctx, r.Path) // the batch need not wait out its timeout too
+		case c.unanswered(ctx, err):
+			go c.probe(ctx, r.Path, epoch) // the batch need not wait out its timeout too
 		}
 		if errors.Is(err, ErrBehindDead) {
 			report(i, err) // behindDead named the SMP

@@ -83,9 +83,10 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 	if len(path) > smp.MaxHops {
 		return fmt.Errorf("DR path %s longer than %d hops", path, smp.MaxHops)
 	}
-	if dead, ok := c.dead.through(path); ok {
-		return behindDead(attrID, mod, path, dead)
+	if dead, found, ok := c.dead.through(path); ok {
+		return behindDead(attrID, mod, path, dead, found)
 	}
+	epoch := c.dead.epoch.Load()
 	var sentKey, setKey uint64 // the key the answered SMP carried; a PortInfo Set's new M_Key
 	send := func(method uint8, key uint64, a Attribute) (*smp.SMP, error) {
 		sentKey = key
@@ -111,8 +112,8 @@ func (c *Client) do(ctx context.Context, method uint8, path Path, attrID uint16,
 	switch {
 	case err == nil:
 		c.dead.answered(path)
-	case unanswered(ctx, c.Keys(), err):
-		go c.probe(ctx, path) // the caller need not wait out its timeout too
+	case c.unanswered(ctx, err):
+		go c.probe(ctx, path, epoch) // the caller need not wait out its timeout too
 	}
 	if err != nil {
 		return err

@@ -44,6 +44,9 @@ func TestLightSweepReads(t *testing.T) {
 		must(t, err)
 		after := fab.Stats().ByAttr
 		pi := after[smp.AttrPortInfo] - before[smp.AttrPortInfo]
+		if tc.change && pi == tc.portInfos+1 {
+			pi-- // the client's probe of the cable's near end (mad.Client.probe), on its own goroutine
+		}
 		if pi < tc.portInfos || (tc.change && pi != tc.portInfos) || ch.Empty() == tc.change || full != "" {
 			t.Fatalf("%s: %d PortInfo reads, changes %+v, full %q; want %d (at least, when unchanged), change %v",
 				tc.name, pi, ch, full, tc.portInfos, tc.change)
@@ -66,10 +69,8 @@ func TestLightSweepBehindADeadCable(t *testing.T) {
 	before := tr.Stats().Timeouts
 	ch, full, err := s.LightSweepChanges(ctx)
 	must(t, err)
-	// The Get of the switch behind the cable (and perhaps already the
-	// client's probe that finds its route dead, on its own goroutine).
-	if timeouts := tr.Stats().Timeouts - before; timeouts < 1 || timeouts > 2 || full != "" {
-		t.Fatalf("light sweep: %d SMPs timed out (full %q); want 1 (2 with the probe): the switch behind the cable, not one for each of the %d behind it", timeouts, full, behind)
+	if timeouts := tr.Stats().Timeouts - before; timeouts != 1 || full != "" {
+		t.Fatalf("light sweep: %d SMPs timed out (full %q); want 1: the switch behind the cable, not one for each of the %d behind it", timeouts, full, behind)
 	}
 	// The cut switch, the ones behind it, and the switch on this side of
 	// the cable (its port went down).

@@ -674,24 +674,30 @@ func (s *SM) pollSwitches(ctx context.Context, fab *discovery.Fabric, which []ui
 	}
 	var mu sync.Mutex
 	var changed, failed []uint64
+	var quiet []*discovery.Node // asked, nothing came back (a timeout)
 	mark := func(g uint64) { mu.Lock(); changed = append(changed, g); mu.Unlock() }
 	fail := func(g uint64) { mu.Lock(); changed, failed = append(changed, g), append(failed, g); mu.Unlock() }
 	g := fanout.New(s.Opts.Parallel)
 	var err error
-	silent := map[*discovery.Node]bool{} // of the shorter routes, those that failed
-	k := 0                               // failed[:k] are in silent
+	silent := map[*discovery.Node]bool{} // of the shorter routes, those that did not answer
+	skipped := 0
 	for _, ns := range byLen {
 		for _, n := range ns {
 			guid := n.Info.NodeGUID
 			if via := fab.Crosses(n, silent); via != nil {
 				fail(guid)
-				g.Add(fmt.Errorf("switch 0x%016x: not asked: its route crosses switch 0x%016x, which did not answer", guid, via.Info.NodeGUID))
+				skipped++
 				continue
 			}
 			g.Go(func() error {
 				var si smp.SwitchInfo
 				if err := s.client.Get(ctx, n.Path, smp.AttrSwitchInfo, 0, &si); err != nil {
 					fail(guid)
+					if errors.Is(err, transport.ErrTimeout) {
+						mu.Lock()
+						quiet = append(quiet, n)
+						mu.Unlock()
+					}
 					return fmt.Errorf("switch 0x%016x: %w", guid, err)
 				}
 				if !si.PortStateChange {
@@ -710,9 +716,12 @@ func (s *SM) pollSwitches(ctx context.Context, fab *discovery.Fabric, which []ui
 		}
 		// The next route length waits for this one's answers.
 		err = g.Wait("polling SwitchInfo")
-		for ; k < len(failed); k++ {
-			silent[fab.Nodes[failed[k]]] = true
+		for _, q := range quiet {
+			silent[q] = true
 		}
+	}
+	if skipped > 0 {
+		err = fmt.Errorf("%w; %d switches whose route crosses one that did not answer were not asked", err, skipped)
 	}
 	sort.Slice(changed, func(i, j int) bool { return changed[i] < changed[j] })
 	return changed, failed, err
