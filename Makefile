@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(notdir $(wildcard plugins/[a-z]*))
 EXAMPLE ?= conf/examples/ft2-648.hcl
 
-.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare experiments-growth experiments-race14 experiments-rrgphase experiments-linkdown clean
+.PHONY: all build plugins run test unit hygiene deps sdk-isolation sdk-vet sdk-test sdk-example fuzz bench bench-opensm experiments experiments-lids experiments-vls experiments-ftcompare experiments-growth experiments-race14 experiments-rrgphase experiments-linkdown experiments-deadpush clean
 
 all: build
 
@@ -154,6 +154,11 @@ experiments-rrgphase: build
 # its README, e.g. '-radix 24,36,56 -runs 3'.
 experiments-linkdown: build
 	$(GO) run ./integration/experiments/linkdown -bin $(BIN) $(LINKDOWN_FLAGS)
+
+# A cable that dies as a bring-up's tables go out: how long the sweep takes
+# to fail, and the sweep after it; DEADPUSH_FLAGS as in its README.
+experiments-deadpush: build
+	$(GO) run ./integration/experiments/deadpush -bin $(BIN) $(DEADPUSH_FLAGS)
 
 clean:
 	rm -rf $(BIN)
